@@ -1,0 +1,83 @@
+/**
+ * The error object and the one catalogue of error codes the API answers with. Every
+ * code has a fixed HTTP status; docs/errors.md documents each one and a test keeps the
+ * two in step. Clients branch on `code`, never on `description`.
+ */
+import { z } from 'zod';
+
+export const ErrorObject = z.object({
+  code: z.string().min(1).max(63).optional(),
+  description: z.string().min(1).max(255).optional(),
+});
+export const ErrorResponse = z.object({ error: ErrorObject });
+export type ErrorResponse = z.infer<typeof ErrorResponse>;
+
+export const ERROR_CATALOGUE = {
+  INVALID_REQUEST: {
+    status: 400,
+    meaning:
+      'A field is missing, has the wrong type or breaks a limit; the description names the field.',
+  },
+  INVALID_JSON: { status: 400, meaning: 'The body is not valid JSON.' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, meaning: 'The body is not sent as application/json.' },
+  BODY_TOO_LARGE: { status: 413, meaning: 'The body is larger than the service accepts.' },
+  UNAUTHORIZED: { status: 401, meaning: 'Credentials are missing or wrong.' },
+  FORBIDDEN: {
+    status: 403,
+    meaning:
+      'The credential is valid but may not use this operation (for example a terminal credential creating simulators).',
+  },
+  NOT_FOUND: { status: 404, meaning: 'No such transaction or terminal for this credential.' },
+  ROUTE_NOT_FOUND: { status: 404, meaning: 'No operation at this path.' },
+  METHOD_NOT_ALLOWED: { status: 405, meaning: 'Every operation uses POST.' },
+  TERMINAL_NOT_FOUND: {
+    status: 400,
+    meaning: 'The terminal does not exist or does not belong to this credential.',
+  },
+  TERMINAL_BUSY: {
+    status: 400,
+    meaning:
+      'Another transaction is still in progress on the terminal; finish or confirm it first.',
+  },
+  TOO_MANY_UNCONFIRMED: {
+    status: 400,
+    meaning: 'The terminal has as many unconfirmed transactions as allowed; confirm them first.',
+  },
+  IDEMPOTENCY_MISMATCH: {
+    status: 400,
+    meaning:
+      'A transaction with this external_id exists with a different type, amount or currency.',
+  },
+  INVALID_STATE: {
+    status: 400,
+    meaning: 'The transaction is not in a state that allows this operation.',
+  },
+  ORIGINAL_PURCHASE_NOT_FOUND: {
+    status: 400,
+    meaning: 'The refund names an original purchase that does not exist for this credential.',
+  },
+  ORIGINAL_PURCHASE_NOT_REFUNDABLE: {
+    status: 400,
+    meaning: 'The original purchase did not succeed or is not committed or confirmed.',
+  },
+  REFUND_EXCEEDS_REFUNDABLE: {
+    status: 400,
+    meaning: 'The refund is larger than what is still refundable on the original purchase.',
+  },
+  NO_PRINTER: { status: 400, meaning: 'The terminal has no receipt printer.' },
+  INVALID_PRINT_DATA: { status: 400, meaning: 'The print contents are not valid base64 PNG data.' },
+  PRINT_TOO_LARGE: {
+    status: 400,
+    meaning: 'The print job, joined across continue fragments, is larger than allowed.',
+  },
+  INTERNAL_ERROR: {
+    status: 500,
+    meaning: 'An unexpected fault; the request may be repeated safely.',
+  },
+  SERVICE_UNAVAILABLE: {
+    status: 503,
+    meaning: 'The service is starting or shutting down; repeat the request after Retry-After.',
+  },
+} as const satisfies Record<string, { status: number; meaning: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOGUE;

@@ -1,0 +1,110 @@
+/**
+ * What the relay and a terminal say to each other, whatever carries it (in process, or
+ * MQTT between the relay and the agent). Commands go to the terminal; reports come back.
+ * Every command carries a `command_id` so that a terminal applies a re-sent command once.
+ */
+import { z } from 'zod';
+import {
+  Amount,
+  Currency,
+  Description,
+  ExternalId,
+  ReceiptText,
+  ResultCode,
+  TimestampV1,
+  TransactionId,
+} from './fields.js';
+import { CustomerIdentity, Dcc, PaymentMethodDetails, Reference } from './transaction.js';
+import { TerminalReadings } from './terminal-status.js';
+
+export const CommandId = z.string().min(1).max(63);
+
+export const StartTransactionCommand = z.object({
+  type: z.literal('transaction.start'),
+  command_id: CommandId,
+  transaction_id: TransactionId,
+  external_id: ExternalId,
+  kind: z.enum(['PURCHASE', 'REFUND', 'ACCOUNT_CHECK']),
+  requested_amount: Amount,
+  currency: Currency,
+  cashback_amount: Amount.optional(),
+  customer_not_present: z.boolean().optional(),
+  pause_on_customer_identified: z.boolean(),
+  /** For a referenced refund: the original purchase's terminal-side reference. */
+  original_reference: Reference.optional(),
+});
+
+export const ContinueTransactionCommand = z.object({
+  type: z.literal('transaction.continue'),
+  command_id: CommandId,
+  transaction_id: TransactionId,
+  requested_amount: Amount.optional(),
+});
+
+/**
+ * The transaction must not charge: the terminal stops it if it is still running, and
+ * reverses it if it already succeeded. Safe to send in any state and to repeat.
+ */
+export const CancelTransactionCommand = z.object({
+  type: z.literal('transaction.cancel'),
+  command_id: CommandId,
+  transaction_id: TransactionId,
+});
+
+export const PrintCommand = z.object({
+  type: z.literal('print'),
+  command_id: CommandId,
+  format: z.literal('PNG'),
+  /** The whole PNG, base64. */
+  contents: z.string().min(1),
+});
+
+export const TerminalCommand = z.discriminatedUnion('type', [
+  StartTransactionCommand,
+  ContinueTransactionCommand,
+  CancelTransactionCommand,
+  PrintCommand,
+]);
+export type TerminalCommand = z.infer<typeof TerminalCommand>;
+export type StartTransactionCommand = z.infer<typeof StartTransactionCommand>;
+
+/** The payment details a terminal reports with a result; members as on the Transaction. */
+export const TransactionResultDetails = z.object({
+  authorized_amount: Amount.optional(),
+  total_amount: Amount.optional(),
+  tip_amount: Amount.optional(),
+  surcharge_amount: Amount.optional(),
+  cashback_amount: Amount.optional(),
+  payment_method_details: PaymentMethodDetails.optional(),
+  receipt_details_customer: ReceiptText.optional(),
+  receipt_details_merchant: ReceiptText.optional(),
+  reference: Reference.optional(),
+  dcc: Dcc.optional(),
+  customer_identity: CustomerIdentity.optional(),
+});
+export type TransactionResultDetails = z.infer<typeof TransactionResultDetails>;
+
+export const TransactionReport = z.object({
+  type: z.literal('transaction'),
+  transaction_id: TransactionId,
+  /**
+   * CUSTOMER_IDENTIFIED: paused at the identification point, waiting for continue.
+   * COMPLETED: the result is final on the terminal (success or an error code).
+   * CANCELLED: the terminal stopped or reversed the transaction; it will not charge.
+   */
+  phase: z.enum(['CUSTOMER_IDENTIFIED', 'COMPLETED', 'CANCELLED']),
+  result_code: ResultCode.optional(),
+  result_description: Description.optional(),
+  details: TransactionResultDetails.optional(),
+});
+export type TransactionReport = z.infer<typeof TransactionReport>;
+
+export const StatusReport = z.object({
+  type: z.literal('status'),
+  at: TimestampV1,
+  readings: TerminalReadings,
+});
+export type StatusReport = z.infer<typeof StatusReport>;
+
+export const TerminalReport = z.discriminatedUnion('type', [TransactionReport, StatusReport]);
+export type TerminalReport = z.infer<typeof TerminalReport>;
