@@ -48,6 +48,11 @@ export const ERROR_CATALOGUE = {
     meaning:
       'A transaction with this external_id exists with a different type, amount or currency.',
   },
+  TRANSACTION_NOT_FOUND: {
+    status: 400,
+    meaning:
+      'The transaction to confirm or continue does not exist for this credential; only a failure can be confirmed for a transaction the service never saw.',
+  },
   INVALID_STATE: {
     status: 400,
     meaning: 'The transaction is not in a state that allows this operation.',

@@ -4,3 +4,5 @@ export * from './terminal-status.js';
 export * from './errors.js';
 export * from './api.js';
 export * from './terminal-link.js';
+export * from './secrets.js';
+export * from './operations.js';

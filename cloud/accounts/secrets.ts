@@ -1,0 +1,63 @@
+/**
+ * Secrets are stored as scrypt hashes and compared in constant time. scrypt is slow on
+ * purpose, so a secret verified once is remembered as a keyed digest for the life of the
+ * process: later requests cost one HMAC, not one scrypt.
+ */
+import { createHmac, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+import { promisify } from 'node:util';
+
+const scryptAsync = promisify(scrypt) as (
+  password: string,
+  salt: Buffer,
+  keylen: number,
+  options: { N: number; r: number; p: number },
+) => Promise<Buffer>;
+
+const N = 16_384;
+const R = 8;
+const P = 1;
+const KEY_LENGTH = 32;
+
+export async function hashSecret(secret: string): Promise<string> {
+  const salt = randomBytes(16);
+  const key = await scryptAsync(secret, salt, KEY_LENGTH, { N, r: R, p: P });
+  return `scrypt$${N}$${R}$${P}$${salt.toString('base64')}$${key.toString('base64')}`;
+}
+
+export async function verifySecret(secret: string, stored: string): Promise<boolean> {
+  const [scheme, n, r, p, salt, key] = stored.split('$');
+  if (scheme !== 'scrypt' || !n || !r || !p || !salt || !key) return false;
+  const expected = Buffer.from(key, 'base64');
+  const actual = await scryptAsync(secret, Buffer.from(salt, 'base64'), expected.length, {
+    N: Number(n),
+    r: Number(r),
+    p: Number(p),
+  });
+  return timingSafeEqual(actual, expected);
+}
+
+const CACHE_LIMIT = 10_000;
+
+/** Remembers secrets already verified against a given stored hash. */
+export class VerifiedSecretCache {
+  private readonly key = randomBytes(32);
+  private readonly entries = new Map<string, { storedHash: string; digest: Buffer }>();
+
+  private digest(secret: string): Buffer {
+    return createHmac('sha256', this.key).update(secret).digest();
+  }
+
+  async verify(username: string, secret: string, storedHash: string): Promise<boolean> {
+    const entry = this.entries.get(username);
+    if (entry && entry.storedHash === storedHash) {
+      return timingSafeEqual(entry.digest, this.digest(secret));
+    }
+    if (!(await verifySecret(secret, storedHash))) return false;
+    if (this.entries.size >= CACHE_LIMIT) {
+      const oldest = this.entries.keys().next().value;
+      if (oldest !== undefined) this.entries.delete(oldest);
+    }
+    this.entries.set(username, { storedHash, digest: this.digest(secret) });
+    return true;
+  }
+}

@@ -1,0 +1,133 @@
+/**
+ * The relay's configuration: flags override `TPS_*` environment variables, which
+ * override the defaults. Checked by zod at start; docs/configuration.md is the table.
+ */
+import { z } from 'zod';
+
+const port = z.coerce.number().int().min(0).max(65_535);
+const seconds = z.coerce.number().min(0);
+const optionalPath = z.string().min(1).optional();
+
+export const CloudConfigSchema = z
+  .object({
+    host: z.string().min(1).default('127.0.0.1'),
+    port: port.default(8080),
+    dataDir: z.string().min(1).default('./data'),
+    accountUsername: z
+      .string()
+      .regex(/^[\x21-\x7e]{3,64}$/, 'must be 3-64 printable characters without spaces or colons')
+      .refine((v) => !v.includes(':'), 'must not contain a colon')
+      .optional(),
+    accountPassword: z.string().min(12, 'must be at least 12 characters').optional(),
+    simulatorDelayMs: z.coerce.number().int().min(0).max(600_000).default(2000),
+    maxUnconfirmed: z.coerce.number().int().min(1).max(10_000).default(10),
+    pauseTimeoutS: seconds.max(86_400).default(60),
+    gracePeriodS: seconds.max(7 * 86_400).default(3600),
+    tlsCert: optionalPath,
+    tlsKey: optionalPath,
+    /** The API base address without the version segment, for links and events. */
+    publicUrl: z.url().optional(),
+    logLevel: z
+      .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+      .default('info'),
+    /** Create one simulated terminal on first start. */
+    defaultSimulator: z
+      .enum(['true', 'false'])
+      .transform((v) => v === 'true')
+      .or(z.boolean())
+      .default(true),
+  })
+  .refine((c) => (c.tlsCert === undefined) === (c.tlsKey === undefined), {
+    message: 'TPS_TLS_CERT and TPS_TLS_KEY must be set together',
+    path: ['tlsCert'],
+  })
+  .refine((c) => (c.accountUsername === undefined) === (c.accountPassword === undefined), {
+    message: 'TPS_ACCOUNT_USERNAME and TPS_ACCOUNT_PASSWORD must be set together',
+    path: ['accountUsername'],
+  });
+export type CloudConfig = z.infer<typeof CloudConfigSchema>;
+export type CloudConfigInput = z.input<typeof CloudConfigSchema>;
+
+/** Each setting with its environment variable and flag, for parsing and for the docs. */
+export const CLOUD_SETTINGS = {
+  host: { env: 'TPS_HOST', flag: 'host', doc: 'Address the HTTP API listens on.' },
+  port: { env: 'TPS_PORT', flag: 'port', doc: 'HTTP port; 0 picks a free one.' },
+  dataDir: { env: 'TPS_DATA_DIR', flag: 'data-dir', doc: 'Directory of the SQLite store.' },
+  accountUsername: {
+    env: 'TPS_ACCOUNT_USERNAME',
+    flag: 'account-username',
+    doc: 'Account API username; without it one is generated and printed once at first start.',
+  },
+  accountPassword: {
+    env: 'TPS_ACCOUNT_PASSWORD',
+    flag: 'account-password',
+    doc: 'Account API password (at least 12 characters); set together with the username.',
+  },
+  simulatorDelayMs: {
+    env: 'TPS_SIMULATOR_DELAY_MS',
+    flag: 'simulator-delay-ms',
+    doc: 'How long a simulated terminal works on an ordinary payment.',
+  },
+  maxUnconfirmed: {
+    env: 'TPS_MAX_UNCONFIRMED',
+    flag: 'max-unconfirmed',
+    doc: 'Unconfirmed transactions a terminal may hold before new ones are refused.',
+  },
+  pauseTimeoutS: {
+    env: 'TPS_PAUSE_TIMEOUT_S',
+    flag: 'pause-timeout-s',
+    doc: 'Seconds a paused transaction waits for continue before it is aborted.',
+  },
+  gracePeriodS: {
+    env: 'TPS_GRACE_PERIOD_S',
+    flag: 'grace-period-s',
+    doc: 'Seconds a CONFIRMED transaction can still be confirmed as failed; then it commits.',
+  },
+  tlsCert: {
+    env: 'TPS_TLS_CERT',
+    flag: 'tls-cert',
+    doc: 'PEM certificate file; with TPS_TLS_KEY the API is served over HTTPS (TLS 1.2+).',
+  },
+  tlsKey: { env: 'TPS_TLS_KEY', flag: 'tls-key', doc: 'PEM private key file for TPS_TLS_CERT.' },
+  publicUrl: {
+    env: 'TPS_PUBLIC_URL',
+    flag: 'public-url',
+    doc: 'Public base address without the version segment (default: from host and port).',
+  },
+  logLevel: { env: 'TPS_LOG_LEVEL', flag: 'log-level', doc: 'pino log level.' },
+  defaultSimulator: {
+    env: 'TPS_DEFAULT_SIMULATOR',
+    flag: 'default-simulator',
+    doc: 'Create one simulated terminal on first start (true or false).',
+  },
+} as const satisfies Record<keyof CloudConfig, { env: string; flag: string; doc: string }>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Builds the configuration from flags and the environment; throws ConfigError naming every mistake. */
+export function loadCloudConfig(
+  flags: Partial<Record<string, string | boolean>>,
+  env: NodeJS.ProcessEnv,
+  overrides: Partial<CloudConfigInput> = {},
+): CloudConfig {
+  const raw: Record<string, unknown> = {};
+  for (const [key, setting] of Object.entries(CLOUD_SETTINGS)) {
+    const value = flags[setting.flag] ?? env[setting.env];
+    if (value !== undefined && value !== '') raw[key] = value;
+  }
+  const parsed = CloudConfigSchema.safeParse({ ...raw, ...overrides });
+  if (parsed.success) return parsed.data;
+  throw new ConfigError(
+    parsed.error.issues.map((issue) => {
+      const key = issue.path[0] as keyof typeof CLOUD_SETTINGS | undefined;
+      const setting = key ? CLOUD_SETTINGS[key] : undefined;
+      const name = setting ? `${setting.env} (--${setting.flag})` : 'configuration';
+      return `${name}: ${issue.message}`;
+    }),
+  );
+}

@@ -1,0 +1,145 @@
+/** The handlers of every operation in protocol/operations.ts, for one revision. */
+import type { FastifyRequest } from 'fastify';
+import {
+  renderTerminalStatus,
+  renderTransaction,
+  requestedWaitSeconds,
+  type ConfirmRequest,
+  type ContinueRequest,
+  type GetRequest,
+  type OperationPath,
+  type PrintRequest,
+  type PurchaseRequest,
+  type RefundRequest,
+  type Revision,
+} from '../../protocol/index.js';
+import { ApiError } from '../errors.js';
+import type { TransactionRecord } from '../store/records.js';
+import type { TerminalRecord } from '../store/records.js';
+import type { PrintSpooler } from '../terminals/print-spooler.js';
+import type { TerminalRegistry } from '../terminals/registry.js';
+import type { Principal, TransactionService } from '../transactions/service.js';
+
+export interface OperationDeps {
+  service: TransactionService;
+  registry: TerminalRegistry;
+  spooler: PrintSpooler;
+  /** Brings a newly created simulated terminal to life. */
+  startSimulator(terminal: TerminalRecord): Promise<void>;
+  defaultWaitSeconds: number;
+}
+
+export interface OperationContext {
+  revision: Revision;
+  principal: Principal;
+  /** Aborted when the client goes away, so long polls free their resources. */
+  signal: AbortSignal;
+  request: FastifyRequest;
+}
+
+// Each handler receives the body its operation's request schema has already parsed.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Handler = (body: any, ctx: OperationContext) => Promise<unknown>;
+
+export function operationHandlers(deps: OperationDeps): Record<OperationPath, Handler> {
+  const { service } = deps;
+
+  const render = async (
+    record: TransactionRecord,
+    revision: Revision,
+    withRefundable: boolean,
+  ) => ({
+    transaction: renderTransaction(
+      record.txn,
+      revision,
+      withRefundable ? await service.refundable(record) : undefined,
+    ),
+  });
+
+  const waitMs = (body: Parameters<typeof requestedWaitSeconds>[0]) =>
+    requestedWaitSeconds(body, deps.defaultWaitSeconds) * 1000;
+
+  const createAndWait =
+    (kind: 'PURCHASE' | 'REFUND') =>
+    async (body: PurchaseRequest & RefundRequest, ctx: OperationContext) => {
+      const created = await service.create(
+        ctx.principal,
+        kind === 'PURCHASE' ? { kind, request: body } : { kind, request: body },
+      );
+      const record = await service.waitWhileProcessing(
+        ctx.principal,
+        body.terminal_id,
+        body.external_id,
+        waitMs(body),
+        ctx.signal,
+        created,
+      );
+      return render(record, ctx.revision, false);
+    };
+
+  return {
+    '/transaction/purchase': createAndWait('PURCHASE'),
+    '/transaction/refund': createAndWait('REFUND'),
+
+    '/transaction/confirm': async (body: ConfirmRequest, ctx) =>
+      render(await service.confirm(ctx.principal, body), ctx.revision, false),
+
+    '/transaction/get': async (body: GetRequest, ctx) => {
+      const record = await service.waitWhileProcessing(
+        ctx.principal,
+        body.terminal_id,
+        body.external_id,
+        waitMs(body),
+        ctx.signal,
+      );
+      const withRefundable = ctx.revision === 'v0' || body.options?.extra_amounts === true;
+      return render(record, ctx.revision, withRefundable && record.txn.type === 'PURCHASE');
+    },
+
+    '/transaction/continue': async (body: ContinueRequest, ctx) => {
+      const continued = await service.continue(ctx.principal, body);
+      const record = await service.waitWhileProcessing(
+        ctx.principal,
+        body.terminal_id,
+        body.external_id,
+        waitMs(body),
+        ctx.signal,
+        continued,
+      );
+      return render(record, ctx.revision, false);
+    },
+
+    '/transaction/unconfirmed': async (body: { terminal_id: string }, ctx) => {
+      const records = await service.unconfirmed(ctx.principal, body.terminal_id);
+      return { transactions: records.map((r) => renderTransaction(r.txn, ctx.revision)) };
+    },
+
+    '/terminal/status': async (body: { terminal_id: string }, ctx) => {
+      const terminal = await service.authorizeTerminal(
+        ctx.principal,
+        body.terminal_id,
+        new ApiError('TERMINAL_NOT_FOUND', `no terminal ${body.terminal_id}`),
+      );
+      return { status: renderTerminalStatus(terminal.status, ctx.revision) };
+    },
+
+    '/terminal/print': async (body: PrintRequest, ctx) => {
+      const terminal = await service.authorizeTerminal(
+        ctx.principal,
+        body.terminal_id,
+        new ApiError('TERMINAL_NOT_FOUND', `no terminal ${body.terminal_id}`),
+      );
+      await deps.spooler.print(terminal, body);
+      return { queued: true };
+    },
+
+    '/simulator/create': async (_body: unknown, ctx) => {
+      if (ctx.principal.terminalId !== undefined) {
+        throw new ApiError('FORBIDDEN', 'only an account credential can create simulators');
+      }
+      const { terminal, issued } = await deps.registry.createSimulator(ctx.principal.accountId);
+      await deps.startSimulator(terminal);
+      return issued;
+    },
+  };
+}

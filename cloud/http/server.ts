@@ -1,0 +1,104 @@
+/**
+ * The HTTP API: fastify with its pino logger, every operation under /pos/v0 and /pos/v1,
+ * the OpenAPI documents beside them. Requests are authenticated before their body is
+ * read, parsed by the operation's zod schema, and answered with the spec's shapes.
+ */
+import fs from 'node:fs';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import {
+  OPERATIONS,
+  REVISIONS,
+  basePath,
+  type OperationPath,
+  type Revision,
+} from '../../protocol/index.js';
+import type { Authenticator } from '../accounts/authenticator.js';
+import type { Principal } from '../transactions/service.js';
+import { handleError, sendError } from './errors.js';
+import { openApiDocument } from './openapi.js';
+import { operationHandlers, type OperationDeps } from './operations.js';
+
+export interface HttpServerOptions extends OperationDeps {
+  authenticator: Authenticator;
+  logger: Logger;
+  tls?: { certFile: string; keyFile: string };
+  /** Public base address without the version segment, for the OpenAPI `servers`. */
+  publicUrl?: string;
+}
+
+/** A print body is at most 262,143 base64 characters; this leaves room for the rest. */
+const BODY_LIMIT = 512 * 1024;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal?: Principal;
+  }
+}
+
+export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: options.logger,
+    bodyLimit: BODY_LIMIT,
+    ...(options.tls
+      ? {
+          https: {
+            cert: fs.readFileSync(options.tls.certFile),
+            key: fs.readFileSync(options.tls.keyFile),
+            minVersion: 'TLSv1.2' as const,
+          },
+        }
+      : {}),
+  }) as unknown as FastifyInstance;
+
+  app.setErrorHandler(handleError);
+  const operationPaths = new Set<string>();
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '';
+    if (operationPaths.has(path)) {
+      reply.header('Allow', 'POST');
+      return sendError(reply, 'METHOD_NOT_ALLOWED', `${request.method} is not allowed; use POST`);
+    }
+    return sendError(reply, 'ROUTE_NOT_FOUND', `no operation ${request.method} ${path}`);
+  });
+
+  const handlers = operationHandlers(options);
+  for (const revision of REVISIONS) {
+    for (const [path, spec] of Object.entries(OPERATIONS) as Array<
+      [OperationPath, (typeof OPERATIONS)[OperationPath]]
+    >) {
+      const url = `${basePath(revision)}${path}`;
+      operationPaths.add(url);
+      const handle = handlers[path];
+      app.post(url, {
+        onRequest: async (request) => {
+          request.principal = await options.authenticator.authenticate(
+            request.headers.authorization,
+          );
+        },
+        handler: async (request) => {
+          const body = spec.request.parse(request.body ?? {});
+          const abort = new AbortController();
+          const onClose = () => {
+            if (!request.raw.complete || !request.raw.socket?.writable) abort.abort();
+          };
+          request.raw.socket?.once('close', onClose);
+          try {
+            return await handle(body, {
+              revision: revision as Revision,
+              principal: request.principal!,
+              signal: abort.signal,
+              request,
+            });
+          } finally {
+            request.raw.socket?.off('close', onClose);
+          }
+        },
+      });
+    }
+    const document = openApiDocument(revision, options.publicUrl);
+    const docUrl = `${basePath(revision)}/openapi.json`;
+    app.get(docUrl, async () => document);
+  }
+  return app;
+}

@@ -1,0 +1,15 @@
+/** Identifiers the relay assigns. */
+import { randomBytes, randomInt } from 'node:crypto';
+import { monotonicFactory } from 'ulid';
+
+const ulid = monotonicFactory();
+
+/** `txn-` and a time-ordered unique suffix. */
+export const newTransactionId = (): string => `txn-${ulid()}`;
+export const newCommandId = (): string => `cmd-${ulid()}`;
+/** Simulated terminals: `t-19` and eight digits, as the public service issues them. */
+export const newSimulatorTerminalId = (): string =>
+  `t-19${String(randomInt(0, 100_000_000)).padStart(8, '0')}`;
+export const newUsername = (): string => `key-${randomBytes(10).toString('hex')}`;
+export const newSecret = (): string => randomBytes(24).toString('base64url');
+export const newAccountId = (): string => `acct-${ulid().toLowerCase()}`;

@@ -1,0 +1,171 @@
+/**
+ * Assembles the relay: store, terminal link, transaction service and HTTP API, and
+ * the first-start bootstrap (account credential, one simulated terminal).
+ */
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { pino, type Logger } from 'pino';
+import type { SimulatorCreateResponse } from '../protocol/index.js';
+import { Authenticator } from './accounts/authenticator.js';
+import { hashSecret } from './accounts/secrets.js';
+import { systemClock, type Clock } from './clock.js';
+import type { CloudConfig } from './config.js';
+import { buildHttpServer } from './http/server.js';
+import { newAccountId, newSecret, newUsername } from './ids.js';
+import { loggerOptions } from './logging.js';
+import { SimulatorHost } from './simulator/host.js';
+import { SqliteStore } from './store/sqlite.js';
+import type { Store } from './store/store.js';
+import { PrintSpooler } from './terminals/print-spooler.js';
+import { TerminalRegistry } from './terminals/registry.js';
+import { TransactionService } from './transactions/service.js';
+
+export const DEFAULT_WAIT_SECONDS = 25;
+
+export interface Bootstrap {
+  accountId: string;
+  /** Generated at first start; shown once. */
+  accountCredential?: { username: string; password: string };
+  /** Created at first start; shown once. */
+  simulator?: SimulatorCreateResponse;
+}
+
+export interface Relay {
+  /** Base address without the version segment, e.g. http://127.0.0.1:8080/pos */
+  baseUrl: string;
+  port: number;
+  bootstrap: Bootstrap;
+  store: Store;
+  service: TransactionService;
+  simulators: SimulatorHost;
+  registry: TerminalRegistry;
+  logger: Logger;
+  close(): Promise<void>;
+}
+
+export interface RelayOptions {
+  logger?: Logger;
+  clock?: Clock;
+}
+
+const ACCOUNT_SETTING = 'default_account_id';
+
+export async function startRelay(config: CloudConfig, options: RelayOptions = {}): Promise<Relay> {
+  const logger = options.logger ?? pino(loggerOptions(config.logLevel));
+  const clock = options.clock ?? systemClock;
+  const store = new SqliteStore(path.join(config.dataDir, 'relay.sqlite'));
+  const bootstrap = await bootstrapAccount(store, config, clock);
+
+  const simulators = new SimulatorHost({
+    delayMs: config.simulatorDelayMs,
+    clock,
+    logger: logger.child({ part: 'simulator' }),
+  });
+  const service = new TransactionService({
+    store,
+    link: simulators,
+    clock,
+    logger: logger.child({ part: 'transactions' }),
+    settings: {
+      maxUnconfirmed: config.maxUnconfirmed,
+      pauseTimeoutMs: config.pauseTimeoutS * 1000,
+      gracePeriodMs: config.gracePeriodS * 1000,
+    },
+  });
+  const registry = new TerminalRegistry(store, clock);
+  const spooler = new PrintSpooler(clock, (terminalId, contents, commandId) =>
+    service.sendCommand(terminalId, {
+      type: 'print',
+      command_id: commandId,
+      format: 'PNG',
+      contents,
+    }),
+  );
+
+  for (const terminal of await store.listTerminals('SIMULATOR')) simulators.attach(terminal);
+  await service.start();
+
+  const app = buildHttpServer({
+    logger,
+    authenticator: new Authenticator(store),
+    service,
+    registry,
+    spooler,
+    startSimulator: async (terminal) => simulators.attach(terminal),
+    defaultWaitSeconds: DEFAULT_WAIT_SECONDS,
+    ...(config.tlsCert && config.tlsKey
+      ? { tls: { certFile: config.tlsCert, keyFile: config.tlsKey } }
+      : {}),
+    ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
+  });
+  await app.listen({ host: config.host, port: config.port });
+  const port = (app.server.address() as AddressInfo).port;
+  const scheme = config.tlsCert ? 'https' : 'http';
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const baseUrl = config.publicUrl ?? `${scheme}://${host}:${port}/pos`;
+
+  if (config.defaultSimulator && (await store.listTerminals('SIMULATOR')).length === 0) {
+    const { terminal, issued } = await registry.createSimulator(bootstrap.accountId);
+    simulators.attach(terminal);
+    bootstrap.simulator = issued;
+  }
+
+  let closed = false;
+  return {
+    baseUrl,
+    port,
+    bootstrap,
+    store,
+    service,
+    simulators,
+    registry,
+    logger,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await app.close();
+      service.stop();
+      await simulators.close();
+      await store.close();
+    },
+  };
+}
+
+/** The default account, its configured credential, or one generated and shown at first start. */
+async function bootstrapAccount(
+  store: Store,
+  config: CloudConfig,
+  clock: Clock,
+): Promise<Bootstrap> {
+  const now = clock.now().toISOString();
+  let accountId = await store.getSetting(ACCOUNT_SETTING);
+  const firstStart = accountId === undefined;
+  if (!accountId) {
+    accountId = newAccountId();
+    await store.ensureAccount(accountId, now);
+    await store.putSetting(ACCOUNT_SETTING, accountId);
+  }
+  const bootstrap: Bootstrap = { accountId };
+  if (config.accountUsername && config.accountPassword) {
+    const existing = await store.findCredential(config.accountUsername);
+    if (existing && existing.accountId !== accountId) {
+      throw new Error(`TPS_ACCOUNT_USERNAME ${config.accountUsername} belongs to another account`);
+    }
+    await store.putCredential({
+      username: config.accountUsername,
+      secretHash: await hashSecret(config.accountPassword),
+      accountId,
+      createdAt: now,
+    });
+  } else if (firstStart) {
+    const credential = { username: newUsername(), password: newSecret() };
+    await store.putCredential({
+      username: credential.username,
+      secretHash: await hashSecret(credential.password),
+      accountId,
+      createdAt: now,
+    });
+    bootstrap.accountCredential = credential;
+  }
+  return bootstrap;
+}

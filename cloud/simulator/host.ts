@@ -1,0 +1,68 @@
+/**
+ * Simulated terminals hosted inside the relay, reached through the same TerminalLink
+ * interface as real ones.
+ */
+import type { Logger } from 'pino';
+import type { TerminalCommand, TerminalReport } from '../../protocol/index.js';
+import type { Clock } from '../clock.js';
+import type { TerminalRecord } from '../store/records.js';
+import type { ReportHandler, TerminalLink } from '../terminals/link.js';
+import { SimulatedTerminal } from './simulated-terminal.js';
+
+export interface SimulatorHostOptions {
+  delayMs: number;
+  clock: Clock;
+  logger: Logger;
+}
+
+export class SimulatorHost implements TerminalLink {
+  private readonly terminals = new Map<string, SimulatedTerminal>();
+  private handler: ReportHandler = async () => {};
+  /** Reports of one terminal are handled one after another, in the order they were made. */
+  private readonly queues = new Map<string, Promise<void>>();
+
+  constructor(private readonly options: SimulatorHostOptions) {}
+
+  attach(terminal: TerminalRecord): void {
+    if (this.terminals.has(terminal.id)) return;
+    this.terminals.set(
+      terminal.id,
+      new SimulatedTerminal({
+        terminalId: terminal.id,
+        delayMs: this.options.delayMs,
+        clock: this.options.clock,
+        logger: this.options.logger.child({ terminalId: terminal.id }),
+        report: (report) => this.deliver(terminal.id, report),
+      }),
+    );
+  }
+
+  terminal(terminalId: string): SimulatedTerminal | undefined {
+    return this.terminals.get(terminalId);
+  }
+
+  async send(terminalId: string, command: TerminalCommand): Promise<void> {
+    const terminal = this.terminals.get(terminalId);
+    if (!terminal) throw new Error(`no simulated terminal ${terminalId}`);
+    await terminal.handle(command);
+  }
+
+  onReport(handler: ReportHandler): void {
+    this.handler = handler;
+  }
+
+  private deliver(terminalId: string, report: TerminalReport): Promise<void> {
+    const previous = this.queues.get(terminalId) ?? Promise.resolve();
+    const next = previous.then(() => this.handler(terminalId, report));
+    const settled = next.catch((error: unknown) => {
+      this.options.logger.error({ err: error, terminalId }, 'report not handled');
+    });
+    this.queues.set(terminalId, settled);
+    return settled;
+  }
+
+  async close(): Promise<void> {
+    for (const terminal of this.terminals.values()) terminal.close();
+    await Promise.all(this.queues.values());
+  }
+}

@@ -1,0 +1,195 @@
+/**
+ * One simulated terminal: the emulated card reader's scenarios (firmware-bridge) played
+ * with timers, reporting as a real terminal would. It keeps no journal: it acknowledges a
+ * start or continue only once it has reported where that led, so after a relay crash the
+ * re-sent command replays it, and a command for a transaction it no longer knows is
+ * answered with CANCELLED (it will not charge).
+ */
+import type { Logger } from 'pino';
+import type {
+  StartTransactionCommand,
+  TerminalCommand,
+  TerminalReadings,
+  TerminalReport,
+} from '../../protocol/index.js';
+import {
+  scenarioAfterContinue,
+  scenarioFor,
+  type Scenario,
+  type ScenarioDelay,
+} from '../../firmware-bridge/emulator/scenarios.js';
+import type { Clock } from '../clock.js';
+
+type Phase = 'RUNNING' | 'PAUSED' | 'DONE';
+
+interface Run {
+  command: StartTransactionCommand;
+  sequence: number;
+  phase: Phase;
+  result?: string;
+  timer?: NodeJS.Timeout;
+  /** Acknowledgements owed once this run reports its next step. */
+  owedAcks: Array<() => void>;
+}
+
+export interface SimulatedTerminalOptions {
+  terminalId: string;
+  delayMs: number;
+  clock: Clock;
+  logger: Logger;
+  report: (report: TerminalReport) => Promise<void>;
+}
+
+export class SimulatedTerminal {
+  private readonly runs = new Map<string, Run>();
+  private sequence = 0;
+  private readonly serial: number;
+  /** Print jobs received (sizes in bytes), for tests and the bench. */
+  readonly printed: number[] = [];
+
+  constructor(private readonly options: SimulatedTerminalOptions) {
+    this.serial = Number(options.terminalId.replace(/\D/g, '').slice(-8) || '0');
+  }
+
+  handle(command: TerminalCommand): Promise<void> {
+    switch (command.type) {
+      case 'transaction.start':
+        return this.start(command);
+      case 'transaction.continue':
+        return this.continue(command.transaction_id, command.requested_amount);
+      case 'transaction.cancel':
+        return this.cancel(command.transaction_id);
+      case 'print':
+        this.printed.push(Buffer.byteLength(command.contents, 'base64'));
+        return Promise.resolve();
+    }
+  }
+
+  private start(command: StartTransactionCommand): Promise<void> {
+    const existing = this.runs.get(command.transaction_id);
+    if (existing) {
+      return existing.phase === 'RUNNING' ? this.owe(existing) : Promise.resolve();
+    }
+    this.sequence += 1;
+    const run: Run = { command, sequence: this.sequence, phase: 'RUNNING', owedAcks: [] };
+    this.runs.set(command.transaction_id, run);
+    const scenario = scenarioFor(command, this.context(run));
+    const acked = this.owe(run);
+    void this.status({ transaction_state: 'PROCESSING', screen_message: 'Present card' });
+    this.after(run, scenario.delay, () =>
+      scenario.pause ? this.pauseAt(run, scenario) : this.complete(run, scenario),
+    );
+    return acked;
+  }
+
+  private continue(transactionId: string, requestedAmount: number | undefined): Promise<void> {
+    const run = this.runs.get(transactionId);
+    if (!run) return this.forget(transactionId);
+    if (run.phase !== 'PAUSED') return run.phase === 'RUNNING' ? this.owe(run) : Promise.resolve();
+    run.phase = 'RUNNING';
+    const scenario = scenarioAfterContinue(run.command, this.context(run), requestedAmount);
+    const acked = this.owe(run);
+    void this.status({ transaction_state: 'PROCESSING', screen_message: 'Processing' });
+    this.after(run, { kind: 'normal' }, () => this.complete(run, scenario));
+    return acked;
+  }
+
+  private async cancel(transactionId: string): Promise<void> {
+    const run = this.runs.get(transactionId);
+    if (!run) return;
+    if (run.phase === 'DONE') {
+      if (run.result === 'SUCCESS') this.options.logger.info({ transactionId }, 'payment reversed');
+      return;
+    }
+    clearTimeout(run.timer);
+    run.phase = 'DONE';
+    run.result = 'ABORTED';
+    await this.options.report({
+      type: 'transaction',
+      transaction_id: transactionId,
+      phase: 'CANCELLED',
+      result_code: 'ABORTED',
+      result_description: 'Cancelled by the register',
+    });
+    this.settle(run);
+    await this.status({ transaction_state: 'READY', screen_message: 'Cancelled' });
+  }
+
+  /** A command for a transaction this terminal has no record of: it will never charge. */
+  private async forget(transactionId: string): Promise<void> {
+    await this.options.report({
+      type: 'transaction',
+      transaction_id: transactionId,
+      phase: 'CANCELLED',
+      result_code: 'ABORTED',
+      result_description: 'The terminal has no record of this transaction',
+    });
+  }
+
+  private async pauseAt(run: Run, scenario: Scenario): Promise<void> {
+    run.phase = 'PAUSED';
+    await this.options.report({
+      type: 'transaction',
+      transaction_id: run.command.transaction_id,
+      phase: 'CUSTOMER_IDENTIFIED',
+      ...(scenario.customerIdentity
+        ? { details: { customer_identity: scenario.customerIdentity } }
+        : {}),
+    });
+    this.settle(run);
+    await this.status({ transaction_state: 'AWAITING_CONTINUE', screen_message: 'Please wait' });
+  }
+
+  private async complete(run: Run, scenario: Scenario): Promise<void> {
+    run.phase = 'DONE';
+    run.result = scenario.result_code;
+    await this.options.report({
+      type: 'transaction',
+      transaction_id: run.command.transaction_id,
+      phase: 'COMPLETED',
+      result_code: scenario.result_code,
+      ...(scenario.result_description ? { result_description: scenario.result_description } : {}),
+      details: scenario.details,
+    });
+    this.settle(run);
+    const approved = scenario.result_code === 'SUCCESS';
+    await this.status({
+      transaction_state: 'READY',
+      screen_message: approved ? 'Approved' : 'Not approved',
+    });
+  }
+
+  private owe(run: Run): Promise<void> {
+    return new Promise((resolve) => run.owedAcks.push(resolve));
+  }
+
+  private settle(run: Run): void {
+    for (const ack of run.owedAcks.splice(0)) ack();
+  }
+
+  private after(run: Run, delay: ScenarioDelay, step: () => Promise<void>): void {
+    const ms =
+      delay.kind === 'instant' ? 0 : delay.kind === 'fixed' ? delay.ms : this.options.delayMs;
+    run.timer = setTimeout(() => {
+      step().catch((error: unknown) =>
+        this.options.logger.error({ err: error }, 'simulated terminal step failed'),
+      );
+    }, ms);
+  }
+
+  private context(run: Run) {
+    return { terminalSerial: this.serial, sequence: run.sequence, now: this.options.clock.now() };
+  }
+
+  private status(readings: TerminalReadings): Promise<void> {
+    return this.options.report({
+      type: 'status',
+      at: this.options.clock.now().toISOString(),
+      readings,
+    });
+  }
+
+  close(): void {
+    for (const run of this.runs.values()) clearTimeout(run.timer);
+  }
+}

@@ -1,0 +1,55 @@
+/** Versioned schema of the SQLite store; each step runs once, in order, in one transaction. */
+export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
+  {
+    version: 1,
+    sql: `
+      CREATE TABLE accounts (
+        id TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL
+      );
+      CREATE TABLE credentials (
+        username TEXT PRIMARY KEY,
+        secret_hash TEXT NOT NULL,
+        account_id TEXT NOT NULL REFERENCES accounts(id),
+        terminal_id TEXT,
+        created_at TEXT NOT NULL
+      );
+      CREATE TABLE terminals (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts(id),
+        kind TEXT NOT NULL,
+        capabilities TEXT NOT NULL,
+        status TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE TABLE transactions (
+        id TEXT PRIMARY KEY,
+        terminal_id TEXT NOT NULL REFERENCES terminals(id),
+        external_id TEXT NOT NULL,
+        account_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        original_id TEXT,
+        due_at TEXT,
+        version INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        UNIQUE (terminal_id, external_id)
+      );
+      CREATE INDEX transactions_by_state ON transactions (terminal_id, state);
+      CREATE INDEX transactions_by_original ON transactions (original_id) WHERE original_id IS NOT NULL;
+      CREATE INDEX transactions_due ON transactions (due_at) WHERE due_at IS NOT NULL;
+      CREATE TABLE terminal_commands (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        command_id TEXT NOT NULL UNIQUE,
+        terminal_id TEXT NOT NULL,
+        body TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        acked_at TEXT
+      );
+      CREATE INDEX terminal_commands_pending ON terminal_commands (seq) WHERE acked_at IS NULL;
+      CREATE TABLE settings (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+      );
+    `,
+  },
+];

@@ -1,0 +1,382 @@
+/**
+ * The embedded store: one SQLite file in WAL mode with synchronous=FULL, so a resolved
+ * write has reached the disk. Writes that arrive in the same turn of the event loop
+ * share one commit (group commit): each runs in its own savepoint, so one refused
+ * change does not undo its neighbours, and all of them are answered only after the
+ * shared commit.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import type { TerminalCommand, TerminalReadings, TerminalStatus } from '../../protocol/index.js';
+import type { CredentialRecord, TerminalRecord, TransactionRecord } from './records.js';
+import type { ChangeContext, ChangeKey, Decide, Store } from './store.js';
+import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
+
+const UNCONFIRMED_STATES = `('PROCESSING','AWAITING_CONTINUE','AWAITING_CONFIRM')`;
+const ACTIVE_STATES = `('PROCESSING','AWAITING_CONTINUE')`;
+
+interface TransactionRow {
+  id: string;
+  account_id: string;
+  original_id: string | null;
+  due_at: string | null;
+  version: number;
+  body: string;
+}
+interface TerminalRow {
+  id: string;
+  account_id: string;
+  kind: TerminalRecord['kind'];
+  capabilities: string;
+  status: string;
+  created_at: string;
+}
+
+interface QueuedWrite {
+  run: () => unknown;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+const toTransaction = (row: TransactionRow): TransactionRecord => ({
+  txn: JSON.parse(row.body),
+  accountId: row.account_id,
+  ...(row.original_id ? { originalId: row.original_id } : {}),
+  ...(row.due_at ? { dueAt: row.due_at } : {}),
+  version: row.version,
+});
+
+const toTerminal = (row: TerminalRow): TerminalRecord => ({
+  id: row.id,
+  accountId: row.account_id,
+  kind: row.kind,
+  capabilities: JSON.parse(row.capabilities),
+  status: JSON.parse(row.status),
+  createdAt: row.created_at,
+});
+
+export class SqliteStore implements Store {
+  private readonly db: Database.Database;
+  private queue: QueuedWrite[] = [];
+  private flushScheduled = false;
+  private readonly statements;
+
+  constructor(file: string) {
+    if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
+    this.db = new Database(file);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = FULL');
+    this.db.pragma('foreign_keys = ON');
+    this.db.pragma('busy_timeout = 5000');
+    this.migrate();
+    const db = this.db;
+    this.statements = {
+      transactionByKey: db.prepare<[string, string], TransactionRow>(
+        'SELECT * FROM transactions WHERE terminal_id = ? AND external_id = ?',
+      ),
+      transactionById: db.prepare<[string], TransactionRow>(
+        'SELECT * FROM transactions WHERE id = ?',
+      ),
+      activeOnTerminal: db.prepare<[string, string], TransactionRow>(
+        `SELECT * FROM transactions WHERE terminal_id = ? AND state IN ${ACTIVE_STATES} AND external_id <> ? LIMIT 1`,
+      ),
+      unconfirmedCount: db.prepare<[string], { n: number }>(
+        `SELECT count(*) AS n FROM transactions WHERE terminal_id = ? AND state IN ${UNCONFIRMED_STATES}`,
+      ),
+      unconfirmed: db.prepare<[string], TransactionRow>(
+        `SELECT * FROM transactions WHERE terminal_id = ? AND state IN ${UNCONFIRMED_STATES} ORDER BY id`,
+      ),
+      refunds: db.prepare<[string], TransactionRow>(
+        'SELECT * FROM transactions WHERE original_id = ? ORDER BY id',
+      ),
+      due: db.prepare<[], TransactionRow>(
+        'SELECT * FROM transactions WHERE due_at IS NOT NULL ORDER BY due_at',
+      ),
+      upsertTransaction: db.prepare(
+        `INSERT INTO transactions (id, terminal_id, external_id, account_id, state, original_id, due_at, version, body)
+         VALUES (@id, @terminal_id, @external_id, @account_id, @state, @original_id, @due_at, @version, @body)
+         ON CONFLICT (id) DO UPDATE SET state = excluded.state, due_at = excluded.due_at,
+           version = excluded.version, body = excluded.body`,
+      ),
+      insertCommand: db.prepare(
+        'INSERT INTO terminal_commands (command_id, terminal_id, body, created_at) VALUES (?, ?, ?, ?)',
+      ),
+      pendingCommands: db.prepare<[], { terminal_id: string; body: string }>(
+        'SELECT terminal_id, body FROM terminal_commands WHERE acked_at IS NULL ORDER BY seq',
+      ),
+      ackCommand: db.prepare(
+        'UPDATE terminal_commands SET acked_at = ? WHERE command_id = ? AND acked_at IS NULL',
+      ),
+      terminal: db.prepare<[string], TerminalRow>('SELECT * FROM terminals WHERE id = ?'),
+      updateTerminalStatus: db.prepare('UPDATE terminals SET status = ? WHERE id = ?'),
+    };
+  }
+
+  private migrate(): void {
+    this.db.exec(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)',
+    );
+    const applied = new Set(
+      this.db
+        .prepare<[], { version: number }>('SELECT version FROM schema_migrations')
+        .all()
+        .map((r) => r.version),
+    );
+    for (const migration of SQLITE_MIGRATIONS) {
+      if (applied.has(migration.version)) continue;
+      this.db.transaction(() => {
+        this.db.exec(migration.sql);
+        this.db
+          .prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)')
+          .run(migration.version, new Date().toISOString());
+      })();
+    }
+  }
+
+  /** Queues a write for the next shared commit. */
+  private write<T>(run: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ run, resolve: resolve as (value: unknown) => void, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    const batch = this.queue;
+    this.queue = [];
+    const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+    try {
+      this.db
+        .transaction(() => {
+          for (const item of batch) {
+            try {
+              // A nested transaction is a savepoint: a failing write rolls back alone.
+              outcomes.push({ ok: true, value: this.db.transaction(item.run)() });
+            } catch (error) {
+              outcomes.push({ ok: false, error });
+            }
+          }
+        })
+        .immediate();
+    } catch (error) {
+      for (const item of batch) item.reject(error);
+      return;
+    }
+    batch.forEach((item, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) item.resolve(outcome.value);
+      else item.reject(outcome.error);
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.queue.length > 0) this.flush();
+    this.db.close();
+  }
+
+  ensureAccount(accountId: string, createdAt: string): Promise<void> {
+    return this.write(() => {
+      this.db
+        .prepare('INSERT INTO accounts (id, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING')
+        .run(accountId, createdAt);
+    });
+  }
+
+  putCredential(c: CredentialRecord): Promise<void> {
+    return this.write(() => {
+      this.db
+        .prepare(
+          `INSERT INTO credentials (username, secret_hash, account_id, terminal_id, created_at)
+           VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (username) DO UPDATE SET secret_hash = excluded.secret_hash,
+             account_id = excluded.account_id, terminal_id = excluded.terminal_id`,
+        )
+        .run(c.username, c.secretHash, c.accountId, c.terminalId ?? null, c.createdAt);
+    });
+  }
+
+  async findCredential(username: string): Promise<CredentialRecord | undefined> {
+    const row = this.db
+      .prepare<
+        [string],
+        {
+          username: string;
+          secret_hash: string;
+          account_id: string;
+          terminal_id: string | null;
+          created_at: string;
+        }
+      >('SELECT * FROM credentials WHERE username = ?')
+      .get(username);
+    if (!row) return undefined;
+    return {
+      username: row.username,
+      secretHash: row.secret_hash,
+      accountId: row.account_id,
+      ...(row.terminal_id ? { terminalId: row.terminal_id } : {}),
+      createdAt: row.created_at,
+    };
+  }
+
+  createTerminal(t: TerminalRecord): Promise<void> {
+    return this.write(() => {
+      this.db
+        .prepare(
+          'INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+        )
+        .run(
+          t.id,
+          t.accountId,
+          t.kind,
+          JSON.stringify(t.capabilities),
+          JSON.stringify(t.status),
+          t.createdAt,
+        );
+    });
+  }
+
+  async getTerminal(terminalId: string): Promise<TerminalRecord | undefined> {
+    const row = this.statements.terminal.get(terminalId);
+    return row ? toTerminal(row) : undefined;
+  }
+
+  async listTerminals(kind?: TerminalRecord['kind']): Promise<TerminalRecord[]> {
+    const rows = kind
+      ? this.db
+          .prepare<[string], TerminalRow>('SELECT * FROM terminals WHERE kind = ? ORDER BY id')
+          .all(kind)
+      : this.db.prepare<[], TerminalRow>('SELECT * FROM terminals ORDER BY id').all();
+    return rows.map(toTerminal);
+  }
+
+  updateTerminalStatus(
+    terminalId: string,
+    readings: TerminalReadings,
+    at: string,
+  ): Promise<TerminalStatus | undefined> {
+    return this.write(() => {
+      const row = this.statements.terminal.get(terminalId);
+      if (!row) return undefined;
+      const current: TerminalStatus = JSON.parse(row.status);
+      const changed = Object.entries(readings).some(
+        ([key, value]) => current[key as keyof TerminalStatus] !== value,
+      );
+      if (!changed) return undefined;
+      const next: TerminalStatus = { ...current, ...readings, updated_at: at };
+      this.statements.updateTerminalStatus.run(JSON.stringify(next), terminalId);
+      return next;
+    });
+  }
+
+  async getTransaction(
+    terminalId: string,
+    externalId: string,
+  ): Promise<TransactionRecord | undefined> {
+    const row = this.statements.transactionByKey.get(terminalId, externalId);
+    return row ? toTransaction(row) : undefined;
+  }
+
+  async getTransactionById(id: string): Promise<TransactionRecord | undefined> {
+    const row = this.statements.transactionById.get(id);
+    return row ? toTransaction(row) : undefined;
+  }
+
+  async listUnconfirmed(terminalId: string): Promise<TransactionRecord[]> {
+    return this.statements.unconfirmed.all(terminalId).map(toTransaction);
+  }
+
+  async listRefunds(originalId: string): Promise<TransactionRecord[]> {
+    return this.statements.refunds.all(originalId).map(toTransaction);
+  }
+
+  async listDue(): Promise<TransactionRecord[]> {
+    return this.statements.due.all().map(toTransaction);
+  }
+
+  changeTransaction<R>(key: ChangeKey, decide: Decide<R>): Promise<R> {
+    return this.write(() => {
+      const s = this.statements;
+      const current = s.transactionByKey.get(key.terminalId, key.externalId);
+      const active = s.activeOnTerminal.get(key.terminalId, key.externalId);
+      const terminal = s.terminal.get(key.terminalId);
+      const context: ChangeContext = {
+        terminal: terminal ? toTerminal(terminal) : undefined,
+        current: current ? toTransaction(current) : undefined,
+        active: active ? toTransaction(active) : undefined,
+        unconfirmedCount: s.unconfirmedCount.get(key.terminalId)?.n ?? 0,
+      };
+      if (key.original) {
+        const original = s.transactionByKey.get(key.original.terminalId, key.original.externalId);
+        context.original = {
+          record: original ? toTransaction(original) : undefined,
+          refunds: original ? s.refunds.all(original.id).map(toTransaction) : [],
+        };
+      }
+      const change = decide(context);
+      const now = new Date().toISOString();
+      if (change.write) {
+        const { txn } = change.write;
+        s.upsertTransaction.run({
+          id: txn.id,
+          terminal_id: txn.terminal_id,
+          external_id: txn.external_id,
+          account_id: change.write.accountId,
+          state: txn.state,
+          original_id: change.write.originalId ?? null,
+          due_at: change.write.dueAt ?? null,
+          version: change.write.version,
+          body: JSON.stringify(txn),
+        });
+      }
+      for (const command of change.commands ?? []) {
+        s.insertCommand.run(command.command_id, key.terminalId, JSON.stringify(command), now);
+      }
+      return change.result;
+    });
+  }
+
+  queueCommand(terminalId: string, command: TerminalCommand): Promise<void> {
+    return this.write(() => {
+      this.statements.insertCommand.run(
+        command.command_id,
+        terminalId,
+        JSON.stringify(command),
+        new Date().toISOString(),
+      );
+    });
+  }
+
+  async pendingCommands() {
+    return this.statements.pendingCommands.all().map((row) => ({
+      terminalId: row.terminal_id,
+      command: JSON.parse(row.body),
+    }));
+  }
+
+  ackCommand(commandId: string, at: string): Promise<void> {
+    return this.write(() => {
+      this.statements.ackCommand.run(at, commandId);
+    });
+  }
+
+  async getSetting(key: string): Promise<string | undefined> {
+    return this.db
+      .prepare<[string], { value: string }>('SELECT value FROM settings WHERE key = ?')
+      .get(key)?.value;
+  }
+
+  putSetting(key: string, value: string): Promise<void> {
+    return this.write(() => {
+      this.db
+        .prepare(
+          'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+        )
+        .run(key, value);
+    });
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * The relay's store, asynchronous so that SQLite and PostgreSQL fit behind it alike.
+ * Every money-state change goes through `changeTransaction`, which runs a synchronous
+ * decision against a consistent snapshot and writes its result atomically, together
+ * with the commands it sends to the terminal. A resolved promise means committed.
+ */
+import type { TerminalCommand, TerminalReadings, TerminalStatus } from '../../protocol/index.js';
+import type {
+  CredentialRecord,
+  PendingCommand,
+  TerminalRecord,
+  TransactionRecord,
+} from './records.js';
+
+/** The key of a change and what else its decision needs to see. */
+export interface ChangeKey {
+  terminalId: string;
+  externalId: string;
+  /** A referenced refund also sees its original purchase and the refunds made against it. */
+  original?: { terminalId: string; externalId: string };
+}
+
+export interface ChangeContext {
+  terminal: TerminalRecord | undefined;
+  current: TransactionRecord | undefined;
+  /** A transaction of the same terminal still in PROCESSING or AWAITING_CONTINUE. */
+  active: TransactionRecord | undefined;
+  /** Transactions of the terminal not yet CONFIRMED or COMMITTED. */
+  unconfirmedCount: number;
+  original?: { record: TransactionRecord | undefined; refunds: TransactionRecord[] };
+}
+
+export interface Change<R> {
+  /** The record to insert or replace; omitted when nothing changes. */
+  write?: TransactionRecord;
+  /** Commands for the terminal, queued in the same commit. */
+  commands?: TerminalCommand[];
+  result: R;
+}
+
+export type Decide<R> = (context: ChangeContext) => Change<R>;
+
+export interface Store {
+  close(): Promise<void>;
+
+  ensureAccount(accountId: string, createdAt: string): Promise<void>;
+  putCredential(credential: CredentialRecord): Promise<void>;
+  findCredential(username: string): Promise<CredentialRecord | undefined>;
+
+  createTerminal(terminal: TerminalRecord): Promise<void>;
+  getTerminal(terminalId: string): Promise<TerminalRecord | undefined>;
+  listTerminals(kind?: TerminalRecord['kind']): Promise<TerminalRecord[]>;
+  /** Merges readings into the terminal's status; answers the new status, or undefined when nothing changed. */
+  updateTerminalStatus(
+    terminalId: string,
+    readings: TerminalReadings,
+    at: string,
+  ): Promise<TerminalStatus | undefined>;
+
+  getTransaction(terminalId: string, externalId: string): Promise<TransactionRecord | undefined>;
+  getTransactionById(id: string): Promise<TransactionRecord | undefined>;
+  listUnconfirmed(terminalId: string): Promise<TransactionRecord[]>;
+  listRefunds(originalId: string): Promise<TransactionRecord[]>;
+  /** Transactions with something due (grace-period commit, pause time-out). */
+  listDue(): Promise<TransactionRecord[]>;
+  changeTransaction<R>(key: ChangeKey, decide: Decide<R>): Promise<R>;
+
+  /** Queues a command that belongs to no transaction (a print job). */
+  queueCommand(terminalId: string, command: TerminalCommand): Promise<void>;
+  /** Commands not yet acknowledged by their terminal, oldest first. */
+  pendingCommands(): Promise<PendingCommand[]>;
+  ackCommand(commandId: string, at: string): Promise<void>;
+
+  getSetting(key: string): Promise<string | undefined>;
+  putSetting(key: string, value: string): Promise<void>;
+}

@@ -1,0 +1,288 @@
+/**
+ * The transaction service: runs the state machine's decisions through the store, then
+ * does what a commit implies (wake long polls, hand commands to the terminal, arm the
+ * timer of whatever fell due). Nothing here precedes the commit it depends on.
+ */
+import type { Logger } from 'pino';
+import type {
+  ConfirmRequest,
+  ContinueRequest,
+  TerminalCommand,
+  TerminalReport,
+} from '../../protocol/index.js';
+import type { Clock } from '../clock.js';
+import { ApiError } from '../errors.js';
+import { newCommandId, newTransactionId } from '../ids.js';
+import type { TransactionRecord } from '../store/records.js';
+import type { ChangeKey, Decide, Store } from '../store/store.js';
+import type { TerminalLink } from '../terminals/link.js';
+import { ChangeFeed } from './change-feed.js';
+import {
+  decideConfirm,
+  decideContinue,
+  decideCreate,
+  decideDue,
+  decideReport,
+  refundableAmount,
+  type CreateRequest,
+  type DecisionEnv,
+  type MachineSettings,
+} from './state-machine.js';
+import { DueTimers } from './due-timers.js';
+
+/** Who is asking: an account credential reaches all its terminals, a terminal credential one. */
+export interface Principal {
+  accountId: string;
+  terminalId?: string;
+}
+
+export interface TransactionServiceDeps {
+  store: Store;
+  link: TerminalLink;
+  clock: Clock;
+  settings: MachineSettings;
+  logger: Logger;
+}
+
+export class TransactionService {
+  readonly feed = new ChangeFeed();
+  private readonly store: Store;
+  private readonly link: TerminalLink;
+  private readonly clock: Clock;
+  private readonly settings: MachineSettings;
+  private readonly logger: Logger;
+  private readonly timers: DueTimers;
+
+  constructor(deps: TransactionServiceDeps) {
+    this.store = deps.store;
+    this.link = deps.link;
+    this.clock = deps.clock;
+    this.settings = deps.settings;
+    this.logger = deps.logger;
+    this.timers = new DueTimers(deps.clock, (record) => this.fallDue(record));
+    this.link.onReport((terminalId, report) => this.onReport(terminalId, report));
+  }
+
+  /** Re-arms what falls due and re-sends what terminals have not acknowledged, after a restart. */
+  async start(): Promise<void> {
+    for (const record of await this.store.listDue()) this.timers.arm(record);
+    for (const pending of await this.store.pendingCommands()) {
+      this.dispatch(pending.terminalId, pending.command);
+    }
+  }
+
+  stop(): void {
+    this.timers.clear();
+  }
+
+  private env(): DecisionEnv {
+    return { now: this.clock.now(), newTransactionId, newCommandId, settings: this.settings };
+  }
+
+  /** Throws NOT_FOUND-style errors for terminals outside the principal's reach. */
+  async authorizeTerminal(principal: Principal, terminalId: string, notFound: ApiError) {
+    if (principal.terminalId !== undefined && principal.terminalId !== terminalId) throw notFound;
+    const terminal = await this.store.getTerminal(terminalId);
+    if (!terminal || terminal.accountId !== principal.accountId) throw notFound;
+    return terminal;
+  }
+
+  private terminalNotFound(terminalId: string) {
+    return new ApiError('TERMINAL_NOT_FOUND', `no terminal ${terminalId}`);
+  }
+
+  private async change<R extends TransactionRecord | undefined>(
+    key: ChangeKey,
+    decide: Decide<R>,
+  ): Promise<R> {
+    let commands: TerminalCommand[] = [];
+    let written: TransactionRecord | undefined;
+    const result = await this.store.changeTransaction(key, (ctx) => {
+      const change = decide(ctx);
+      commands = change.commands ?? [];
+      written = change.write;
+      return change;
+    });
+    if (written) {
+      this.feed.publish(written);
+      this.timers.arm(written);
+    }
+    for (const command of commands) this.dispatch(key.terminalId, command);
+    return result;
+  }
+
+  /** Sends a command that belongs to no transaction, durably queued first. */
+  async sendCommand(terminalId: string, command: TerminalCommand): Promise<void> {
+    await this.store.queueCommand(terminalId, command);
+    this.dispatch(terminalId, command);
+  }
+
+  private dispatch(terminalId: string, command: TerminalCommand): void {
+    this.link
+      .send(terminalId, command)
+      .then(() => this.store.ackCommand(command.command_id, this.clock.now().toISOString()))
+      .catch((error: unknown) => {
+        // The command stays pending in the store and is sent again after a restart.
+        this.logger.warn(
+          { err: error, terminalId, command: command.type },
+          'command not delivered',
+        );
+      });
+  }
+
+  async create(principal: Principal, create: CreateRequest): Promise<TransactionRecord> {
+    const { request } = create;
+    await this.authorizeTerminal(
+      principal,
+      request.terminal_id,
+      this.terminalNotFound(request.terminal_id),
+    );
+    const original =
+      create.kind === 'REFUND' && create.request.original_purchase_external_id !== undefined
+        ? {
+            terminalId: create.request.original_purchase_terminal_id ?? request.terminal_id,
+            externalId: create.request.original_purchase_external_id,
+          }
+        : undefined;
+    if (
+      original &&
+      principal.terminalId !== undefined &&
+      original.terminalId !== principal.terminalId
+    ) {
+      throw new ApiError(
+        'ORIGINAL_PURCHASE_NOT_FOUND',
+        `no purchase ${original.externalId} on terminal ${original.terminalId}`,
+      );
+    }
+    return this.change(
+      {
+        terminalId: request.terminal_id,
+        externalId: request.external_id,
+        ...(original ? { original } : {}),
+      },
+      decideCreate(create, principal.accountId, this.env()),
+    );
+  }
+
+  async confirm(principal: Principal, request: ConfirmRequest): Promise<TransactionRecord> {
+    await this.authorizeTerminal(
+      principal,
+      request.terminal_id,
+      this.terminalNotFound(request.terminal_id),
+    );
+    return this.change(
+      { terminalId: request.terminal_id, externalId: request.external_id },
+      decideConfirm(request, principal.accountId, this.env()),
+    );
+  }
+
+  async continue(principal: Principal, request: ContinueRequest): Promise<TransactionRecord> {
+    await this.authorizeTerminal(
+      principal,
+      request.terminal_id,
+      this.terminalNotFound(request.terminal_id),
+    );
+    return this.change(
+      { terminalId: request.terminal_id, externalId: request.external_id },
+      decideContinue(request, principal.accountId, this.env()),
+    );
+  }
+
+  async get(
+    principal: Principal,
+    terminalId: string,
+    externalId: string,
+  ): Promise<TransactionRecord> {
+    const notFound = new ApiError(
+      'NOT_FOUND',
+      `no transaction ${externalId} on terminal ${terminalId}`,
+    );
+    await this.authorizeTerminal(principal, terminalId, notFound);
+    const record = await this.store.getTransaction(terminalId, externalId);
+    if (!record || record.accountId !== principal.accountId) throw notFound;
+    return record;
+  }
+
+  async refundable(record: TransactionRecord): Promise<number> {
+    if (record.txn.type !== 'PURCHASE') return 0;
+    return refundableAmount(record, await this.store.listRefunds(record.txn.id));
+  }
+
+  async unconfirmed(principal: Principal, terminalId: string): Promise<TransactionRecord[]> {
+    await this.authorizeTerminal(
+      principal,
+      terminalId,
+      new ApiError('NOT_FOUND', `no terminal ${terminalId}`),
+    );
+    return this.store.listUnconfirmed(terminalId);
+  }
+
+  /**
+   * Waits until the transaction leaves PROCESSING, the time runs out or the caller goes
+   * away, and answers the state then. Parks on the change feed: no polling.
+   */
+  async waitWhileProcessing(
+    principal: Principal,
+    terminalId: string,
+    externalId: string,
+    waitMs: number,
+    signal: AbortSignal,
+    initial?: TransactionRecord,
+  ): Promise<TransactionRecord> {
+    const first = initial ?? (await this.get(principal, terminalId, externalId));
+    if (first.txn.state !== 'PROCESSING' || waitMs <= 0 || signal.aborted) return first;
+    return new Promise<TransactionRecord>((resolve, reject) => {
+      let latest = first;
+      const finish = () => {
+        clearTimeout(timer);
+        unsubscribe();
+        signal.removeEventListener('abort', finish);
+        resolve(latest);
+      };
+      const unsubscribe = this.feed.subscribe(terminalId, externalId, (record) => {
+        if (record.version <= latest.version) return;
+        latest = record;
+        if (record.txn.state !== 'PROCESSING') finish();
+      });
+      const timer = setTimeout(finish, waitMs);
+      signal.addEventListener('abort', finish);
+      // A change may have committed between the first read and the subscription.
+      this.store.getTransaction(terminalId, externalId).then((record) => {
+        if (record && record.version > latest.version) {
+          latest = record;
+          if (record.txn.state !== 'PROCESSING') finish();
+        }
+      }, reject);
+    });
+  }
+
+  private async onReport(terminalId: string, report: TerminalReport): Promise<void> {
+    if (report.type === 'status') {
+      await this.store.updateTerminalStatus(terminalId, report.readings, report.at);
+      return;
+    }
+    const record = await this.store.getTransactionById(report.transaction_id);
+    if (!record || record.txn.terminal_id !== terminalId) {
+      this.logger.warn(
+        { terminalId, transactionId: report.transaction_id },
+        'report for an unknown transaction',
+      );
+      return;
+    }
+    await this.change(
+      { terminalId, externalId: record.txn.external_id },
+      decideReport(report, this.env()),
+    );
+  }
+
+  private async fallDue(record: TransactionRecord): Promise<void> {
+    try {
+      await this.change(
+        { terminalId: record.txn.terminal_id, externalId: record.txn.external_id },
+        decideDue(record.txn.id, this.env()),
+      );
+    } catch (error) {
+      this.logger.error({ err: error, transactionId: record.txn.id }, 'due transition failed');
+    }
+  }
+}

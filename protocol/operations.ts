@@ -1,0 +1,93 @@
+/**
+ * Every operation of the API: its path under the revision's base address, request body
+ * and 200 answer per revision. The relay binds its handlers to this table and generates
+ * the OpenAPI documents from it; clients can use it to validate what they send.
+ */
+import { z } from 'zod';
+import type { responseSchemas } from './api.js';
+import {
+  ConfirmRequest,
+  ContinueRequest,
+  GetRequest,
+  PrintRequest,
+  PurchaseRequest,
+  RefundRequest,
+  SimulatorCreateResponse,
+  TerminalStatusRequest,
+  UnconfirmedRequest,
+} from './api.js';
+import type { Revision } from './fields.js';
+
+type Responses = ReturnType<typeof responseSchemas>;
+
+export interface OperationSpec {
+  summary: string;
+  request: z.ZodType;
+  response: (responses: Responses) => z.ZodType;
+  /** HTTP statuses besides 200 that the operation answers with the error object. */
+  errors: readonly number[];
+}
+
+const AUTH = [401, 405, 413, 415] as const;
+
+export const OPERATIONS = {
+  '/transaction/purchase': {
+    summary:
+      'Start a purchase, or answer the current state of the same (terminal_id, external_id).',
+    request: PurchaseRequest,
+    response: (r) => r.transaction,
+    errors: [400, ...AUTH, 500],
+  },
+  '/transaction/refund': {
+    summary: 'Start a refund, or answer the current state of the same (terminal_id, external_id).',
+    request: RefundRequest,
+    response: (r) => r.transaction,
+    errors: [400, ...AUTH, 500],
+  },
+  '/transaction/confirm': {
+    summary: 'Confirm the final result as successful or failed.',
+    request: ConfirmRequest,
+    response: (r) => r.transaction,
+    errors: [400, ...AUTH, 500],
+  },
+  '/transaction/get': {
+    summary: 'Answer the current snapshot, waiting up to wait_seconds while PROCESSING.',
+    request: GetRequest,
+    response: (r) => r.transaction,
+    errors: [400, 404, ...AUTH, 500],
+  },
+  '/transaction/continue': {
+    summary: 'Continue a transaction paused in AWAITING_CONTINUE.',
+    request: ContinueRequest,
+    response: (r) => r.transaction,
+    errors: [400, ...AUTH, 500],
+  },
+  '/transaction/unconfirmed': {
+    summary: 'List the transactions of a terminal that are not yet confirmed.',
+    request: UnconfirmedRequest,
+    response: (r) => r.transactions,
+    errors: [400, 404, ...AUTH, 500],
+  },
+  '/terminal/status': {
+    summary: 'Answer the status of a terminal.',
+    request: TerminalStatusRequest,
+    response: (r) => r.status,
+    errors: [400, ...AUTH, 500],
+  },
+  '/terminal/print': {
+    summary: 'Queue a PNG for the terminal receipt printer.',
+    request: PrintRequest,
+    response: (r) => r.print,
+    errors: [400, ...AUTH, 500],
+  },
+  '/simulator/create': {
+    summary: 'Create a simulated terminal; the password is shown this once.',
+    request: z.object({}),
+    response: () => SimulatorCreateResponse,
+    errors: [400, 403, ...AUTH, 500],
+  },
+} as const satisfies Record<string, OperationSpec>;
+
+export type OperationPath = keyof typeof OPERATIONS;
+
+export const basePath = (revision: Revision) => `/pos/${revision}`;
