@@ -1,0 +1,111 @@
+/**
+ * Starts a real relay in process for a test: a fresh SQLite file in a temporary data
+ * directory, a real HTTP port (0: any free one), silent logs unless TEST_LOG is set.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { loadCloudConfig, type CloudConfigInput } from '../../cloud/config.js';
+import { startRelay, type Relay } from '../../cloud/relay.js';
+import type { SimulatorCreateResponse } from '../../protocol/index.js';
+
+export interface TestRelay extends Relay {
+  dataDir: string;
+  account: { username: string; password: string };
+  /** Creates a simulated terminal through the API with the account credential. */
+  newSimulator(): Promise<SimulatorCreateResponse>;
+}
+
+export const TEST_ACCOUNT = { username: 'test-account', password: 'test-account-password' };
+
+export function tempDataDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'tps-test-'));
+}
+
+export async function startTestRelay(
+  overrides: Partial<CloudConfigInput> = {},
+  dataDir = tempDataDir(),
+): Promise<TestRelay> {
+  const config = loadCloudConfig(
+    {},
+    {},
+    {
+      host: '127.0.0.1',
+      port: 0,
+      dataDir,
+      accountUsername: TEST_ACCOUNT.username,
+      accountPassword: TEST_ACCOUNT.password,
+      simulatorDelayMs: 20,
+      defaultSimulator: false,
+      logLevel: process.env.TEST_LOG ? 'debug' : 'silent',
+      ...overrides,
+    },
+  );
+  const relay = await startRelay(config, {
+    logger: pino({ level: config.logLevel }),
+  });
+  return Object.assign(relay, {
+    dataDir,
+    account: TEST_ACCOUNT,
+    async newSimulator() {
+      const res = await post(relay.baseUrl, 'v1', '/simulator/create', {}, TEST_ACCOUNT);
+      if (res.status !== 200) throw new Error(`simulator/create answered ${res.status}`);
+      return res.body as SimulatorCreateResponse;
+    },
+  });
+}
+
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  body: any;
+}
+
+export const basicAuth = (c: { username: string; password: string }) =>
+  `Basic ${Buffer.from(`${c.username}:${c.password}`).toString('base64')}`;
+
+/** POSTs JSON to an operation as a POS would, and answers status, headers and parsed body. */
+export async function post(
+  baseUrl: string,
+  revision: 'v0' | 'v1',
+  operation: string,
+  body: unknown,
+  credential: { username: string; password: string },
+  init: RequestInit = {},
+): Promise<ApiResponse> {
+  const response = await fetch(`${baseUrl}/${revision}${operation}`, {
+    method: 'POST',
+    headers: { authorization: basicAuth(credential), 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    ...init,
+  });
+  const text = await response.text();
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: text ? JSON.parse(text) : undefined,
+  };
+}
+
+/** A POS bound to one simulated terminal. */
+export function posFor(
+  relay: TestRelay,
+  sim: SimulatorCreateResponse,
+  revision: 'v0' | 'v1' = 'v1',
+) {
+  const credential = { username: sim.username, password: sim.password };
+  return {
+    terminalId: sim.terminal_id,
+    credential,
+    call: (operation: string, body: Record<string, unknown>) =>
+      post(
+        relay.baseUrl,
+        revision,
+        operation,
+        { terminal_id: sim.terminal_id, ...body },
+        credential,
+      ),
+  };
+}
