@@ -1,0 +1,59 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import type { Store } from './store.js';
+import { SqliteStore } from './sqlite.js';
+import { storeConformance } from './store-conformance.js';
+
+const files = new Map<Store, string>();
+const tempFile = () =>
+  path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tps-store-')), 'relay.sqlite');
+
+storeConformance('SQLite', {
+  async open() {
+    const file = tempFile();
+    const store = new SqliteStore(file);
+    files.set(store, file);
+    return store;
+  },
+  async reopen(store) {
+    const file = files.get(store)!;
+    await store.close();
+    return new SqliteStore(file);
+  },
+});
+
+describe('SQLite store specifics', () => {
+  it('runs in WAL mode with synchronous=FULL, and applies each migration once', async () => {
+    const file = tempFile();
+    await new SqliteStore(file).close();
+    await new SqliteStore(file).close();
+    const db = new Database(file, { readonly: true });
+    expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+    const versions = db.prepare('SELECT version FROM schema_migrations').all();
+    expect(versions).toEqual([{ version: 1 }]);
+    db.close();
+    const store = new SqliteStore(file);
+    // synchronous is a per-connection setting: read it where it is set.
+    expect(
+      (store as unknown as { db: Database.Database }).db.pragma('synchronous', { simple: true }),
+    ).toBe(2);
+    await store.close();
+  });
+
+  it('the database refuses a second transaction for the same pair', async () => {
+    const file = tempFile();
+    await new SqliteStore(file).close();
+    const db = new Database(file);
+    db.prepare("INSERT INTO accounts VALUES ('a', 'now')").run();
+    db.prepare("INSERT INTO terminals VALUES ('t', 'a', 'SIMULATOR', '{}', '{}', 'now')").run();
+    const insert = db.prepare(
+      "INSERT INTO transactions (id, terminal_id, external_id, account_id, state, version, body) VALUES (?, 't', 'same', 'a', 'PROCESSING', 1, '{}')",
+    );
+    insert.run('txn-1');
+    expect(() => insert.run('txn-2')).toThrow(/UNIQUE/);
+    db.close();
+  });
+});
