@@ -42,6 +42,8 @@ const CACHE_LIMIT = 10_000;
 export class VerifiedSecretCache {
   private readonly key = randomBytes(32);
   private readonly entries = new Map<string, { storedHash: string; digest: Buffer }>();
+  /** Verifications under way, so that a burst of requests with a new secret pays one scrypt. */
+  private readonly inflight = new Map<string, Promise<boolean>>();
 
   private digest(secret: string): Buffer {
     return createHmac('sha256', this.key).update(secret).digest();
@@ -52,12 +54,19 @@ export class VerifiedSecretCache {
     if (entry && entry.storedHash === storedHash) {
       return timingSafeEqual(entry.digest, this.digest(secret));
     }
-    if (!(await verifySecret(secret, storedHash))) return false;
+    const digest = this.digest(secret);
+    const key = `${username}\u0000${storedHash}\u0000${digest.toString('hex')}`;
+    let verification = this.inflight.get(key);
+    if (!verification) {
+      verification = verifySecret(secret, storedHash).finally(() => this.inflight.delete(key));
+      this.inflight.set(key, verification);
+    }
+    if (!(await verification)) return false;
     if (this.entries.size >= CACHE_LIMIT) {
       const oldest = this.entries.keys().next().value;
       if (oldest !== undefined) this.entries.delete(oldest);
     }
-    this.entries.set(username, { storedHash, digest: this.digest(secret) });
+    this.entries.set(username, { storedHash, digest });
     return true;
   }
 }

@@ -46,6 +46,9 @@ export class SimulatedTerminal {
   private readonly serial: number;
   /** Print jobs received (sizes in bytes), for tests and the bench. */
   readonly printed: number[] = [];
+  /** Transactions this terminal stopped or reversed on the relay's word. */
+  readonly cancelled: Array<{ transactionId: string; after: 'RUNNING' | 'PAUSED' | 'SUCCESS' }> =
+    [];
 
   constructor(private readonly options: SimulatedTerminalOptions) {
     this.serial = Number(options.terminalId.replace(/\D/g, '').slice(-8) || '0');
@@ -98,9 +101,14 @@ export class SimulatedTerminal {
     const run = this.runs.get(transactionId);
     if (!run) return;
     if (run.phase === 'DONE') {
-      if (run.result === 'SUCCESS') this.options.logger.info({ transactionId }, 'payment reversed');
+      if (run.result === 'SUCCESS') {
+        this.cancelled.push({ transactionId, after: 'SUCCESS' });
+        run.result = 'REVERSED';
+        this.options.logger.info({ transactionId }, 'payment reversed');
+      }
       return;
     }
+    this.cancelled.push({ transactionId, after: run.phase });
     clearTimeout(run.timer);
     run.phase = 'DONE';
     run.result = 'ABORTED';

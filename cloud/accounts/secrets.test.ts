@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { VerifiedSecretCache, hashSecret, verifySecret } from './secrets.js';
+
+describe('secrets', () => {
+  it('stores a salted scrypt hash, never the secret', async () => {
+    const a = await hashSecret('correct horse');
+    const b = await hashSecret('correct horse');
+    expect(a).toMatch(/^scrypt\$16384\$8\$1\$/);
+    expect(a).not.toContain('correct horse');
+    expect(a).not.toBe(b);
+    expect(await verifySecret('correct horse', a)).toBe(true);
+    expect(await verifySecret('correct horsE', a)).toBe(false);
+    expect(await verifySecret('anything', 'plain-text')).toBe(false);
+  });
+
+  it('remembers a verified secret only for the hash it was verified against', async () => {
+    const cache = new VerifiedSecretCache();
+    const hash = await hashSecret('s1');
+    expect(await cache.verify('u', 's1', hash)).toBe(true);
+    expect(await cache.verify('u', 's2', hash)).toBe(false);
+    const rotated = await hashSecret('s2');
+    expect(await cache.verify('u', 's1', rotated)).toBe(false);
+    expect(await cache.verify('u', 's2', rotated)).toBe(true);
+  });
+
+  it('a burst of requests with one new secret agrees', async () => {
+    const cache = new VerifiedSecretCache();
+    const hash = await hashSecret('burst');
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => cache.verify('u', i % 2 ? 'burst' : 'wrong', hash)),
+    );
+    expect(answers).toEqual(Array.from({ length: 20 }, (_, i) => i % 2 === 1));
+  });
+});
