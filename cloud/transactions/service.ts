@@ -66,9 +66,25 @@ export class TransactionService {
   /** Re-arms what falls due and re-sends what terminals have not acknowledged, after a restart. */
   async start(): Promise<void> {
     for (const record of await this.store.listDue()) this.timers.arm(record);
-    for (const pending of await this.store.pendingCommands()) {
-      this.dispatch(pending.terminalId, pending.command);
+    for (const { terminalId, command } of await this.store.pendingCommands()) {
+      if (await this.superseded(command)) {
+        await this.store.ackCommand(command.command_id, this.clock.now().toISOString());
+      } else {
+        this.dispatch(terminalId, command);
+      }
     }
+  }
+
+  /**
+   * A start or continue whose transaction has moved past PROCESSING has done its work
+   * (its acknowledgement was lost in a crash): sending it again would only replay it.
+   */
+  private async superseded(command: TerminalCommand): Promise<boolean> {
+    if (command.type !== 'transaction.start' && command.type !== 'transaction.continue') {
+      return false;
+    }
+    const record = await this.store.getTransactionById(command.transaction_id);
+    return record?.txn.state !== 'PROCESSING';
   }
 
   stop(): void {
