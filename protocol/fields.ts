@@ -16,7 +16,15 @@ export const TerminalId = z
   .regex(/^[0-9a-zA-Z-]+$/, 'must contain only 0-9, a-z, A-Z and hyphen');
 export const TransactionId = TerminalId;
 export const Amount = z.number().int().min(0).max(999_999_999_999);
-export const Metadata = z.record(z.string(), z.unknown());
+/** The spec sets no limit; the service keeps at most this much metadata per transaction. */
+export const METADATA_MAX_BYTES = 16_384;
+export const metadataBytes = (metadata: unknown) =>
+  Buffer.byteLength(JSON.stringify(metadata) ?? '', 'utf8');
+export const Metadata = z
+  .record(z.string(), z.unknown())
+  .refine((m) => metadataBytes(m) <= METADATA_MAX_BYTES, {
+    message: `must be at most ${METADATA_MAX_BYTES} bytes as JSON`,
+  });
 export const WaitSeconds = z.number().min(0).max(180);
 export const ResultCode = z
   .string()

@@ -337,6 +337,16 @@ describe('continue', () => {
     });
   });
 
+  it('merged metadata is held to the 16 KiB limit', () => {
+    const current = record({ state: 'AWAITING_CONTINUE', metadata: { a: 'x'.repeat(10_000) } });
+    const big = { b: 'y'.repeat(10_000) };
+    expect(
+      refusal(() =>
+        decideContinue({ ...request, metadata: big }, 'acct-1', env())(ctx({ current })),
+      ),
+    ).toBe('INVALID_REQUEST');
+  });
+
   it('only a transaction awaiting continue can be continued', () => {
     for (const state of ['PROCESSING', 'AWAITING_CONFIRM', 'CONFIRMED', 'COMMITTED'] as const) {
       expect(

@@ -4,14 +4,16 @@
  * one branch here; docs/transactions.md draws the machine and the choices the spec
  * leaves open.
  */
-import type {
-  ConfirmRequest,
-  ContinueRequest,
-  PurchaseRequest,
-  RefundRequest,
-  TerminalCommand,
-  Transaction,
-  TransactionReport,
+import {
+  METADATA_MAX_BYTES,
+  metadataBytes,
+  type ConfirmRequest,
+  type ContinueRequest,
+  type PurchaseRequest,
+  type RefundRequest,
+  type TerminalCommand,
+  type Transaction,
+  type TransactionReport,
 } from '../../protocol/index.js';
 import { ApiError } from '../errors.js';
 import type { TransactionRecord } from '../store/records.js';
@@ -53,8 +55,18 @@ function next(
   };
 }
 
-const mergeMetadata = (txn: Transaction, metadata: Record<string, unknown> | undefined) =>
-  metadata ? { metadata: { ...txn.metadata, ...metadata } } : {};
+/** Merged metadata: new keys win; the merge is held to the same size limit as a request. */
+function mergeMetadata(txn: Transaction, metadata: Record<string, unknown> | undefined) {
+  if (!metadata) return {};
+  const merged = { ...txn.metadata, ...metadata };
+  if (metadataBytes(merged) > METADATA_MAX_BYTES) {
+    throw new ApiError(
+      'INVALID_REQUEST',
+      `metadata: merged with the stored metadata it exceeds ${METADATA_MAX_BYTES} bytes as JSON`,
+    );
+  }
+  return { metadata: merged };
+}
 
 const cancel = (env: DecisionEnv, txn: Transaction): TerminalCommand => ({
   type: 'transaction.cancel',
