@@ -5,7 +5,7 @@ import { CLOUD_SETTINGS } from './config.js';
 describe('docs/configuration.md', () => {
   it('documents every setting with its flag, and nothing else', () => {
     const doc = fs.readFileSync(new URL('../docs/configuration.md', import.meta.url), 'utf8');
-    const rows = [...doc.matchAll(/^\| `(TPS_[A-Z_]+)` \| `--([a-z-]+)` \|/gm)].map((m) => [
+    const rows = [...doc.matchAll(/^\|\s*`(TPS_[A-Z_]+)`\s*\|\s*`--([a-z-]+)`\s*\|/gm)].map((m) => [
       m[1],
       m[2],
     ]);
