@@ -30,6 +30,19 @@ export const CloudConfigSchema = z
     logLevel: z
       .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
       .default('info'),
+    eventVendor: z
+      .string()
+      .regex(/^[a-z0-9-]{1,40}$/, 'must be 1-40 lowercase letters, digits or hyphens')
+      .default('vendor'),
+    eventRetentionS: seconds.min(60).default(7 * 86_400),
+    webhookAllowHttp: z
+      .enum(['true', 'false'])
+      .transform((v) => v === 'true')
+      .or(z.boolean())
+      .default(false),
+    webhookRetryBaseMs: z.coerce.number().int().min(1).max(600_000).default(1000),
+    webhookRetryCapMs: z.coerce.number().int().min(1).max(86_400_000).default(600_000),
+    webhookDisableAfterS: seconds.max(30 * 86_400).default(3 * 86_400),
     /** Create one simulated terminal on first start. */
     defaultSimulator: z
       .enum(['true', 'false'])
@@ -95,6 +108,36 @@ export const CLOUD_SETTINGS = {
     doc: 'Public base address without the version segment (default: from host and port).',
   },
   logLevel: { env: 'TPS_LOG_LEVEL', flag: 'log-level', doc: 'pino log level.' },
+  eventVendor: {
+    env: 'TPS_EVENT_VENDOR',
+    flag: 'event-vendor',
+    doc: 'Vendor part of event type names: eu.<vendor>.api.pos.v0.Transaction.',
+  },
+  eventRetentionS: {
+    env: 'TPS_EVENT_RETENTION_S',
+    flag: 'event-retention-s',
+    doc: 'Seconds events are kept (longer while an enabled webhook still needs them).',
+  },
+  webhookAllowHttp: {
+    env: 'TPS_WEBHOOK_ALLOW_HTTP',
+    flag: 'webhook-allow-http',
+    doc: 'Accept plain http:// webhook endpoints (development only).',
+  },
+  webhookRetryBaseMs: {
+    env: 'TPS_WEBHOOK_RETRY_BASE_MS',
+    flag: 'webhook-retry-base-ms',
+    doc: 'First back-off after a failed webhook delivery; it doubles on each failure.',
+  },
+  webhookRetryCapMs: {
+    env: 'TPS_WEBHOOK_RETRY_CAP_MS',
+    flag: 'webhook-retry-cap-ms',
+    doc: 'Longest back-off between webhook delivery attempts.',
+  },
+  webhookDisableAfterS: {
+    env: 'TPS_WEBHOOK_DISABLE_AFTER_S',
+    flag: 'webhook-disable-after-s',
+    doc: 'A webhook failing for this long is disabled, with the reason shown in /webhook/list.',
+  },
   defaultSimulator: {
     env: 'TPS_DEFAULT_SIMULATOR',
     flag: 'default-simulator',

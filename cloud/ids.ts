@@ -13,3 +13,7 @@ export const newSimulatorTerminalId = (): string =>
 export const newUsername = (): string => `key-${randomBytes(10).toString('hex')}`;
 export const newSecret = (): string => randomBytes(24).toString('base64url');
 export const newAccountId = (): string => `acct-${ulid().toLowerCase()}`;
+export const newEventId = (): string => `evt-${ulid()}`;
+export const newWebhookId = (): string => `wh-${ulid()}`;
+/** The group of all terminals of an account, as an event subject. */
+export const cohortOf = (accountId: string): string => `cohort-${accountId.replace(/^acct-/, '')}`;

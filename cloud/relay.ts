@@ -8,10 +8,16 @@ import { pino, type Logger } from 'pino';
 import type { SimulatorCreateResponse } from '../protocol/index.js';
 import { Authenticator } from './accounts/authenticator.js';
 import { hashSecret } from './accounts/secrets.js';
+import { randomBytes } from 'node:crypto';
+import { CursorTokens } from './events/cursor-token.js';
+import { EventFeed } from './events/event-feed.js';
+import { EventLog } from './events/event-list.js';
+import { EventRetention } from './events/retention.js';
+import { Webhooks } from './events/webhooks.js';
 import { systemClock, type Clock } from './clock.js';
 import type { CloudConfig } from './config.js';
 import { buildHttpServer } from './http/server.js';
-import { newAccountId, newSecret, newUsername } from './ids.js';
+import { cohortOf, newAccountId, newSecret, newUsername } from './ids.js';
 import { loggerOptions } from './logging.js';
 import { SimulatorHost } from './simulator/host.js';
 import { SqliteStore } from './store/sqlite.js';
@@ -24,6 +30,8 @@ export const DEFAULT_WAIT_SECONDS = 25;
 
 export interface Bootstrap {
   accountId: string;
+  /** The event subject that covers every terminal of the account. */
+  cohortId: string;
   /** Generated at first start; shown once. */
   accountCredential?: { username: string; password: string };
   /** Created at first start; shown once. */
@@ -39,6 +47,9 @@ export interface Relay {
   service: TransactionService;
   simulators: SimulatorHost;
   registry: TerminalRegistry;
+  events: EventLog;
+  webhooks: Webhooks;
+  retention: EventRetention;
   logger: Logger;
   close(): Promise<void>;
 }
@@ -49,12 +60,53 @@ export interface RelayOptions {
 }
 
 const ACCOUNT_SETTING = 'default_account_id';
+const TOKEN_KEY_SETTING = 'event_token_key';
+
+/** The key that signs event-list tokens, made once and kept, so tokens survive restarts. */
+async function tokenKey(store: Store): Promise<Buffer> {
+  const stored = await store.getSetting(TOKEN_KEY_SETTING);
+  if (stored) return Buffer.from(stored, 'base64');
+  const key = randomBytes(32);
+  await store.putSetting(TOKEN_KEY_SETTING, key.toString('base64'));
+  return key;
+}
 
 export async function startRelay(config: CloudConfig, options: RelayOptions = {}): Promise<Relay> {
   const logger = options.logger ?? pino(loggerOptions(config.logLevel));
   const clock = options.clock ?? systemClock;
   const store = new SqliteStore(path.join(config.dataDir, 'relay.sqlite'));
   const bootstrap = await bootstrapAccount(store, config, clock);
+
+  const eventFeed = new EventFeed();
+  let baseUrl = '';
+  const events = new EventLog({
+    store,
+    feed: eventFeed,
+    tokens: new CursorTokens(await tokenKey(store)),
+    vendor: config.eventVendor,
+    source: () => baseUrl,
+  });
+  const webhooks = new Webhooks({
+    store,
+    feed: eventFeed,
+    log: events,
+    clock,
+    logger: logger.child({ part: 'webhooks' }),
+    settings: {
+      allowHttp: config.webhookAllowHttp,
+      retryBaseMs: config.webhookRetryBaseMs,
+      retryCapMs: config.webhookRetryCapMs,
+      disableAfterMs: config.webhookDisableAfterS * 1000,
+      timeoutMs: 10_000,
+    },
+  });
+  const retention = new EventRetention(
+    store,
+    clock,
+    config.eventRetentionS * 1000,
+    () => webhooks.oldestNeeded(),
+    logger.child({ part: 'retention' }),
+  );
 
   const simulators = new SimulatorHost({
     delayMs: config.simulatorDelayMs,
@@ -66,6 +118,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
     link: simulators,
     clock,
     logger: logger.child({ part: 'transactions' }),
+    events: eventFeed,
     settings: {
       maxUnconfirmed: config.maxUnconfirmed,
       pauseTimeoutMs: config.pauseTimeoutS * 1000,
@@ -91,6 +144,8 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
     service,
     registry,
     spooler,
+    events,
+    webhooks,
     startSimulator: async (terminal) => simulators.attach(terminal),
     defaultWaitSeconds: DEFAULT_WAIT_SECONDS,
     ...(config.tlsCert && config.tlsKey
@@ -102,7 +157,9 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
   const port = (app.server.address() as AddressInfo).port;
   const scheme = config.tlsCert ? 'https' : 'http';
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-  const baseUrl = config.publicUrl ?? `${scheme}://${host}:${port}/pos`;
+  baseUrl = config.publicUrl ?? `${scheme}://${host}:${port}/pos`;
+  await webhooks.start();
+  retention.start();
 
   if (config.defaultSimulator && (await store.listTerminals('SIMULATOR')).length === 0) {
     const { terminal, issued } = await registry.createSimulator(bootstrap.accountId);
@@ -119,11 +176,16 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
     service,
     simulators,
     registry,
+    events,
+    webhooks,
+    retention,
     logger,
     async close() {
       if (closed) return;
       closed = true;
       await app.close();
+      retention.stop();
+      await webhooks.stop();
       service.stop();
       await simulators.close();
       await store.close();
@@ -145,7 +207,7 @@ async function bootstrapAccount(
     await store.ensureAccount(accountId, now);
     await store.putSetting(ACCOUNT_SETTING, accountId);
   }
-  const bootstrap: Bootstrap = { accountId };
+  const bootstrap: Bootstrap = { accountId, cohortId: cohortOf(accountId) };
   if (config.accountUsername && config.accountPassword) {
     const existing = await store.findCredential(config.accountUsername);
     if (existing && existing.accountId !== accountId) {

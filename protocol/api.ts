@@ -17,6 +17,12 @@ import {
 } from './fields.js';
 import { transactionSchema } from './transaction.js';
 import { terminalStatusSchema } from './terminal-status.js';
+import {
+  WebhookCreateResponse,
+  WebhookListResponse,
+  WebhookResponse,
+  eventListResponseSchema,
+} from './events.js';
 
 /**
  * Wait options. Existing clients send `wait_seconds` at the top level, older ones
@@ -123,6 +129,10 @@ export function responseSchemas(revision: Revision) {
     status: z.object({ status: terminalStatusSchema(revision) }),
     print: PrintResponse,
     simulator: SimulatorCreateResponse,
+    events: eventListResponseSchema(revision),
+    webhookCreated: WebhookCreateResponse,
+    webhooks: WebhookListResponse,
+    webhook: WebhookResponse,
   };
 }
 

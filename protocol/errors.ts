@@ -75,6 +75,16 @@ export const ERROR_CATALOGUE = {
     status: 400,
     meaning: 'The print job, joined across continue fragments, is larger than allowed.',
   },
+  INVALID_TOKEN: {
+    status: 400,
+    meaning: 'The next_token was not issued by this service for this account, or was altered.',
+  },
+  EVENTS_EXPIRED: {
+    status: 410,
+    meaning:
+      'The next_token points before the oldest event still kept (retention deleted the events in between); start a new read.',
+  },
+  WEBHOOK_NOT_FOUND: { status: 404, meaning: 'No such webhook for this credential.' },
   INTERNAL_ERROR: {
     status: 500,
     meaning: 'An unexpected fault; the request may be repeated safely.',

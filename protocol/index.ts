@@ -6,3 +6,4 @@ export * from './api.js';
 export * from './terminal-link.js';
 export * from './secrets.js';
 export * from './operations.js';
+export * from './events.js';

@@ -17,6 +17,7 @@ import {
   UnconfirmedRequest,
 } from './api.js';
 import type { Revision } from './fields.js';
+import { EventListRequest, WebhookCreateRequest, WebhookIdRequest } from './events.js';
 
 type Responses = ReturnType<typeof responseSchemas>;
 
@@ -85,6 +86,38 @@ export const OPERATIONS = {
     request: z.object({}),
     response: () => SimulatorCreateResponse,
     errors: [400, 403, ...AUTH, 500],
+  },
+  '/event/list': {
+    summary:
+      'Read transaction and terminal-status events in order; next_token continues, wait_seconds long-polls.',
+    request: EventListRequest,
+    response: (r) => r.events,
+    errors: [400, 410, ...AUTH, 500],
+  },
+  '/webhook/create': {
+    summary:
+      'Register an endpoint that receives matching events, signed; the secret is shown once.',
+    request: WebhookCreateRequest,
+    response: (r) => r.webhookCreated,
+    errors: [400, ...AUTH, 500],
+  },
+  '/webhook/list': {
+    summary: 'List the webhooks of this credential, with their delivery state.',
+    request: z.object({}),
+    response: (r) => r.webhooks,
+    errors: [...AUTH, 500],
+  },
+  '/webhook/delete': {
+    summary: 'Remove a webhook.',
+    request: WebhookIdRequest,
+    response: (r) => r.webhook,
+    errors: [400, 404, ...AUTH, 500],
+  },
+  '/webhook/enable': {
+    summary: 'Re-enable a webhook that was disabled; delivery resumes where it stopped.',
+    request: WebhookIdRequest,
+    response: (r) => r.webhook,
+    errors: [400, 404, ...AUTH, 500],
   },
 } as const satisfies Record<string, OperationSpec>;
 

@@ -6,16 +6,20 @@ import {
   requestedWaitSeconds,
   type ConfirmRequest,
   type ContinueRequest,
+  type EventListRequest,
   type GetRequest,
   type OperationPath,
   type PrintRequest,
   type PurchaseRequest,
+  type WebhookCreateRequest,
   type RefundRequest,
   type Revision,
 } from '../../protocol/index.js';
 import { ApiError } from '../errors.js';
 import type { TransactionRecord } from '../store/records.js';
 import type { TerminalRecord } from '../store/records.js';
+import type { EventLog } from '../events/event-list.js';
+import type { Webhooks } from '../events/webhooks.js';
 import type { PrintSpooler } from '../terminals/print-spooler.js';
 import type { TerminalRegistry } from '../terminals/registry.js';
 import type { Principal, TransactionService } from '../transactions/service.js';
@@ -24,6 +28,8 @@ export interface OperationDeps {
   service: TransactionService;
   registry: TerminalRegistry;
   spooler: PrintSpooler;
+  events: EventLog;
+  webhooks: Webhooks;
   /** Brings a newly created simulated terminal to life. */
   startSimulator(terminal: TerminalRecord): Promise<void>;
   defaultWaitSeconds: number;
@@ -132,6 +138,24 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
       await deps.spooler.print(terminal, body);
       return { queued: true };
     },
+
+    '/event/list': async (body: EventListRequest, ctx) =>
+      deps.events.list(
+        ctx.principal,
+        ctx.revision,
+        body,
+        // A short poll unless the reader asks to wait.
+        requestedWaitSeconds(body, 0) * 1000,
+        ctx.signal,
+      ),
+
+    '/webhook/create': async (body: WebhookCreateRequest, ctx) =>
+      deps.webhooks.create(ctx.principal, body),
+    '/webhook/list': async (_body: unknown, ctx) => deps.webhooks.list(ctx.principal),
+    '/webhook/delete': async (body: { id: string }, ctx) =>
+      deps.webhooks.delete(ctx.principal, body.id),
+    '/webhook/enable': async (body: { id: string }, ctx) =>
+      deps.webhooks.enable(ctx.principal, body.id),
 
     '/simulator/create': async (_body: unknown, ctx) => {
       if (ctx.principal.terminalId !== undefined) {

@@ -1,5 +1,7 @@
 /** What the relay keeps, beside the API shapes it renders from them. */
 import type {
+  EventFilter,
+  EventKind,
   TerminalCommand,
   TerminalReadings,
   TerminalStatus,
@@ -51,3 +53,46 @@ export interface PendingCommand {
 }
 
 export type { TerminalReadings };
+
+/** One entry of the event log; `position` orders the log and is never reused. */
+export interface EventRecord {
+  position: number;
+  id: string;
+  accountId: string;
+  /** The terminal the event concerns. */
+  subject: string;
+  kind: EventKind;
+  time: string;
+  /** The transaction or terminal status, as the current revision shows it. */
+  data: Transaction | TerminalStatus;
+}
+export type NewEvent = Omit<EventRecord, 'position'>;
+
+export interface EventQuery {
+  accountId: string;
+  /** Events after this position. */
+  after: number;
+  subject?: string;
+  /** `null` matches nothing (a filter on a type the service does not write). */
+  kind?: EventKind | null;
+  limit: number;
+}
+
+export interface WebhookRecord {
+  id: string;
+  accountId: string;
+  /** Set when a terminal credential registered it: it sees only that terminal. */
+  terminalId?: string;
+  url: string;
+  filter: EventFilter;
+  mode: 'structured' | 'binary';
+  /** HMAC key of the signatures; the service needs it in clear to sign. */
+  secret: string;
+  enabled: boolean;
+  /** Position of the last event the receiver acknowledged. */
+  cursor: number;
+  createdAt: string;
+  disabledReason?: string;
+  failingSince?: string;
+  lastError?: string;
+}

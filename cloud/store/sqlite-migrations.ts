@@ -52,4 +52,26 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> 
       );
     `,
   },
+  {
+    version: 2,
+    sql: `
+      -- AUTOINCREMENT: a position is never reused, even after retention deletes the newest.
+      CREATE TABLE events (
+        position INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        account_id TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        time TEXT NOT NULL,
+        data TEXT NOT NULL
+      );
+      CREATE INDEX events_by_account ON events (account_id, position);
+      CREATE INDEX events_by_subject ON events (subject, position);
+      CREATE TABLE webhooks (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts(id),
+        body TEXT NOT NULL
+      );
+    `,
+  },
 ];

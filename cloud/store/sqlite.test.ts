@@ -4,6 +4,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import type { Store } from './store.js';
+import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
 import { SqliteStore } from './sqlite.js';
 import { storeConformance } from './store-conformance.js';
 
@@ -33,7 +34,7 @@ describe('SQLite store specifics', () => {
     const db = new Database(file, { readonly: true });
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
     const versions = db.prepare('SELECT version FROM schema_migrations').all();
-    expect(versions).toEqual([{ version: 1 }]);
+    expect(versions).toEqual(SQLITE_MIGRATIONS.map(({ version }) => ({ version })));
     db.close();
     const store = new SqliteStore(file);
     // synchronous is a per-connection setting: read it where it is set.

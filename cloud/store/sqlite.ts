@@ -9,7 +9,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { TerminalCommand, TerminalReadings, TerminalStatus } from '../../protocol/index.js';
-import type { CredentialRecord, TerminalRecord, TransactionRecord } from './records.js';
+import type {
+  CredentialRecord,
+  EventQuery,
+  EventRecord,
+  NewEvent,
+  TerminalRecord,
+  TransactionRecord,
+  WebhookRecord,
+} from './records.js';
 import type { ChangeContext, ChangeKey, Decide, Store } from './store.js';
 import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
 
@@ -32,6 +40,28 @@ interface TerminalRow {
   status: string;
   created_at: string;
 }
+
+interface EventRow {
+  position: number;
+  id: string;
+  account_id: string;
+  subject: string;
+  kind: EventRecord['kind'];
+  time: string;
+  data: string;
+}
+
+const toEvent = (row: EventRow): EventRecord => ({
+  position: row.position,
+  id: row.id,
+  accountId: row.account_id,
+  subject: row.subject,
+  kind: row.kind,
+  time: row.time,
+  data: JSON.parse(row.data),
+});
+
+const TRIMMED_SETTING = 'events_trimmed_through';
 
 interface QueuedWrite {
   run: () => unknown;
@@ -107,6 +137,9 @@ export class SqliteStore implements Store {
       ),
       ackCommand: db.prepare(
         'UPDATE terminal_commands SET acked_at = ? WHERE command_id = ? AND acked_at IS NULL',
+      ),
+      insertEvent: db.prepare<[string, string, string, string, string, string]>(
+        'INSERT INTO events (id, account_id, subject, kind, time, data) VALUES (?, ?, ?, ?, ?, ?)',
       ),
       terminal: db.prepare<[string], TerminalRow>('SELECT * FROM terminals WHERE id = ?'),
       updateTerminalStatus: db.prepare('UPDATE terminals SET status = ? WHERE id = ?'),
@@ -258,7 +291,8 @@ export class SqliteStore implements Store {
     terminalId: string,
     readings: TerminalReadings,
     at: string,
-  ): Promise<TerminalStatus | undefined> {
+    eventId: string,
+  ): Promise<EventRecord | undefined> {
     return this.write(() => {
       const row = this.statements.terminal.get(terminalId);
       if (!row) return undefined;
@@ -267,10 +301,29 @@ export class SqliteStore implements Store {
         ([key, value]) => current[key as keyof TerminalStatus] !== value,
       );
       if (!changed) return undefined;
-      const next: TerminalStatus = { ...current, ...readings, updated_at: at };
-      this.statements.updateTerminalStatus.run(JSON.stringify(next), terminalId);
-      return next;
+      const status: TerminalStatus = { ...current, ...readings, updated_at: at };
+      this.statements.updateTerminalStatus.run(JSON.stringify(status), terminalId);
+      return this.appendEvent({
+        id: eventId,
+        accountId: row.account_id,
+        subject: terminalId,
+        kind: 'TerminalStatus',
+        time: at,
+        data: status,
+      });
     });
+  }
+
+  private appendEvent(event: NewEvent): EventRecord {
+    const { lastInsertRowid } = this.statements.insertEvent.run(
+      event.id,
+      event.accountId,
+      event.subject,
+      event.kind,
+      event.time,
+      JSON.stringify(event.data),
+    );
+    return { ...event, position: Number(lastInsertRowid) };
   }
 
   async getTransaction(
@@ -336,6 +389,7 @@ export class SqliteStore implements Store {
       for (const command of change.commands ?? []) {
         s.insertCommand.run(command.command_id, key.terminalId, JSON.stringify(command), now);
       }
+      for (const event of change.events ?? []) this.appendEvent(event);
       return change.result;
     });
   }
@@ -364,6 +418,106 @@ export class SqliteStore implements Store {
     });
   }
 
+  async readEvents(query: EventQuery): Promise<EventRecord[]> {
+    if (query.kind === null) return [];
+    const { sql, params } = eventWhere(query);
+    return this.db
+      .prepare<unknown[], EventRow>(`SELECT * FROM events WHERE ${sql} ORDER BY position LIMIT ?`)
+      .all(...params, query.limit)
+      .map(toEvent);
+  }
+
+  async countEvents(query: Omit<EventQuery, 'limit'>): Promise<number> {
+    if (query.kind === null) return 0;
+    const { sql, params } = eventWhere(query);
+    return (
+      this.db
+        .prepare<unknown[], { n: number }>(`SELECT count(*) AS n FROM events WHERE ${sql}`)
+        .get(...params)?.n ?? 0
+    );
+  }
+
+  async eventBounds(): Promise<{ latest: number; trimmedThrough: number }> {
+    // sqlite_sequence keeps the highest position ever given, even once it is deleted.
+    const latest =
+      this.db
+        .prepare<[], { seq: number }>("SELECT seq FROM sqlite_sequence WHERE name = 'events'")
+        .get()?.seq ?? 0;
+    const trimmed = Number((await this.getSetting(TRIMMED_SETTING)) ?? 0);
+    return { latest, trimmedThrough: trimmed };
+  }
+
+  trimEvents(olderThan: string, keepFrom: number): Promise<number> {
+    return this.write(() => {
+      const last = this.db
+        .prepare<[string, number], { position: number | null }>(
+          'SELECT max(position) AS position FROM events WHERE time < ? AND position < ?',
+        )
+        .get(olderThan, keepFrom)?.position;
+      const previous = Number(
+        this.db
+          .prepare<[string], { value: string }>('SELECT value FROM settings WHERE key = ?')
+          .get(TRIMMED_SETTING)?.value ?? 0,
+      );
+      if (last === null || last === undefined || last <= previous) return previous;
+      this.db.prepare('DELETE FROM events WHERE position <= ?').run(last);
+      this.db
+        .prepare(
+          'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+        )
+        .run(TRIMMED_SETTING, String(last));
+      return last;
+    });
+  }
+
+  createWebhook(webhook: WebhookRecord): Promise<void> {
+    return this.write(() => {
+      this.db
+        .prepare('INSERT INTO webhooks (id, account_id, body) VALUES (?, ?, ?)')
+        .run(webhook.id, webhook.accountId, JSON.stringify(webhook));
+    });
+  }
+
+  async getWebhook(id: string): Promise<WebhookRecord | undefined> {
+    const row = this.db
+      .prepare<[string], { body: string }>('SELECT body FROM webhooks WHERE id = ?')
+      .get(id);
+    return row ? JSON.parse(row.body) : undefined;
+  }
+
+  async listWebhooks(accountId?: string): Promise<WebhookRecord[]> {
+    const rows = accountId
+      ? this.db
+          .prepare<[string], { body: string }>(
+            'SELECT body FROM webhooks WHERE account_id = ? ORDER BY id',
+          )
+          .all(accountId)
+      : this.db.prepare<[], { body: string }>('SELECT body FROM webhooks ORDER BY id').all();
+    return rows.map((row) => JSON.parse(row.body));
+  }
+
+  updateWebhook(
+    id: string,
+    patch: Partial<Omit<WebhookRecord, 'id' | 'accountId'>>,
+  ): Promise<void> {
+    return this.write(() => {
+      const row = this.db
+        .prepare<[string], { body: string }>('SELECT body FROM webhooks WHERE id = ?')
+        .get(id);
+      if (!row) return;
+      const next: Record<string, unknown> = { ...JSON.parse(row.body), ...patch };
+      // An explicit undefined clears a member.
+      for (const [key, value] of Object.entries(patch)) if (value === undefined) delete next[key];
+      this.db.prepare('UPDATE webhooks SET body = ? WHERE id = ?').run(JSON.stringify(next), id);
+    });
+  }
+
+  deleteWebhook(id: string): Promise<void> {
+    return this.write(() => {
+      this.db.prepare('DELETE FROM webhooks WHERE id = ?').run(id);
+    });
+  }
+
   async getSetting(key: string): Promise<string | undefined> {
     return this.db
       .prepare<[string], { value: string }>('SELECT value FROM settings WHERE key = ?')
@@ -379,4 +533,18 @@ export class SqliteStore implements Store {
         .run(key, value);
     });
   }
+}
+
+function eventWhere(query: Omit<EventQuery, 'limit'>): { sql: string; params: unknown[] } {
+  const clauses = ['account_id = ?', 'position > ?'];
+  const params: unknown[] = [query.accountId, query.after];
+  if (query.subject !== undefined) {
+    clauses.push('subject = ?');
+    params.push(query.subject);
+  }
+  if (query.kind !== undefined && query.kind !== null) {
+    clauses.push('kind = ?');
+    params.push(query.kind);
+  }
+  return { sql: clauses.join(' AND '), params };
 }

@@ -4,10 +4,14 @@
  * decision against a consistent snapshot and writes its result atomically, together
  * with the commands it sends to the terminal. A resolved promise means committed.
  */
-import type { TerminalCommand, TerminalReadings, TerminalStatus } from '../../protocol/index.js';
+import type { TerminalCommand, TerminalReadings } from '../../protocol/index.js';
 import type {
   CredentialRecord,
+  EventQuery,
+  EventRecord,
+  NewEvent,
   PendingCommand,
+  WebhookRecord,
   TerminalRecord,
   TransactionRecord,
 } from './records.js';
@@ -35,6 +39,8 @@ export interface Change<R> {
   write?: TransactionRecord;
   /** Commands for the terminal, queued in the same commit. */
   commands?: TerminalCommand[];
+  /** Events describing the change, appended to the log in the same commit. */
+  events?: NewEvent[];
   result: R;
 }
 
@@ -50,12 +56,16 @@ export interface Store {
   createTerminal(terminal: TerminalRecord): Promise<void>;
   getTerminal(terminalId: string): Promise<TerminalRecord | undefined>;
   listTerminals(kind?: TerminalRecord['kind']): Promise<TerminalRecord[]>;
-  /** Merges readings into the terminal's status; answers the new status, or undefined when nothing changed. */
+  /**
+   * Merges readings into the terminal's status and, when anything changed, appends its
+   * TerminalStatus event in the same commit. Answers the event, or undefined.
+   */
   updateTerminalStatus(
     terminalId: string,
     readings: TerminalReadings,
     at: string,
-  ): Promise<TerminalStatus | undefined>;
+    eventId: string,
+  ): Promise<EventRecord | undefined>;
 
   getTransaction(terminalId: string, externalId: string): Promise<TransactionRecord | undefined>;
   getTransactionById(id: string): Promise<TransactionRecord | undefined>;
@@ -70,6 +80,20 @@ export interface Store {
   /** Commands not yet acknowledged by their terminal, oldest first. */
   pendingCommands(): Promise<PendingCommand[]>;
   ackCommand(commandId: string, at: string): Promise<void>;
+
+  /** Events in log order. */
+  readEvents(query: EventQuery): Promise<EventRecord[]>;
+  countEvents(query: Omit<EventQuery, 'limit'>): Promise<number>;
+  /** The newest position written, and the newest one deleted by retention (0: none). */
+  eventBounds(): Promise<{ latest: number; trimmedThrough: number }>;
+  /** Deletes events older than `olderThan` and below `keepFrom`; answers the new trimmedThrough. */
+  trimEvents(olderThan: string, keepFrom: number): Promise<number>;
+
+  createWebhook(webhook: WebhookRecord): Promise<void>;
+  getWebhook(id: string): Promise<WebhookRecord | undefined>;
+  listWebhooks(accountId?: string): Promise<WebhookRecord[]>;
+  updateWebhook(id: string, patch: Partial<Omit<WebhookRecord, 'id' | 'accountId'>>): Promise<void>;
+  deleteWebhook(id: string): Promise<void>;
 
   getSetting(key: string): Promise<string | undefined>;
   putSetting(key: string, value: string): Promise<void>;

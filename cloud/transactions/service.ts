@@ -12,8 +12,9 @@ import type {
 } from '../../protocol/index.js';
 import type { Clock } from '../clock.js';
 import { ApiError } from '../errors.js';
-import { newCommandId, newTransactionId } from '../ids.js';
-import type { TransactionRecord } from '../store/records.js';
+import type { EventFeed } from '../events/event-feed.js';
+import { newCommandId, newEventId, newTransactionId } from '../ids.js';
+import type { NewEvent, TransactionRecord } from '../store/records.js';
 import type { ChangeKey, Decide, Store } from '../store/store.js';
 import type { TerminalLink } from '../terminals/link.js';
 import { ChangeFeed } from './change-feed.js';
@@ -42,6 +43,7 @@ export interface TransactionServiceDeps {
   clock: Clock;
   settings: MachineSettings;
   logger: Logger;
+  events: EventFeed;
 }
 
 export class TransactionService {
@@ -52,6 +54,7 @@ export class TransactionService {
   private readonly settings: MachineSettings;
   private readonly logger: Logger;
   private readonly timers: DueTimers;
+  private readonly events: EventFeed;
 
   constructor(deps: TransactionServiceDeps) {
     this.store = deps.store;
@@ -59,6 +62,7 @@ export class TransactionService {
     this.clock = deps.clock;
     this.settings = deps.settings;
     this.logger = deps.logger;
+    this.events = deps.events;
     this.timers = new DueTimers(deps.clock, (record) => this.fallDue(record));
     this.link.onReport((terminalId, report) => this.onReport(terminalId, report));
   }
@@ -113,16 +117,30 @@ export class TransactionService {
   ): Promise<R> {
     let commands: TerminalCommand[] = [];
     let written: TransactionRecord | undefined;
+    let event: NewEvent | undefined;
     const result = await this.store.changeTransaction(key, (ctx) => {
       const change = decide(ctx);
       commands = change.commands ?? [];
       written = change.write;
-      return change;
+      // Every state change is an event, written in the same commit as the change.
+      event =
+        written && written.txn.state !== ctx.current?.txn.state
+          ? {
+              id: newEventId(),
+              accountId: written.accountId,
+              subject: written.txn.terminal_id,
+              kind: 'Transaction',
+              time: written.txn.updated_at,
+              data: written.txn,
+            }
+          : undefined;
+      return event ? { ...change, events: [event] } : change;
     });
     if (written) {
       this.feed.publish(written);
       this.timers.arm(written);
     }
+    if (event) this.events.publish([event]);
     for (const command of commands) this.dispatch(key.terminalId, command);
     return result;
   }
@@ -274,7 +292,13 @@ export class TransactionService {
 
   private async onReport(terminalId: string, report: TerminalReport): Promise<void> {
     if (report.type === 'status') {
-      await this.store.updateTerminalStatus(terminalId, report.readings, report.at);
+      const event = await this.store.updateTerminalStatus(
+        terminalId,
+        report.readings,
+        report.at,
+        newEventId(),
+      );
+      if (event) this.events.publish([event]);
       return;
     }
     const record = await this.store.getTransactionById(report.transaction_id);

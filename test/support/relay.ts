@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { loadCloudConfig, type CloudConfigInput } from '../../cloud/config.js';
-import { startRelay, type Relay } from '../../cloud/relay.js';
+import { startRelay, type Relay, type RelayOptions } from '../../cloud/relay.js';
 import type { SimulatorCreateResponse } from '../../protocol/index.js';
 
 export interface TestRelay extends Relay {
@@ -26,6 +26,7 @@ export function tempDataDir(): string {
 export async function startTestRelay(
   overrides: Partial<CloudConfigInput> = {},
   dataDir = tempDataDir(),
+  options: RelayOptions = {},
 ): Promise<TestRelay> {
   const config = loadCloudConfig(
     {},
@@ -44,6 +45,7 @@ export async function startTestRelay(
   );
   const relay = await startRelay(config, {
     logger: pino({ level: config.logLevel }),
+    ...options,
   });
   return Object.assign(relay, {
     dataDir,

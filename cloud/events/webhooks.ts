@@ -1,0 +1,301 @@
+/**
+ * Webhooks: an account registers an endpoint and a filter; each matching event is
+ * delivered as a signed CloudEvent, one at a time and in log order (so in order per
+ * subject), retried with capped, jittered exponential back-off until the receiver
+ * answers 2xx. Events stay in the log until delivered. A receiver that fails for longer
+ * than `disableAfterMs` is disabled, with the reason shown to its owner.
+ */
+import { randomBytes } from 'node:crypto';
+import { CloudEvent, HTTP } from 'cloudevents';
+import type { Logger } from 'pino';
+import {
+  WEBHOOK_SIGNATURE_HEADER,
+  type WebhookCreateRequest,
+  type WebhookView,
+} from '../../protocol/index.js';
+import type { Clock } from '../clock.js';
+import { ApiError } from '../errors.js';
+import { cohortOf, newWebhookId } from '../ids.js';
+import type { EventQuery, WebhookRecord } from '../store/records.js';
+import type { Store } from '../store/store.js';
+import type { Principal } from '../transactions/service.js';
+import type { EventFeed } from './event-feed.js';
+import type { EventLog } from './event-list.js';
+import { webhookSignature } from './webhook-signature.js';
+
+export interface WebhookSettings {
+  /** Plain http:// endpoints, for development only. */
+  allowHttp: boolean;
+  retryBaseMs: number;
+  retryCapMs: number;
+  disableAfterMs: number;
+  timeoutMs: number;
+}
+
+export interface WebhookOptions {
+  store: Store;
+  feed: EventFeed;
+  log: EventLog;
+  clock: Clock;
+  logger: Logger;
+  settings: WebhookSettings;
+}
+
+export class Webhooks {
+  private readonly deliverers = new Map<string, Deliverer>();
+
+  constructor(private readonly options: WebhookOptions) {}
+
+  async start(): Promise<void> {
+    for (const hook of await this.options.store.listWebhooks()) {
+      if (hook.enabled) this.run(hook.id);
+    }
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.deliverers.values()].map((d) => d.stop()));
+    this.deliverers.clear();
+  }
+
+  async create(principal: Principal, request: WebhookCreateRequest) {
+    const url = new URL(request.url);
+    if (url.protocol !== 'https:' && !this.options.settings.allowHttp) {
+      throw new ApiError('INVALID_REQUEST', 'url: must be an https:// address');
+    }
+    await this.options.log.scope(principal, request.filter);
+    const { latest } = await this.options.store.eventBounds();
+    const hook: WebhookRecord = {
+      id: newWebhookId(),
+      accountId: principal.accountId,
+      ...(principal.terminalId ? { terminalId: principal.terminalId } : {}),
+      url: request.url,
+      filter: request.filter ?? {},
+      mode: request.mode ?? 'structured',
+      secret: `whsec_${randomBytes(24).toString('base64url')}`,
+      enabled: true,
+      // A new receiver gets what happens from now on.
+      cursor: latest,
+      createdAt: this.options.clock.now().toISOString(),
+    };
+    await this.options.store.createWebhook(hook);
+    this.run(hook.id);
+    return { webhook: { ...(await this.view(hook)), secret: hook.secret } };
+  }
+
+  async list(principal: Principal) {
+    const hooks = await this.options.store.listWebhooks(principal.accountId);
+    const visible = hooks.filter(
+      (h) => principal.terminalId === undefined || h.terminalId === principal.terminalId,
+    );
+    return { webhooks: await Promise.all(visible.map((h) => this.view(h))) };
+  }
+
+  async delete(principal: Principal, id: string) {
+    const hook = await this.owned(principal, id);
+    await this.deliverers.get(id)?.stop();
+    this.deliverers.delete(id);
+    await this.options.store.deleteWebhook(id);
+    return { webhook: { ...(await this.view(hook)), enabled: false } };
+  }
+
+  /** Re-enables a disabled receiver; it resumes where it stopped. */
+  async enable(principal: Principal, id: string) {
+    await this.owned(principal, id);
+    await this.options.store.updateWebhook(id, {
+      enabled: true,
+      disabledReason: undefined,
+      failingSince: undefined,
+    });
+    this.run(id);
+    return { webhook: await this.view((await this.options.store.getWebhook(id))!) };
+  }
+
+  /** The lowest position some enabled receiver still needs; retention keeps it. */
+  async oldestNeeded(): Promise<number> {
+    const cursors = (await this.options.store.listWebhooks())
+      .filter((h) => h.enabled)
+      .map((h) => h.cursor + 1);
+    return cursors.length > 0 ? Math.min(...cursors) : Number.MAX_SAFE_INTEGER;
+  }
+
+  private async owned(principal: Principal, id: string): Promise<WebhookRecord> {
+    const hook = await this.options.store.getWebhook(id);
+    if (
+      !hook ||
+      hook.accountId !== principal.accountId ||
+      (principal.terminalId !== undefined && hook.terminalId !== principal.terminalId)
+    ) {
+      throw new ApiError('WEBHOOK_NOT_FOUND', `no webhook ${id}`);
+    }
+    return hook;
+  }
+
+  private async view(hook: WebhookRecord): Promise<WebhookView> {
+    const { limit: _limit, ...query } = this.query(hook);
+    return {
+      id: hook.id,
+      url: hook.url,
+      filter: hook.filter,
+      mode: hook.mode,
+      enabled: hook.enabled,
+      created_at: hook.createdAt,
+      ...(hook.disabledReason ? { disabled_reason: hook.disabledReason } : {}),
+      ...(hook.failingSince ? { failing_since: hook.failingSince } : {}),
+      ...(hook.lastError ? { last_error: hook.lastError } : {}),
+      backlog: await this.options.store.countEvents(query),
+    };
+  }
+
+  query(hook: WebhookRecord): EventQuery {
+    const subject = hook.filter.subject?.eq;
+    const type = hook.filter.type?.eq;
+    return {
+      accountId: hook.accountId,
+      after: hook.cursor,
+      limit: 1,
+      ...(hook.terminalId
+        ? { subject: hook.terminalId }
+        : subject && subject !== cohortOf(hook.accountId)
+          ? { subject }
+          : {}),
+      ...(type ? { kind: this.options.log.kindOf(type) } : {}),
+    };
+  }
+
+  private run(id: string): void {
+    if (this.deliverers.has(id)) return;
+    const deliverer = new Deliverer(id, this, this.options);
+    this.deliverers.set(id, deliverer);
+    void deliverer.loop().finally(() => {
+      if (this.deliverers.get(id) === deliverer) this.deliverers.delete(id);
+    });
+  }
+}
+
+/** Delivers one receiver's events, one at a time. */
+class Deliverer {
+  private stopped = false;
+  private wake: (() => void) | undefined;
+  private done: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly id: string,
+    private readonly hooks: Webhooks,
+    private readonly options: WebhookOptions,
+  ) {}
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
+    await this.done;
+  }
+
+  loop(): Promise<void> {
+    this.done = this.deliverAll().catch((error: unknown) => {
+      this.options.logger.error({ err: error, webhook: this.id }, 'webhook delivery stopped');
+    });
+    return this.done;
+  }
+
+  private async deliverAll(): Promise<void> {
+    const { store, clock, settings } = this.options;
+    let attempt = 0;
+    while (!this.stopped) {
+      const hook = await store.getWebhook(this.id);
+      if (!hook?.enabled) return;
+      const query = this.hooks.query(hook);
+      const [event] = query.kind === null ? [] : await store.readEvents(query);
+      if (!event) {
+        await this.pause(Number.POSITIVE_INFINITY, query);
+        continue;
+      }
+      const error = await this.deliver(hook, this.options.log.render(event, 'v1'));
+      if (this.stopped) return;
+      if (error === undefined) {
+        attempt = 0;
+        await store.updateWebhook(this.id, {
+          cursor: event.position,
+          failingSince: undefined,
+          lastError: undefined,
+        });
+        continue;
+      }
+      const now = clock.now();
+      const failingSince = hook.failingSince ?? now.toISOString();
+      if (now.getTime() - Date.parse(failingSince) >= settings.disableAfterMs) {
+        await store.updateWebhook(this.id, {
+          enabled: false,
+          failingSince,
+          lastError: error,
+          disabledReason: `disabled after failing since ${failingSince}; last error: ${error}`,
+        });
+        this.options.logger.warn({ webhook: this.id, error }, 'webhook disabled');
+        return;
+      }
+      await store.updateWebhook(this.id, { failingSince, lastError: error });
+      const backoff = Math.min(settings.retryCapMs, settings.retryBaseMs * 2 ** attempt);
+      attempt += 1;
+      await this.pause(backoff * (0.5 + Math.random() / 2));
+    }
+  }
+
+  /** Waits for the back-off, or (with no end) for a matching event; stop ends either. */
+  private pause(ms: number, query?: EventQuery): Promise<void> {
+    return new Promise((resolve) => {
+      const unsubscribe = query
+        ? this.options.feed.subscribe(query.accountId, (notice) => {
+            if (
+              (query.subject === undefined || notice.subject === query.subject) &&
+              (query.kind === undefined || notice.kind === query.kind)
+            ) {
+              finish();
+            }
+          })
+        : () => {};
+      const timer = Number.isFinite(ms) ? setTimeout(() => finish(), ms) : undefined;
+      const finish = () => {
+        clearTimeout(timer);
+        unsubscribe();
+        this.wake = undefined;
+        resolve();
+      };
+      this.wake = finish;
+      // An event may have been committed between the caller's read and the subscription.
+      if (query) {
+        void this.options.store.readEvents(query).then(
+          (events) => events.length > 0 && finish(),
+          () => finish(),
+        );
+      }
+    });
+  }
+
+  /** Answers undefined on success, else what went wrong. */
+  private async deliver(
+    hook: WebhookRecord,
+    event: ReturnType<EventLog['render']>,
+  ): Promise<string | undefined> {
+    const cloudEvent = new CloudEvent(event, false);
+    const message = hook.mode === 'binary' ? HTTP.binary(cloudEvent) : HTTP.structured(cloudEvent);
+    const body = typeof message.body === 'string' ? message.body : JSON.stringify(message.body);
+    const timestamp = Math.floor(this.options.clock.now().getTime() / 1000);
+    try {
+      const response = await fetch(hook.url, {
+        method: 'POST',
+        headers: {
+          ...(message.headers as Record<string, string>),
+          [WEBHOOK_SIGNATURE_HEADER]: webhookSignature(hook.secret, timestamp, body),
+          'tps-webhook-id': hook.id,
+        },
+        body,
+        signal: AbortSignal.timeout(this.options.settings.timeoutMs),
+        redirect: 'manual',
+      });
+      await response.body?.cancel();
+      return response.ok ? undefined : `HTTP ${response.status}`;
+    } catch (error) {
+      const cause = error instanceof Error ? (error.cause ?? error) : error;
+      return cause instanceof Error ? cause.message : String(cause);
+    }
+  }
+}
