@@ -7,3 +7,4 @@ export * from './terminal-link.js';
 export * from './secrets.js';
 export * from './operations.js';
 export * from './events.js';
+export * from './mqtt.js';

@@ -1,0 +1,82 @@
+/**
+ * The MQTT link between the relay and each terminal's agent: topics and messages.
+ * Every message is QoS 1 and safe to apply twice: commands carry their `command_id`,
+ * reports a per-agent sequence number, acknowledgements name what they acknowledge.
+ * docs/mqtt.md draws the exchanges.
+ */
+import { z } from 'zod';
+import { TimestampV1 } from './fields.js';
+import { CommandId, TerminalCommand, TerminalReport } from './terminal-link.js';
+
+export const TOPIC_ROOT = 'tps/v1/t';
+
+/** The topics of one terminal; `+` in place of the id subscribes to all. */
+export function terminalTopics(terminalId: string) {
+  const base = `${TOPIC_ROOT}/${terminalId}`;
+  return {
+    /** relay → agent: commands. */
+    command: `${base}/cmd`,
+    /** agent → relay: "journaled, I will act on it" for a command. */
+    commandAck: `${base}/cmd-ack`,
+    /** agent → relay: transaction and status reports, from the agent's outbox. */
+    report: `${base}/report`,
+    /** relay → agent: "committed" for a report; the agent then drops it from its outbox. */
+    reportAck: `${base}/report-ack`,
+    /** agent → relay, retained; the agent's last will says `connected: false`. */
+    presence: `${base}/presence`,
+  };
+}
+
+/** Topic filters under which the relay hears every agent. */
+export const RELAY_SUBSCRIPTIONS = {
+  commandAck: `${TOPIC_ROOT}/+/cmd-ack`,
+  report: `${TOPIC_ROOT}/+/report`,
+  presence: `${TOPIC_ROOT}/+/presence`,
+} as const;
+
+const TOPIC_PATTERN =
+  /^tps\/v1\/t\/([0-9a-zA-Z-]{1,63})\/(cmd|cmd-ack|report|report-ack|presence)$/;
+
+/** The terminal and kind of a topic, or undefined for a topic outside the link. */
+export function parseTopic(topic: string) {
+  const match = TOPIC_PATTERN.exec(topic);
+  if (!match) return undefined;
+  return {
+    terminalId: match[1]!,
+    kind: match[2] as 'cmd' | 'cmd-ack' | 'report' | 'report-ack' | 'presence',
+  };
+}
+
+export const CommandMessage = z.object({
+  command: TerminalCommand,
+  /**
+   * A start must reach the terminal before this moment; an agent refuses it after, so
+   * that a relay that never saw it acknowledged can know it will never run.
+   */
+  expires_at: TimestampV1.optional(),
+});
+export type CommandMessage = z.infer<typeof CommandMessage>;
+
+export const CommandAckMessage = z.object({
+  command_id: CommandId,
+  /** ACCEPTED: journaled and will be acted on. EXPIRED: refused, past `expires_at`. */
+  outcome: z.enum(['ACCEPTED', 'EXPIRED']),
+});
+export type CommandAckMessage = z.infer<typeof CommandAckMessage>;
+
+export const ReportMessage = z.object({
+  /** Grows by one per report of this agent, across its restarts (kept in its outbox). */
+  seq: z.number().int().min(1),
+  report: TerminalReport,
+});
+export type ReportMessage = z.infer<typeof ReportMessage>;
+
+export const ReportAckMessage = z.object({ seq: z.number().int().min(1) });
+export type ReportAckMessage = z.infer<typeof ReportAckMessage>;
+
+export const PresenceMessage = z.object({
+  connected: z.boolean(),
+  at: TimestampV1.optional(),
+  agent_version: z.string().max(64).optional(),
+});
+export type PresenceMessage = z.infer<typeof PresenceMessage>;
