@@ -47,19 +47,13 @@ export function parseTopic(topic: string) {
   };
 }
 
-export const CommandMessage = z.object({
-  command: TerminalCommand,
-  /**
-   * A start must reach the terminal before this moment; an agent refuses it after, so
-   * that a relay that never saw it acknowledged can know it will never run.
-   */
-  expires_at: TimestampV1.optional(),
-});
+/** A command; a start carries its own `expires_at` (see StartTransactionCommand). */
+export const CommandMessage = z.object({ command: TerminalCommand });
 export type CommandMessage = z.infer<typeof CommandMessage>;
 
 export const CommandAckMessage = z.object({
   command_id: CommandId,
-  /** ACCEPTED: journaled and will be acted on. EXPIRED: refused, past `expires_at`. */
+  /** ACCEPTED: journaled and will be acted on. EXPIRED: a start refused, past its `expires_at`. */
   outcome: z.enum(['ACCEPTED', 'EXPIRED']),
 });
 export type CommandAckMessage = z.infer<typeof CommandAckMessage>;

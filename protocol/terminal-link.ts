@@ -32,6 +32,12 @@ export const StartTransactionCommand = z.object({
   pause_on_customer_identified: z.boolean(),
   /** For a referenced refund: the original purchase's terminal-side reference. */
   original_reference: Reference.optional(),
+  /**
+   * The terminal refuses the start after this moment (acknowledging it as EXPIRED and
+   * reporting it CANCELLED with result EXPIRED), so that a relay which never saw it
+   * acknowledged can know, once it has passed, that it will never run.
+   */
+  expires_at: TimestampV1.optional(),
 });
 
 export const ContinueTransactionCommand = z.object({
