@@ -22,6 +22,7 @@ export const CloudConfigSchema = z
     simulatorDelayMs: z.coerce.number().int().min(0).max(600_000).default(2000),
     maxUnconfirmed: z.coerce.number().int().min(1).max(10_000).default(10),
     pauseTimeoutS: seconds.max(86_400).default(60),
+    startTtlS: seconds.min(1).max(86_400).default(60),
     gracePeriodS: seconds.max(7 * 86_400).default(3600),
     tlsCert: optionalPath,
     tlsKey: optionalPath,
@@ -90,6 +91,11 @@ export const CLOUD_SETTINGS = {
     env: 'TPS_PAUSE_TIMEOUT_S',
     flag: 'pause-timeout-s',
     doc: 'Seconds a paused transaction waits for continue before it is aborted.',
+  },
+  startTtlS: {
+    env: 'TPS_START_TTL_S',
+    flag: 'start-ttl-s',
+    doc: 'Seconds a terminal may take to receive a payment start; later it refuses it as EXPIRED.',
   },
   gracePeriodS: {
     env: 'TPS_GRACE_PERIOD_S',

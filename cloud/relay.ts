@@ -121,6 +121,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
     events: eventFeed,
     settings: {
       maxUnconfirmed: config.maxUnconfirmed,
+      startTtlMs: config.startTtlS * 1000,
       pauseTimeoutMs: config.pauseTimeoutS * 1000,
       gracePeriodMs: config.gracePeriodS * 1000,
     },

@@ -23,7 +23,12 @@ const env = (now = NOW): DecisionEnv => ({
   now,
   newTransactionId: () => `txn-${++ids}`,
   newCommandId: () => `cmd-${++ids}`,
-  settings: { maxUnconfirmed: 3, pauseTimeoutMs: 60_000, gracePeriodMs: 3_600_000 },
+  settings: {
+    maxUnconfirmed: 3,
+    startTtlMs: 30_000,
+    pauseTimeoutMs: 60_000,
+    gracePeriodMs: 3_600_000,
+  },
 });
 
 const terminal: TerminalRecord = {
@@ -101,6 +106,7 @@ describe('create', () => {
         requested_amount: 1000,
         cashback_amount: 200,
         pause_on_customer_identified: false,
+        expires_at: '2026-11-21T12:00:30.000Z',
       }),
     ]);
   });

@@ -21,6 +21,8 @@ import type { Change, ChangeContext, Decide } from '../store/store.js';
 
 export interface MachineSettings {
   maxUnconfirmed: number;
+  /** How long a terminal may take to receive a start before it refuses it as expired. */
+  startTtlMs: number;
   pauseTimeoutMs: number;
   gracePeriodMs: number;
 }
@@ -156,6 +158,7 @@ export function decideCreate(
       requested_amount: request.requested_amount,
       currency: request.currency,
       pause_on_customer_identified: request.options?.on_customer_identified?.pause ?? false,
+      expires_at: after(env.now, env.settings.startTtlMs),
       ...(txn.cashback_amount !== undefined ? { cashback_amount: txn.cashback_amount } : {}),
       ...(kind === 'REFUND' ? { customer_not_present: txn.customer_not_present } : {}),
       ...(ctx.original?.record?.txn.reference
