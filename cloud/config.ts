@@ -31,6 +31,18 @@ export const CloudConfigSchema = z
     logLevel: z
       .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
       .default('info'),
+    mqttHost: z.string().min(1).optional(),
+    mqttPort: port.default(1884),
+    mqttUrl: z
+      .string()
+      .regex(/^mqtts?:\/\/[^\s]+$/, 'must be an mqtt:// or mqtts:// address')
+      .optional(),
+    mqttUsername: z.string().min(1).optional(),
+    mqttPassword: z.string().min(1).optional(),
+    mqttPublicUrl: z
+      .string()
+      .regex(/^mqtts?:\/\/[^\s]+$/, 'must be an mqtt:// or mqtts:// address')
+      .optional(),
     eventVendor: z
       .string()
       .regex(/^[a-z0-9-]{1,40}$/, 'must be 1-40 lowercase letters, digits or hyphens')
@@ -114,6 +126,36 @@ export const CLOUD_SETTINGS = {
     doc: 'Public base address without the version segment (default: from host and port).',
   },
   logLevel: { env: 'TPS_LOG_LEVEL', flag: 'log-level', doc: 'pino log level.' },
+  mqttHost: {
+    env: 'TPS_MQTT_HOST',
+    flag: 'mqtt-host',
+    doc: 'Address the embedded MQTT broker listens on for agents (default: TPS_HOST).',
+  },
+  mqttPort: {
+    env: 'TPS_MQTT_PORT',
+    flag: 'mqtt-port',
+    doc: 'Port of the embedded MQTT broker; 0 picks a free one.',
+  },
+  mqttUrl: {
+    env: 'TPS_MQTT_URL',
+    flag: 'mqtt-url',
+    doc: 'An external broker (mqtt:// or mqtts://) instead of the embedded one.',
+  },
+  mqttUsername: {
+    env: 'TPS_MQTT_USERNAME',
+    flag: 'mqtt-username',
+    doc: "The relay's username at the external broker.",
+  },
+  mqttPassword: {
+    env: 'TPS_MQTT_PASSWORD',
+    flag: 'mqtt-password',
+    doc: "The relay's password at the external broker.",
+  },
+  mqttPublicUrl: {
+    env: 'TPS_MQTT_PUBLIC_URL',
+    flag: 'mqtt-public-url',
+    doc: 'The broker address written into agent config files (default: the broker the relay uses).',
+  },
   eventVendor: {
     env: 'TPS_EVENT_VENDOR',
     flag: 'event-vendor',

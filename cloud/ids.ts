@@ -10,6 +10,9 @@ export const newCommandId = (): string => `cmd-${ulid()}`;
 /** Simulated terminals: `t-19` and eight digits, as the public service issues them. */
 export const newSimulatorTerminalId = (): string =>
   `t-19${String(randomInt(0, 100_000_000)).padStart(8, '0')}`;
+/** Real terminals: `t-` and ten digits, distinct from simulators' `t-19…`. */
+export const newAgentTerminalId = (): string =>
+  `t-${String(randomInt(20, 100)).padStart(2, '0')}${String(randomInt(0, 100_000_000)).padStart(8, '0')}`;
 export const newUsername = (): string => `key-${randomBytes(10).toString('hex')}`;
 export const newSecret = (): string => randomBytes(24).toString('base64url');
 export const newAccountId = (): string => `acct-${ulid().toLowerCase()}`;

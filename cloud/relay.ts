@@ -19,7 +19,10 @@ import type { CloudConfig } from './config.js';
 import { buildHttpServer } from './http/server.js';
 import { cohortOf, newAccountId, newSecret, newUsername } from './ids.js';
 import { loggerOptions } from './logging.js';
+import { startEmbeddedBroker, type EmbeddedBroker } from './mqtt/embedded-broker.js';
+import { MqttTerminalLink } from './mqtt/mqtt-link.js';
 import { SimulatorHost } from './simulator/host.js';
+import { LinkRouter } from './terminals/link-router.js';
 import { SqliteStore } from './store/sqlite.js';
 import type { Store } from './store/store.js';
 import { PrintSpooler } from './terminals/print-spooler.js';
@@ -46,6 +49,8 @@ export interface Relay {
   store: Store;
   service: TransactionService;
   simulators: SimulatorHost;
+  /** The broker agents connect to. */
+  brokerUrl: string;
   registry: TerminalRegistry;
   events: EventLog;
   webhooks: Webhooks;
@@ -108,6 +113,26 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
     logger.child({ part: 'retention' }),
   );
 
+  const broker: EmbeddedBroker | undefined = config.mqttUrl
+    ? undefined
+    : await startEmbeddedBroker({
+        host: config.mqttHost ?? config.host,
+        port: config.mqttPort,
+        store,
+        logger: logger.child({ part: 'broker' }),
+      });
+  const mqttLink = new MqttTerminalLink({
+    url: config.mqttUrl ?? broker!.url,
+    username: config.mqttUsername ?? broker?.relayCredential.username ?? '',
+    password: config.mqttPassword ?? broker?.relayCredential.password ?? '',
+    clientId: `tps-relay-${process.pid}`,
+    store,
+    clock,
+    logger: logger.child({ part: 'mqtt-link' }),
+  });
+  await mqttLink.connect();
+  const agentBrokerUrl = config.mqttPublicUrl ?? config.mqttUrl ?? broker!.url;
+
   const simulators = new SimulatorHost({
     delayMs: config.simulatorDelayMs,
     clock,
@@ -115,7 +140,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
   });
   const service = new TransactionService({
     store,
-    link: simulators,
+    link: new LinkRouter(store, { SIMULATOR: simulators, AGENT: mqttLink }),
     clock,
     logger: logger.child({ part: 'transactions' }),
     events: eventFeed,
@@ -148,6 +173,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
     events,
     webhooks,
     startSimulator: async (terminal) => simulators.attach(terminal),
+    agentBrokerUrl: () => agentBrokerUrl,
     defaultWaitSeconds: DEFAULT_WAIT_SECONDS,
     ...(config.tlsCert && config.tlsKey
       ? { tls: { certFile: config.tlsCert, keyFile: config.tlsKey } }
@@ -176,6 +202,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
     store,
     service,
     simulators,
+    brokerUrl: agentBrokerUrl,
     registry,
     events,
     webhooks,
@@ -184,11 +211,15 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
     async close() {
       if (closed) return;
       closed = true;
+      // Parked long polls answer the current state now, so the server can close.
+      service.stop();
+      events.stop();
       await app.close();
       retention.stop();
       await webhooks.stop();
-      service.stop();
       await simulators.close();
+      await mqttLink.close();
+      await broker?.close();
       await store.close();
     },
   };

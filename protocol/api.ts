@@ -121,6 +121,21 @@ export type SimulatorCreateResponse = z.infer<typeof SimulatorCreateResponse>;
 
 export const PrintResponse = z.object({ queued: z.boolean() });
 
+/** Registers a real terminal: what it has, so the relay knows (e.g. whether it can print). */
+export const TerminalCreateRequest = z.object({
+  printer: z.boolean().optional(),
+  battery: z.boolean().optional(),
+});
+export const TerminalCreateResponse = SimulatorCreateResponse.extend({
+  /** What the terminal's agent signs in to the broker with; the password is shown this once. */
+  agent: z.object({
+    broker_url: z.string(),
+    username: z.string(),
+    password: z.string(),
+  }),
+});
+export type TerminalCreateResponse = z.infer<typeof TerminalCreateResponse>;
+
 export function responseSchemas(revision: Revision) {
   const Transaction = transactionSchema(revision);
   return {
@@ -129,6 +144,7 @@ export function responseSchemas(revision: Revision) {
     status: z.object({ status: terminalStatusSchema(revision) }),
     print: PrintResponse,
     simulator: SimulatorCreateResponse,
+    terminalCreated: TerminalCreateResponse,
     events: eventListResponseSchema(revision),
     webhookCreated: WebhookCreateResponse,
     webhooks: WebhookListResponse,

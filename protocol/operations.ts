@@ -13,6 +13,7 @@ import {
   PurchaseRequest,
   RefundRequest,
   SimulatorCreateResponse,
+  TerminalCreateRequest,
   TerminalStatusRequest,
   UnconfirmedRequest,
 } from './api.js';
@@ -80,6 +81,13 @@ export const OPERATIONS = {
     request: PrintRequest,
     response: (r) => r.print,
     errors: [400, ...AUTH, 500],
+  },
+  '/terminal/create': {
+    summary:
+      'Register a real terminal: answers its id, a POS credential and the agent credential (passwords shown once).',
+    request: TerminalCreateRequest,
+    response: (r) => r.terminalCreated,
+    errors: [400, 403, ...AUTH, 500],
   },
   '/simulator/create': {
     summary: 'Create a simulated terminal; the password is shown this once.',

@@ -41,7 +41,14 @@ interface Scope {
 }
 
 export class EventLog {
+  /** Aborted at shutdown: parked readers answer at once. */
+  private readonly closing = new AbortController();
+
   constructor(private readonly options: EventListOptions) {}
+
+  stop(): void {
+    this.closing.abort();
+  }
 
   typeOf(kind: EventKind): string {
     return eventType(this.options.vendor, kind);
@@ -127,7 +134,11 @@ export class EventLog {
     };
     let events = await store.readEvents(query);
     if (events.length === 0 && waitMs > 0 && scope.kind !== null) {
-      events = await this.waitForEvents(query, waitMs, signal);
+      events = await this.waitForEvents(
+        query,
+        waitMs,
+        AbortSignal.any([signal, this.closing.signal]),
+      );
     }
     const last = events.at(-1);
     return {

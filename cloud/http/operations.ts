@@ -30,6 +30,8 @@ export interface OperationDeps {
   spooler: PrintSpooler;
   events: EventLog;
   webhooks: Webhooks;
+  /** The broker address agents are told to use. */
+  agentBrokerUrl: () => string;
   /** Brings a newly created simulated terminal to life. */
   startSimulator(terminal: TerminalRecord): Promise<void>;
   defaultWaitSeconds: number;
@@ -156,6 +158,24 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
       deps.webhooks.delete(ctx.principal, body.id),
     '/webhook/enable': async (body: { id: string }, ctx) =>
       deps.webhooks.enable(ctx.principal, body.id),
+
+    '/terminal/create': async (body: { printer?: boolean; battery?: boolean }, ctx) => {
+      if (ctx.principal.terminalId !== undefined) {
+        throw new ApiError('FORBIDDEN', 'only an account credential can register terminals');
+      }
+      const { issued, agentSecret } = await deps.registry.createAgentTerminal(
+        ctx.principal.accountId,
+        { printer: body.printer ?? false, battery: body.battery ?? false },
+      );
+      return {
+        ...issued,
+        agent: {
+          broker_url: deps.agentBrokerUrl(),
+          username: issued.terminal_id,
+          password: agentSecret,
+        },
+      };
+    },
 
     '/simulator/create': async (_body: unknown, ctx) => {
       if (ctx.principal.terminalId !== undefined) {

@@ -74,4 +74,17 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> 
       );
     `,
   },
+  {
+    version: 3,
+    sql: `
+      -- An agent's MQTT credential: it reaches only its own terminal's topics.
+      CREATE TABLE agent_credentials (
+        terminal_id TEXT PRIMARY KEY REFERENCES terminals(id),
+        secret_hash TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      -- The newest report applied from each terminal's agent: a redelivered one applies once.
+      ALTER TABLE terminals ADD COLUMN last_report_seq INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ];

@@ -49,7 +49,9 @@ describe('SQLite store specifics', () => {
     await new SqliteStore(file).close();
     const db = new Database(file);
     db.prepare("INSERT INTO accounts VALUES ('a', 'now')").run();
-    db.prepare("INSERT INTO terminals VALUES ('t', 'a', 'SIMULATOR', '{}', '{}', 'now')").run();
+    db.prepare(
+      "INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at) VALUES ('t', 'a', 'SIMULATOR', '{}', '{}', 'now')",
+    ).run();
     const insert = db.prepare(
       "INSERT INTO transactions (id, terminal_id, external_id, account_id, state, version, body) VALUES (?, 't', 'same', 'a', 'PROCESSING', 1, '{}')",
     );

@@ -273,6 +273,43 @@ export class SqliteStore implements Store {
     });
   }
 
+  putAgentCredential(terminalId: string, secretHash: string, createdAt: string): Promise<void> {
+    return this.write(() => {
+      this.db
+        .prepare(
+          `INSERT INTO agent_credentials (terminal_id, secret_hash, created_at) VALUES (?, ?, ?)
+           ON CONFLICT (terminal_id) DO UPDATE SET secret_hash = excluded.secret_hash`,
+        )
+        .run(terminalId, secretHash, createdAt);
+    });
+  }
+
+  async findAgentCredential(terminalId: string): Promise<string | undefined> {
+    return this.db
+      .prepare<[string], { secret_hash: string }>(
+        'SELECT secret_hash FROM agent_credentials WHERE terminal_id = ?',
+      )
+      .get(terminalId)?.secret_hash;
+  }
+
+  async lastReportSeq(terminalId: string): Promise<number> {
+    return (
+      this.db
+        .prepare<[string], { seq: number }>(
+          'SELECT last_report_seq AS seq FROM terminals WHERE id = ?',
+        )
+        .get(terminalId)?.seq ?? 0
+    );
+  }
+
+  setLastReportSeq(terminalId: string, seq: number): Promise<void> {
+    return this.write(() => {
+      this.db
+        .prepare('UPDATE terminals SET last_report_seq = max(last_report_seq, ?) WHERE id = ?')
+        .run(seq, terminalId);
+    });
+  }
+
   async getTerminal(terminalId: string): Promise<TerminalRecord | undefined> {
     const row = this.statements.terminal.get(terminalId);
     return row ? toTerminal(row) : undefined;

@@ -284,6 +284,19 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       await store.close();
     });
 
+    it('keeps agent credentials and the newest report applied, which only grows', async () => {
+      const store = await withTerminal(factory);
+      expect(await store.findAgentCredential('t-1')).toBeUndefined();
+      await store.putAgentCredential('t-1', 'scrypt$a', NOW);
+      await store.putAgentCredential('t-1', 'scrypt$b', NOW);
+      expect(await store.findAgentCredential('t-1')).toBe('scrypt$b');
+      expect(await store.lastReportSeq('t-1')).toBe(0);
+      await store.setLastReportSeq('t-1', 7);
+      await store.setLastReportSeq('t-1', 5);
+      expect(await store.lastReportSeq('t-1')).toBe(7);
+      await store.close();
+    });
+
     it('keeps webhooks and their delivery state', async () => {
       const store = await withTerminal(factory);
       const hook = {

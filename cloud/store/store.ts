@@ -54,6 +54,11 @@ export interface Store {
   findCredential(username: string): Promise<CredentialRecord | undefined>;
 
   createTerminal(terminal: TerminalRecord): Promise<void>;
+  putAgentCredential(terminalId: string, secretHash: string, createdAt: string): Promise<void>;
+  findAgentCredential(terminalId: string): Promise<string | undefined>;
+  /** The sequence number of the newest report applied from the terminal's agent. */
+  lastReportSeq(terminalId: string): Promise<number>;
+  setLastReportSeq(terminalId: string, seq: number): Promise<void>;
   getTerminal(terminalId: string): Promise<TerminalRecord | undefined>;
   listTerminals(kind?: TerminalRecord['kind']): Promise<TerminalRecord[]>;
   /**

@@ -2,8 +2,8 @@
 import type { SimulatorCreateResponse, TerminalReadings } from '../../protocol/index.js';
 import { hashSecret } from '../accounts/secrets.js';
 import type { Clock } from '../clock.js';
-import { newSecret, newSimulatorTerminalId, newUsername } from '../ids.js';
-import type { TerminalRecord } from '../store/records.js';
+import { newAgentTerminalId, newSecret, newSimulatorTerminalId, newUsername } from '../ids.js';
+import type { TerminalCapabilities, TerminalRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
 
 const SIMULATOR_READINGS: TerminalReadings = {
@@ -21,6 +21,45 @@ export class TerminalRegistry {
     private readonly clock: Clock,
   ) {}
 
+  /** A real terminal, its POS credential, and the credential its agent signs in to the broker with. */
+  async createAgentTerminal(
+    accountId: string,
+    capabilities: TerminalCapabilities,
+  ): Promise<{ terminal: TerminalRecord; issued: SimulatorCreateResponse; agentSecret: string }> {
+    const now = this.clock.now().toISOString();
+    let id = newAgentTerminalId();
+    while (await this.store.getTerminal(id)) id = newAgentTerminalId();
+    const terminal: TerminalRecord = {
+      id,
+      accountId,
+      kind: 'AGENT',
+      capabilities,
+      status: { terminal_id: id, updated_at: now, connected: false },
+      createdAt: now,
+    };
+    await this.store.createTerminal(terminal);
+    const agentSecret = newSecret();
+    await this.store.putAgentCredential(id, await hashSecret(agentSecret), now);
+    return { terminal, issued: await this.issuePosCredential(accountId, id, now), agentSecret };
+  }
+
+  private async issuePosCredential(
+    accountId: string,
+    terminalId: string,
+    now: string,
+  ): Promise<SimulatorCreateResponse> {
+    const username = newUsername();
+    const password = newSecret();
+    await this.store.putCredential({
+      username,
+      secretHash: await hashSecret(password),
+      accountId,
+      terminalId,
+      createdAt: now,
+    });
+    return { terminal_id: terminalId, username, password };
+  }
+
   /** A simulated terminal (with printer and battery) and a credential that reaches only it. */
   async createSimulator(
     accountId: string,
@@ -37,15 +76,6 @@ export class TerminalRegistry {
       createdAt: now,
     };
     await this.store.createTerminal(terminal);
-    const username = newUsername();
-    const password = newSecret();
-    await this.store.putCredential({
-      username,
-      secretHash: await hashSecret(password),
-      accountId,
-      terminalId: id,
-      createdAt: now,
-    });
-    return { terminal, issued: { terminal_id: id, username, password } };
+    return { terminal, issued: await this.issuePosCredential(accountId, id, now) };
   }
 }

@@ -55,6 +55,8 @@ export class TransactionService {
   private readonly logger: Logger;
   private readonly timers: DueTimers;
   private readonly events: EventFeed;
+  /** Aborted at shutdown: parked long polls answer the current state at once. */
+  private readonly closing = new AbortController();
 
   constructor(deps: TransactionServiceDeps) {
     this.store = deps.store;
@@ -92,6 +94,7 @@ export class TransactionService {
   }
 
   stop(): void {
+    this.closing.abort();
     this.timers.clear();
   }
 
@@ -260,10 +263,11 @@ export class TransactionService {
     terminalId: string,
     externalId: string,
     waitMs: number,
-    signal: AbortSignal,
+    callerSignal: AbortSignal,
     initial?: TransactionRecord,
   ): Promise<TransactionRecord> {
     const first = initial ?? (await this.get(principal, terminalId, externalId));
+    const signal = AbortSignal.any([callerSignal, this.closing.signal]);
     if (first.txn.state !== 'PROCESSING' || waitMs <= 0 || signal.aborted) return first;
     return new Promise<TransactionRecord>((resolve, reject) => {
       let latest = first;

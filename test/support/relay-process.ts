@@ -25,7 +25,12 @@ export function spawnTps(args: string[], env: Record<string, string>): ChildProc
 }
 
 export function startRelayProcess(env: Record<string, string>): Promise<RelayProcess> {
-  const child = spawnTps(['cloud'], { TPS_PORT: '0', TPS_HOST: '127.0.0.1', ...env });
+  const child = spawnTps(['cloud'], {
+    TPS_PORT: '0',
+    TPS_MQTT_PORT: '0',
+    TPS_HOST: '127.0.0.1',
+    ...env,
+  });
   return new Promise((resolve, reject) => {
     let stderr = '';
     const timer = setTimeout(() => reject(new Error(`relay did not start:\n${stderr}`)), 20_000);

@@ -38,6 +38,7 @@ export async function startTestRelay(
       accountUsername: TEST_ACCOUNT.username,
       accountPassword: TEST_ACCOUNT.password,
       simulatorDelayMs: 20,
+      mqttPort: 0,
       defaultSimulator: false,
       logLevel: process.env.TEST_LOG ? 'debug' : 'silent',
       ...overrides,

@@ -1,0 +1,200 @@
+/**
+ * The relay's side of the MQTT link to agents (docs/mqtt.md). Commands are published
+ * QoS 1 and published again until the agent acknowledges them (it journals first);
+ * reports are applied once each, in order, by their per-agent sequence number, and
+ * acknowledged only after they are committed, so an agent keeps a report in its outbox
+ * until the relay has it for good. Presence and the agent's last will keep `connected`.
+ */
+import mqtt, { type MqttClient } from 'mqtt';
+import type { Logger } from 'pino';
+import {
+  CommandAckMessage,
+  PresenceMessage,
+  RELAY_SUBSCRIPTIONS,
+  ReportMessage,
+  parseTopic,
+  terminalTopics,
+  type TerminalCommand,
+} from '../../protocol/index.js';
+import type { Clock } from '../clock.js';
+import type { Store } from '../store/store.js';
+import type { ReportHandler, TerminalLink } from '../terminals/link.js';
+
+export interface MqttLinkOptions {
+  url: string;
+  username: string;
+  password: string;
+  clientId: string;
+  store: Store;
+  clock: Clock;
+  logger: Logger;
+  /** Unacknowledged commands are published again this often. */
+  resendMs?: number;
+  /** With several relays on one broker: share agent traffic (MQTT 5 shared subscription). */
+  shareGroup?: string;
+}
+
+interface PendingCommand {
+  terminalId: string;
+  command: TerminalCommand;
+  resolve: () => void;
+  timer: NodeJS.Timeout;
+}
+
+export class MqttTerminalLink implements TerminalLink {
+  private client: MqttClient | undefined;
+  private handler: ReportHandler = async () => {};
+  private readonly pending = new Map<string, PendingCommand>();
+  /** Messages of one terminal are handled one after another, in arrival order. */
+  private readonly queues = new Map<string, Promise<void>>();
+
+  constructor(private readonly options: MqttLinkOptions) {}
+
+  async connect(): Promise<void> {
+    const { url, username, password, clientId, shareGroup } = this.options;
+    const client = mqtt.connect(url, {
+      username,
+      password,
+      clientId,
+      // MQTT 3.1.1: what aedes speaks; Mosquitto and EMQX take $share filters from it too.
+      clean: false,
+      protocolVersion: 4,
+      reconnectPeriod: 1000,
+      connectTimeout: 10_000,
+    });
+    this.client = client;
+    client.on('connect', () => {
+      // Nagle off (PLATFORM-NOTES): mqtt.js builds each connection's socket itself.
+      (client.stream as { setNoDelay?: (noDelay: boolean) => void }).setNoDelay?.(true);
+      // Re-sends after a reconnect: the broker may have lost its queue with its restart.
+      for (const pending of this.pending.values()) this.publish(pending);
+    });
+    client.on('message', (topic, payload) => this.receive(topic, payload));
+    client.on('error', (error) => this.options.logger.warn({ err: error }, 'mqtt link error'));
+    await new Promise<void>((resolve, reject) => {
+      client.once('connect', () => resolve());
+      client.once('error', reject);
+    });
+    const prefix = shareGroup ? `$share/${shareGroup}/` : '';
+    await client.subscribeAsync(
+      Object.values(RELAY_SUBSCRIPTIONS).map((topic) => `${prefix}${topic}`),
+      { qos: 1 },
+    );
+  }
+
+  onReport(handler: ReportHandler): void {
+    this.handler = handler;
+  }
+
+  send(terminalId: string, command: TerminalCommand): Promise<void> {
+    const existing = this.pending.get(command.command_id);
+    if (existing)
+      return new Promise((resolve) => {
+        const previous = existing.resolve;
+        existing.resolve = () => {
+          previous();
+          resolve();
+        };
+      });
+    return new Promise<void>((resolve) => {
+      const pending: PendingCommand = {
+        terminalId,
+        command,
+        resolve,
+        timer: setInterval(() => this.publish(pending), this.options.resendMs ?? 10_000),
+      };
+      pending.timer.unref();
+      this.pending.set(command.command_id, pending);
+      this.publish(pending);
+    });
+  }
+
+  private publish(pending: PendingCommand): void {
+    if (!this.client?.connected) return;
+    this.client.publish(
+      terminalTopics(pending.terminalId).command,
+      JSON.stringify({ command: pending.command }),
+      { qos: 1 },
+    );
+  }
+
+  private receive(topic: string, payload: Buffer): void {
+    const parsed = parseTopic(topic.replace(/^\$share\/[^/]+\//, ''));
+    if (!parsed) return;
+    const { terminalId, kind } = parsed;
+    const previous = this.queues.get(terminalId) ?? Promise.resolve();
+    const next = previous
+      .then(() => this.apply(terminalId, kind, payload))
+      .catch((error: unknown) => {
+        this.options.logger.error({ err: error, terminalId, kind }, 'agent message not applied');
+      });
+    this.queues.set(terminalId, next);
+    void next.then(() => {
+      if (this.queues.get(terminalId) === next) this.queues.delete(terminalId);
+    });
+  }
+
+  private async apply(terminalId: string, kind: string, payload: Buffer): Promise<void> {
+    const json = safeJson(payload);
+    switch (kind) {
+      case 'cmd-ack': {
+        const ack = CommandAckMessage.safeParse(json);
+        if (!ack.success) return this.invalid(terminalId, kind);
+        const pending = this.pending.get(ack.data.command_id);
+        if (pending?.terminalId !== terminalId) return;
+        clearInterval(pending.timer);
+        this.pending.delete(ack.data.command_id);
+        pending.resolve();
+        return;
+      }
+      case 'report': {
+        const message = ReportMessage.safeParse(json);
+        if (!message.success) return this.invalid(terminalId, kind);
+        const { seq, report } = message.data;
+        if (seq > (await this.options.store.lastReportSeq(terminalId))) {
+          await this.handler(terminalId, report);
+          await this.options.store.setLastReportSeq(terminalId, seq);
+        }
+        // Acknowledged after the commit, and again for a redelivered one.
+        this.client?.publish(terminalTopics(terminalId).reportAck, JSON.stringify({ seq }), {
+          qos: 1,
+        });
+        return;
+      }
+      case 'presence': {
+        const presence = PresenceMessage.safeParse(json);
+        if (!presence.success) return this.invalid(terminalId, kind);
+        await this.handler(terminalId, {
+          type: 'status',
+          at: presence.data.at ?? this.options.clock.now().toISOString(),
+          readings: { connected: presence.data.connected },
+        });
+        if (presence.data.connected) {
+          for (const pending of this.pending.values()) {
+            if (pending.terminalId === terminalId) this.publish(pending);
+          }
+        }
+        return;
+      }
+    }
+  }
+
+  private invalid(terminalId: string, kind: string): void {
+    this.options.logger.warn({ terminalId, kind }, 'invalid message from agent ignored');
+  }
+
+  async close(): Promise<void> {
+    for (const pending of this.pending.values()) clearInterval(pending.timer);
+    this.pending.clear();
+    await Promise.all(this.queues.values());
+    await this.client?.endAsync();
+  }
+}
+
+function safeJson(payload: Buffer): unknown {
+  try {
+    return JSON.parse(payload.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
