@@ -89,10 +89,6 @@ export const ERROR_CATALOGUE = {
     status: 500,
     meaning: 'An unexpected fault; the request may be repeated safely.',
   },
-  SERVICE_UNAVAILABLE: {
-    status: 503,
-    meaning: 'The service is starting or shutting down; repeat the request after Retry-After.',
-  },
 } as const satisfies Record<string, { status: number; meaning: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;

@@ -16,7 +16,9 @@ export const eventType = (vendor: string, kind: EventKind) => `eu.${vendor}.api.
 export const EventId = z.string().regex(/^[0-9a-zA-Z-]{1,63}$/);
 /** A group of terminals: `cohort-` and lowercase letters, digits and hyphens. */
 export const CohortId = z.string().regex(/^cohort-[0-9a-z-]{1,120}$/);
-export const EventSubject = z.union([TerminalId, CohortId]);
+export const EventSubject = z.union([TerminalId, CohortId], {
+  error: 'must be a terminal id or a cohort id (cohort-…)',
+});
 
 const EventTime = z
   .string()

@@ -18,10 +18,31 @@ export const TransactionId = TerminalId;
 export const Amount = z.number().int().min(0).max(999_999_999_999);
 /** The spec sets no limit; the service keeps at most this much metadata per transaction. */
 export const METADATA_MAX_BYTES = 16_384;
-export const metadataBytes = (metadata: unknown) =>
-  Buffer.byteLength(JSON.stringify(metadata) ?? '', 'utf8');
+/** Nesting deeper than this is refused: no POS needs it, and it costs stack everywhere. */
+export const METADATA_MAX_DEPTH = 32;
+
+function depthOf(value: unknown, limit: number): number {
+  if (value === null || typeof value !== 'object') return 0;
+  if (limit <= 0) return 1;
+  let deepest = 0;
+  for (const member of Object.values(value)) {
+    deepest = Math.max(deepest, depthOf(member, limit - 1));
+    if (deepest >= limit) break;
+  }
+  return deepest + 1;
+}
+
+/** Size as JSON; a value too deep to measure counts as too large. */
+export function metadataBytes(metadata: unknown): number {
+  if (depthOf(metadata, METADATA_MAX_DEPTH + 1) > METADATA_MAX_DEPTH) return Infinity;
+  return Buffer.byteLength(JSON.stringify(metadata) ?? '', 'utf8');
+}
 export const Metadata = z
   .record(z.string(), z.unknown())
+  .refine((m) => depthOf(m, METADATA_MAX_DEPTH + 1) <= METADATA_MAX_DEPTH, {
+    message: `must nest at most ${METADATA_MAX_DEPTH} levels deep`,
+    abort: true,
+  })
   .refine((m) => metadataBytes(m) <= METADATA_MAX_BYTES, {
     message: `must be at most ${METADATA_MAX_BYTES} bytes as JSON`,
   });

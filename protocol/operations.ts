@@ -113,7 +113,7 @@ export const OPERATIONS = {
     summary: 'List the webhooks of this credential, with their delivery state.',
     request: z.object({}),
     response: (r) => r.webhooks,
-    errors: [...AUTH, 500],
+    errors: [400, ...AUTH, 500],
   },
   '/webhook/delete': {
     summary: 'Remove a webhook.',

@@ -50,6 +50,9 @@ export function handleError(
     return sendError(reply, 'INVALID_REQUEST', describeZodError(error));
   }
   const fastifyCode = 'code' in error ? FASTIFY_CODES[error.code] : undefined;
+  if (fastifyCode === 'UNSUPPORTED_MEDIA_TYPE') {
+    return sendError(reply, fastifyCode, 'the body must be sent as Content-Type: application/json');
+  }
   if (fastifyCode) return sendError(reply, fastifyCode, error.message);
   if (error instanceof SyntaxError) return sendError(reply, 'INVALID_JSON', error.message);
   const status = 'statusCode' in error ? error.statusCode : undefined;

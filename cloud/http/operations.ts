@@ -1,6 +1,7 @@
 /** The handlers of every operation in protocol/operations.ts, for one revision. */
 import type { FastifyRequest } from 'fastify';
 import {
+  formatTimestamp,
   renderTerminalStatus,
   renderTransaction,
   requestedWaitSeconds,
@@ -12,6 +13,7 @@ import {
   type PrintRequest,
   type PurchaseRequest,
   type WebhookCreateRequest,
+  type WebhookView,
   type RefundRequest,
   type Revision,
 } from '../../protocol/index.js';
@@ -48,6 +50,17 @@ export interface OperationContext {
 // Each handler receives the body its operation's request schema has already parsed.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Handler = (body: any, ctx: OperationContext) => Promise<unknown>;
+
+/** Webhook timestamps in the revision's shape. */
+function webhookIn(revision: Revision, webhook: WebhookView): WebhookView {
+  return {
+    ...webhook,
+    created_at: formatTimestamp(webhook.created_at, revision),
+    ...(webhook.failing_since
+      ? { failing_since: formatTimestamp(webhook.failing_since, revision) }
+      : {}),
+  };
+}
 
 export function operationHandlers(deps: OperationDeps): Record<OperationPath, Handler> {
   const { service } = deps;
@@ -101,7 +114,7 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
         ctx.signal,
       );
       const withRefundable = ctx.revision === 'v0' || body.options?.extra_amounts === true;
-      return render(record, ctx.revision, withRefundable && record.txn.type === 'PURCHASE');
+      return render(record, ctx.revision, withRefundable);
     },
 
     '/transaction/continue': async (body: ContinueRequest, ctx) => {
@@ -151,13 +164,26 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
         ctx.signal,
       ),
 
-    '/webhook/create': async (body: WebhookCreateRequest, ctx) =>
-      deps.webhooks.create(ctx.principal, body),
-    '/webhook/list': async (_body: unknown, ctx) => deps.webhooks.list(ctx.principal),
-    '/webhook/delete': async (body: { id: string }, ctx) =>
-      deps.webhooks.delete(ctx.principal, body.id),
-    '/webhook/enable': async (body: { id: string }, ctx) =>
-      deps.webhooks.enable(ctx.principal, body.id),
+    '/webhook/create': async (body: WebhookCreateRequest, ctx) => {
+      const { webhook } = await deps.webhooks.create(ctx.principal, body);
+      return { webhook: { ...webhookIn(ctx.revision, webhook), secret: webhook.secret } };
+    },
+    '/webhook/list': async (_body: unknown, ctx) => {
+      const { webhooks } = await deps.webhooks.list(ctx.principal);
+      return { webhooks: webhooks.map((w) => webhookIn(ctx.revision, w)) };
+    },
+    '/webhook/delete': async (body: { id: string }, ctx) => ({
+      webhook: webhookIn(
+        ctx.revision,
+        (await deps.webhooks.delete(ctx.principal, body.id)).webhook,
+      ),
+    }),
+    '/webhook/enable': async (body: { id: string }, ctx) => ({
+      webhook: webhookIn(
+        ctx.revision,
+        (await deps.webhooks.enable(ctx.principal, body.id)).webhook,
+      ),
+    }),
 
     '/terminal/create': async (body: { printer?: boolean; battery?: boolean }, ctx) => {
       if (ctx.principal.terminalId !== undefined) {

@@ -52,13 +52,11 @@ export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
   }) as unknown as FastifyInstance;
 
   app.setErrorHandler(handleError);
-  const operationPaths = new Set<string>();
+  // Only JSON bodies: fastify's built-in text/plain parser would let a string through
+  // to the schema, which then answers a misleading 400 instead of 415.
+  app.removeContentTypeParser('text/plain');
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '';
-    if (operationPaths.has(path)) {
-      reply.header('Allow', 'POST');
-      return sendError(reply, 'METHOD_NOT_ALLOWED', `${request.method} is not allowed; use POST`);
-    }
     return sendError(reply, 'ROUTE_NOT_FOUND', `no operation ${request.method} ${path}`);
   });
 
@@ -68,16 +66,39 @@ export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
       [OperationPath, (typeof OPERATIONS)[OperationPath]]
     >) {
       const url = `${basePath(revision)}${path}`;
-      operationPaths.add(url);
       const handle = handlers[path];
-      app.post(url, {
-        onRequest: async (request) => {
-          request.principal = await options.authenticator.authenticate(
-            request.headers.authorization,
+      // Other methods answer 405 before any body is read, however broken the body is.
+      app.route({
+        method: ['GET', 'HEAD', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'],
+        url,
+        exposeHeadRoute: false,
+        onRequest: async (request, reply) => {
+          reply.header('Allow', 'POST');
+          return sendError(
+            reply,
+            'METHOD_NOT_ALLOWED',
+            `${request.method} is not allowed; use POST`,
           );
         },
+        handler: async () => undefined,
+      });
+      app.post(url, {
+        onRequest: async (request) => {
+          try {
+            request.principal = await options.authenticator.authenticate(
+              request.headers.authorization,
+            );
+          } catch (error) {
+            request.log.warn(
+              { username: basicUsername(request.headers.authorization) },
+              'authentication failed',
+            );
+            throw error;
+          }
+        },
         handler: async (request) => {
-          const body = spec.request.parse(request.body ?? {});
+          // No body at all is an empty request; `null` and other non-objects are refused.
+          const body = spec.request.parse(request.body === undefined ? {} : request.body);
           const abort = new AbortController();
           const onClose = () => {
             if (!request.raw.complete || !request.raw.socket?.writable) abort.abort();
@@ -101,4 +122,13 @@ export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
     app.get(docUrl, async () => document);
   }
   return app;
+}
+
+/** The username of a Basic header, for logging a failed sign-in (never the password). */
+function basicUsername(header: string | undefined): string | undefined {
+  const encoded = /^Basic\s+(\S+)/i.exec(header ?? '')?.[1];
+  if (!encoded) return undefined;
+  const decoded = Buffer.from(encoded, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon > 0 ? decoded.slice(0, Math.min(colon, 64)) : undefined;
 }

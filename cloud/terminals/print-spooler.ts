@@ -69,10 +69,7 @@ function checkPng(base64: string): void {
   try {
     const png = PNG.sync.read(bytes);
     if (png.width === 0 || png.height === 0) throw new Error('empty image');
-  } catch (error) {
-    throw new ApiError(
-      'INVALID_PRINT_DATA',
-      `contents are not a valid PNG: ${error instanceof Error ? error.message : 'unreadable'}`,
-    );
+  } catch {
+    throw new ApiError('INVALID_PRINT_DATA', 'contents do not decode to a valid PNG image');
   }
 }
