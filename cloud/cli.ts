@@ -1,7 +1,9 @@
 /** `tps cloud` and `tps simulator create`. */
+import fs from 'node:fs';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { SimulatorCreateResponse } from '../protocol/index.js';
+import { SimulatorCreateResponse, TerminalCreateResponse } from '../protocol/index.js';
 import { CLOUD_SETTINGS, loadCloudConfig } from './config.js';
 import { startRelay, type Relay } from './relay.js';
 
@@ -95,34 +97,47 @@ TPS_ACCOUNT_USERNAME / TPS_ACCOUNT_PASSWORD; the relay from --base-url or TPS_BA
 (default http://127.0.0.1:8080/pos).
 `;
 
-const SimulatorCreateEnv = z.object({
+export const TERMINAL_USAGE = `Usage: tps terminal create --out FILE [options]
+
+Registers a real terminal on a running relay, writes its agent's config file (with the
+agent's broker credential, shown nowhere else) and prints the terminal id and the POS
+API credential (shown this once). Copy FILE to the terminal as /etc/tps-agent/agent.json.
+
+  --out FILE              where to write the agent config (mode 0600; must not exist)
+  --reader-port PATH      the card reader's serial device (default /dev/ttyACM0)
+  --emulated-reader       use the emulated card reader instead (bench and demo)
+  --printer-serial PATH   a receipt printer on a serial device
+  --printer-tcp HOST:PORT a network receipt printer (port 9100 style)
+  --battery               the terminal runs on a battery
+  --json                  print {terminal_id, username, password, config_file} as JSON
+  --base-url, --username, --password   as for 'tps simulator create'
+`;
+
+const RelayAccess = z.object({
   baseUrl: z.url().default('http://127.0.0.1:8080/pos'),
   username: z
     .string({ error: 'an account username is needed (--username or TPS_ACCOUNT_USERNAME)' })
-    .min(1),
+    .min(1, 'an account username is needed (--username or TPS_ACCOUNT_USERNAME)'),
   password: z
     .string({ error: 'an account password is needed (--password or TPS_ACCOUNT_PASSWORD)' })
-    .min(1),
+    .min(1, 'an account password is needed (--password or TPS_ACCOUNT_PASSWORD)'),
 });
 
-export async function runSimulator(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: {
-      json: { type: 'boolean' },
-      'base-url': { type: 'string' },
-      username: { type: 'string' },
-      password: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    allowPositionals: true,
-  });
-  if (values.help || positionals[0] !== 'create') {
-    process.stdout.write(SIMULATOR_USAGE);
-    if (!values.help) process.exitCode = 2;
-    return;
-  }
-  const parsed = SimulatorCreateEnv.safeParse({
+const accessOptions = {
+  json: { type: 'boolean' },
+  'base-url': { type: 'string' },
+  username: { type: 'string' },
+  password: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** Calls an account-level operation of a running relay. */
+async function callRelay(
+  values: { 'base-url'?: string; username?: string; password?: string },
+  operation: string,
+  body: object,
+): Promise<unknown> {
+  const parsed = RelayAccess.safeParse({
     baseUrl: values['base-url'] ?? process.env.TPS_BASE_URL,
     username: values.username ?? process.env.TPS_ACCOUNT_USERNAME,
     password: values.password ?? process.env.TPS_ACCOUNT_PASSWORD,
@@ -133,24 +148,104 @@ export async function runSimulator(argv: string[]): Promise<void> {
     );
   }
   const { baseUrl, username, password } = parsed.data;
-  const response = await fetch(`${baseUrl.replace(/\/$/, '')}/v1/simulator/create`, {
+  const response = await fetch(`${baseUrl.replace(/\/$/, '')}/v1${operation}`, {
     method: 'POST',
     headers: {
       authorization: `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`,
       'content-type': 'application/json',
     },
-    body: '{}',
+    body: JSON.stringify(body),
   });
-  const body: unknown = await response.json();
+  const answer: unknown = await response.json();
   if (!response.ok) {
-    throw new Error(`the relay answered ${response.status}: ${JSON.stringify(body)}`);
+    throw new Error(`the relay answered ${response.status}: ${JSON.stringify(answer)}`);
   }
-  const issued = SimulatorCreateResponse.parse(body);
+  return answer;
+}
+
+export async function runSimulator(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: accessOptions,
+    allowPositionals: true,
+  });
+  if (values.help || positionals[0] !== 'create') {
+    process.stdout.write(SIMULATOR_USAGE);
+    if (!values.help) process.exitCode = 2;
+    return;
+  }
+  const issued = SimulatorCreateResponse.parse(await callRelay(values, '/simulator/create', {}));
   if (values.json) {
     process.stdout.write(`${JSON.stringify(issued)}\n`);
   } else {
     process.stdout.write(
       `Simulated terminal ${issued.terminal_id}\n  username ${issued.username}\n  password ${issued.password}\n(the password is shown this once)\n`,
+    );
+  }
+}
+
+export async function runTerminal(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: {
+      ...accessOptions,
+      out: { type: 'string' },
+      'reader-port': { type: 'string' },
+      'emulated-reader': { type: 'boolean' },
+      'printer-serial': { type: 'string' },
+      'printer-tcp': { type: 'string' },
+      battery: { type: 'boolean' },
+    },
+    allowPositionals: true,
+  });
+  if (values.help || positionals[0] !== 'create') {
+    process.stdout.write(TERMINAL_USAGE);
+    if (!values.help) process.exitCode = 2;
+    return;
+  }
+  const out = values.out;
+  if (!out) throw new Error('--out FILE is needed: the agent config is written there');
+  if (fs.existsSync(out)) throw new Error(`${out} exists; choose a new file`);
+  const tcp = values['printer-tcp'] ? /^([^:]+):(\d+)$/.exec(values['printer-tcp']) : undefined;
+  if (values['printer-tcp'] && !tcp) throw new Error('--printer-tcp must be HOST:PORT');
+  const printer = tcp
+    ? { type: 'tcp', host: tcp[1], port: Number(tcp[2]) }
+    : values['printer-serial']
+      ? { type: 'serial', path: values['printer-serial'] }
+      : { type: 'none' };
+
+  const issued = TerminalCreateResponse.parse(
+    await callRelay(values, '/terminal/create', {
+      printer: printer.type !== 'none',
+      battery: values.battery ?? false,
+    }),
+  );
+  const config = {
+    terminal_id: issued.terminal_id,
+    broker: {
+      url: issued.agent.broker_url,
+      username: issued.agent.username,
+      password: issued.agent.password,
+    },
+    reader: values['emulated-reader']
+      ? { emulated: { state_file: 'emulated-reader.json' } }
+      : { port: values['reader-port'] ?? '/dev/ttyACM0' },
+    printer,
+  };
+  fs.mkdirSync(path.dirname(path.resolve(out)), { recursive: true });
+  fs.writeFileSync(out, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
+  const pos = {
+    terminal_id: issued.terminal_id,
+    username: issued.username,
+    password: issued.password,
+  };
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify({ ...pos, config_file: path.resolve(out) })}\n`);
+  } else {
+    process.stdout.write(
+      `Terminal ${issued.terminal_id} registered; agent config written to ${out}\n` +
+        `POS credential (shown this once):\n  username ${issued.username}\n  password ${issued.password}\n` +
+        `Install: copy ${out} to the terminal and run 'tps agent --config FILE' (docs/agent.md).\n`,
     );
   }
 }
