@@ -27,7 +27,7 @@ describe('relay killed with SIGKILL mid-payment', () => {
 
   it('loses no answered transaction and leaves none stuck', async () => {
     relay = await startRelayProcess(env);
-    const sims = [];
+    const sims: Array<{ terminal_id: string; username: string; password: string }> = [];
     for (let i = 0; i < TERMINALS; i++) {
       const res = await post(relay.baseUrl, 'v1', '/simulator/create', {}, ACCOUNT);
       sims.push(res.body as { terminal_id: string; username: string; password: string });

@@ -12,11 +12,16 @@ export type SerialLinkErrorCode =
   /** close() was called; queued messages were never sent. */
   | 'LINK_CLOSED'
   /** The underlying stream ended, closed or failed. */
-  | 'PORT_CLOSED';
+  | 'PORT_CLOSED'
+  /** The reader acknowledged a query but sent no answer in time (card-reader driver). */
+  | 'ANSWER_TIMEOUT';
 
 export class SerialLinkError extends Error {
   override readonly name = 'SerialLinkError';
-  /** True when the peer or the port is gone (ACK_TIMEOUT, PORT_CLOSED), as serialport's. */
+  /**
+   * True when the peer or the port is gone (ACK_TIMEOUT, PORT_CLOSED), as serialport's.
+   * ANSWER_TIMEOUT is not: the reader's link answered; ask again.
+   */
   readonly disconnected: boolean;
   /** For REJECTED and INVALID_MESSAGE: the validation failure, in words. */
   readonly reason?: string;

@@ -85,7 +85,9 @@ export const hostSamples: HostMessage[] = [
   { v: 1, type: 'transaction.cancel', transaction_id: 'tx-0001' },
   { v: 1, type: 'transaction.reverse', transaction_id: 'tx-0001' },
   { v: 1, type: 'last_transaction.query' },
+  { v: 1, type: 'last_transaction.query', query_id: '5f3a9c1e-7' },
   { v: 1, type: 'status.query' },
+  { v: 1, type: 'status.query', query_id: '5f3a9c1e-8' },
 ];
 
 export const largestResult: ReaderMessage = {
@@ -134,6 +136,7 @@ export const readerSamples: ReaderMessage[] = [
   },
   largestResult,
   { v: 1, type: 'last_transaction.answer', transaction: null },
+  { v: 1, type: 'last_transaction.answer', query_id: '5f3a9c1e-7', transaction: null },
   {
     v: 1,
     type: 'last_transaction.answer',
@@ -158,4 +161,5 @@ export const readerSamples: ReaderMessage[] = [
     screen_message: 'Ready',
   },
   { v: 1, type: 'status.report' },
+  { v: 1, type: 'status.report', query_id: '5f3a9c1e-8', plugged_in: true },
 ];

@@ -23,6 +23,16 @@ const envelope = <T extends string>(type: T) => ({
 /** Text the reader shows, as the status resource's `screen_message`. */
 export const ScreenText = z.string().min(1).max(255);
 
+/**
+ * Chosen by the host for a query and echoed in its answer, so that a late answer to an
+ * earlier query (one that timed out) is never taken for the answer to a later one.
+ */
+export const QueryId = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
+
 // ---- host to reader ----
 
 export const StartTransaction = z
@@ -68,10 +78,16 @@ export const ReverseTransaction = z.object({
 });
 
 /** Ask for the reader's record of its last transaction (crash recovery). */
-export const LastTransactionQuery = z.object({ ...envelope('last_transaction.query') });
+export const LastTransactionQuery = z.object({
+  ...envelope('last_transaction.query'),
+  query_id: QueryId.optional(),
+});
 
 /** Ask for a status report now (the reader may also send them unasked). */
-export const StatusQuery = z.object({ ...envelope('status.query') });
+export const StatusQuery = z.object({
+  ...envelope('status.query'),
+  query_id: QueryId.optional(),
+});
 
 // ---- reader to host ----
 
@@ -124,14 +140,20 @@ export const LastTransactionRecord = z
     { message: 'result_code is required when, and only when, the phase is final' },
   );
 
+export type LastTransactionRecord = z.infer<typeof LastTransactionRecord>;
+
 /** `transaction: null`: the reader has no record (never ran one, or was wiped). */
 export const LastTransactionAnswer = z.object({
   ...envelope('last_transaction.answer'),
+  /** The query's `query_id`, when it had one. */
+  query_id: QueryId.optional(),
   transaction: LastTransactionRecord.nullable(),
 });
 
+/** Unasked on every change, or the answer to a `status.query` (then with its `query_id`). */
 export const StatusReport = z.object({
   ...envelope('status.report'),
+  query_id: QueryId.optional(),
   ...TerminalReadings.pick({
     battery_percentage: true,
     battery_charging: true,

@@ -1,0 +1,209 @@
+/**
+ * `tps bridge …`: the bench tools for hardware teams (docs/bench-tools.md). Each
+ * subcommand is a thin shell around a function in tools/ or printer/.
+ */
+import { parseArgs } from 'node:util';
+import { startEmulator } from './tools/emulate.js';
+import { monitorBetween, monitorPort } from './tools/monitor.js';
+import { probeReader, probeText } from './tools/probe.js';
+import { openPort } from './transport/open-port.js';
+import type { OpenPort } from './transport/port.js';
+import { openPty } from './transport/pty.js';
+
+export const BRIDGE_USAGE = `Usage: tps bridge <command> [options]
+
+Bench tools for card readers and receipt printers (docs/bench-tools.md).
+PORT is a serial port path (/dev/ttyUSB0, /dev/pts/4, COM3) or tcp://HOST:PORT.
+
+  emulate [--state FILE] [--delay-ms N]   run the emulated card reader on a new pty, print
+          [--port PORT] [--baud N]        the device path it serves, run until Ctrl-C;
+          [--battery N|none] [--plugged-in] [--serial N]
+  monitor PORT [--baud N] [--full]        print every frame the device on PORT sends
+  monitor --between PORT_A PORT_B|pty     forward bytes between two ports and print the
+          [--baud N] [--full]             frames of both directions ('pty': a new pty)
+  probe PORT [--timeout-ms N] [--baud N] [--json]
+                                          does the reader answer: status and last
+                                          transaction; exit code 0 if it does, 1 if not
+  print PORT FILE.png [options]           print a PNG on a receipt printer
+                                          ('tps bridge print --help')
+`;
+
+const commands: Record<string, (argv: string[]) => Promise<void>> = {
+  emulate: runEmulate,
+  monitor: runMonitor,
+  probe: runProbe,
+  print: async (argv) => (await import('./printer/cli.js')).runBridgePrint(argv),
+};
+
+export async function runBridge(argv: string[]): Promise<void> {
+  const [name, ...rest] = argv;
+  const command = name ? commands[name] : undefined;
+  if (!command) {
+    process.stdout.write(BRIDGE_USAGE);
+    process.exitCode = name === undefined || name === '--help' || name === '-h' ? 0 : 2;
+    return;
+  }
+  await command(rest);
+}
+
+async function runEmulate(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      state: { type: 'string' },
+      'delay-ms': { type: 'string' },
+      port: { type: 'string' },
+      baud: { type: 'string' },
+      battery: { type: 'string' },
+      'plugged-in': { type: 'boolean' },
+      serial: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  });
+  if (values.help) return usage();
+  const emulator = await startEmulator({
+    state: values.state,
+    delayMs: integer('--delay-ms', values['delay-ms'], 0),
+    port: values.port,
+    baudRate: integer('--baud', values.baud, 1),
+    battery:
+      values.battery === 'none'
+        ? false
+        : {
+            percentage: integer('--battery', values.battery, 0, 100),
+            pluggedIn: values['plugged-in'] ?? false,
+          },
+    serial: integer('--serial', values.serial, 0),
+  });
+  process.stdout.write(`${emulator.path}\n`);
+  process.stderr.write(
+    `tps bridge emulate: emulated card reader on ${emulator.description}; ` +
+      `memory ${values.state ?? 'in this process only'}. Ctrl-C stops it.\n`,
+  );
+  emulator.firmware.on('record', (record) => {
+    const outcome = record.result_code ? ` ${record.result_code}` : '';
+    process.stderr.write(`  ${record.transaction_id} ${record.phase}${outcome}\n`);
+  });
+  await untilStopped();
+  await emulator.close();
+}
+
+async function runMonitor(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: {
+      between: { type: 'boolean' },
+      baud: { type: 'string' },
+      full: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    allowPositionals: true,
+    strict: true,
+  });
+  if (values.help) return usage();
+  const baudRate = integer('--baud', values.baud, 1);
+  const print = (line: string) => process.stdout.write(`${line}\n`);
+  const want = values.between ? 2 : 1;
+  if (positionals.length !== want) {
+    throw new Error(
+      values.between
+        ? 'monitor --between needs two ports'
+        : 'monitor needs one PORT (or --between A B)',
+    );
+  }
+  const ports: OpenPort[] = [];
+  try {
+    for (const spec of positionals) {
+      const port =
+        spec === 'pty' && values.between ? await openPty() : await openPort(spec, { baudRate });
+      ports.push(port);
+      if ('path' in port) process.stdout.write(`${port.path}\n`);
+    }
+    const [a, b] = ports as [OpenPort, OpenPort | undefined];
+    process.stderr.write(
+      `tps bridge monitor: ${b ? `forwarding between ${a.description} and ${b.description}` : `listening on ${a.description}`}; Ctrl-C stops it.\n`,
+    );
+    if (b) monitorBetween(a.stream, b.stream, { print, full: values.full, names: ['A', 'B'] });
+    else monitorPort(a.stream, { print, full: values.full });
+    const closed = Promise.race(
+      ports.map(
+        (port) =>
+          new Promise<string>((resolve) =>
+            port.stream.once('close', () => resolve(port.description)),
+          ),
+      ),
+    );
+    const ended = await Promise.race([untilStopped().then(() => undefined), closed]);
+    if (ended) {
+      process.stderr.write(`tps bridge monitor: ${ended} closed\n`);
+      process.exitCode = 1;
+    }
+  } finally {
+    for (const port of ports) await port.close();
+  }
+}
+
+async function runProbe(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: {
+      'timeout-ms': { type: 'string' },
+      baud: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    allowPositionals: true,
+    strict: true,
+  });
+  if (values.help) return usage();
+  const [spec] = positionals;
+  if (!spec || positionals.length > 1) throw new Error('probe needs one PORT');
+  const baudRate = integer('--baud', values.baud, 1);
+  const port = await openPort(spec, { baudRate });
+  try {
+    const report = await probeReader(port.stream, {
+      timeoutMs: integer('--timeout-ms', values['timeout-ms'], 1),
+      baudRate,
+    });
+    process.stdout.write(
+      values.json ? `${JSON.stringify(report, null, 2)}\n` : probeText(port.description, report),
+    );
+    if (!report.ok) process.exitCode = 1;
+  } finally {
+    await port.close();
+  }
+}
+
+function usage(): void {
+  process.stdout.write(BRIDGE_USAGE);
+}
+
+function integer(
+  flag: string,
+  text: string | undefined,
+  min: number,
+  max = Number.MAX_SAFE_INTEGER,
+) {
+  if (text === undefined) return undefined;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new Error(
+      `${flag} must be a whole number from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ''}, not '${text}'`,
+    );
+  }
+  return value;
+}
+
+/** Resolves on Ctrl-C or SIGTERM. */
+function untilStopped(): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+}
