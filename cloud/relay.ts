@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import type { SimulatorCreateResponse } from '../protocol/index.js';
 import { Authenticator } from './accounts/authenticator.js';
-import { hashSecret } from './accounts/secrets.js';
+import { hashGeneratedSecret, hashSecret } from './accounts/secrets.js';
 import { randomBytes } from 'node:crypto';
 import { CursorTokens } from './events/cursor-token.js';
 import { EventFeed } from './events/event-feed.js';
@@ -255,7 +255,7 @@ async function bootstrapAccount(
     const credential = { username: newUsername(), password: newSecret() };
     await store.putCredential({
       username: credential.username,
-      secretHash: await hashSecret(credential.password),
+      secretHash: hashGeneratedSecret(credential.password),
       accountId,
       createdAt: now,
     });

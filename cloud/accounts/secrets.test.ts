@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { VerifiedSecretCache, hashSecret, verifySecret } from './secrets.js';
+import { VerifiedSecretCache, hashGeneratedSecret, hashSecret, verifySecret } from './secrets.js';
 
 describe('secrets', () => {
   it('stores a salted scrypt hash, never the secret', async () => {
@@ -11,6 +11,16 @@ describe('secrets', () => {
     expect(await verifySecret('correct horse', a)).toBe(true);
     expect(await verifySecret('correct horsE', a)).toBe(false);
     expect(await verifySecret('anything', 'plain-text')).toBe(false);
+  });
+
+  it('hashes generated secrets with salted SHA-256, verified alike', async () => {
+    const hash = hashGeneratedSecret('f7Jx2-generated-secret');
+    expect(hash).toMatch(/^sha256\$/);
+    expect(hash).not.toContain('f7Jx2');
+    expect(hashGeneratedSecret('f7Jx2-generated-secret')).not.toBe(hash);
+    expect(await verifySecret('f7Jx2-generated-secret', hash)).toBe(true);
+    expect(await verifySecret('f7Jx2-generated-secreT', hash)).toBe(false);
+    expect(await verifySecret('x', 'sha256$')).toBe(false);
   });
 
   it('remembers a verified secret only for the hash it was verified against', async () => {

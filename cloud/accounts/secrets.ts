@@ -1,9 +1,11 @@
 /**
- * Secrets are stored as scrypt hashes and compared in constant time. scrypt is slow on
- * purpose, so a secret verified once is remembered as a keyed digest for the life of the
- * process: later requests cost one HMAC, not one scrypt.
+ * Secrets are stored as hashes and compared in constant time. A secret a person chose
+ * (the account password) gets scrypt, slow on purpose against guessing; a secret the
+ * service generated (24 random bytes) cannot be guessed, so a salted SHA-256 is as safe
+ * and costs microseconds. A secret verified once is remembered as a keyed digest for the
+ * life of the process: later requests cost one HMAC, not one scrypt.
  */
-import { createHmac, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
 
 const scryptAsync = promisify(scrypt) as (
@@ -18,6 +20,13 @@ const R = 8;
 const P = 1;
 const KEY_LENGTH = 32;
 
+/** For secrets the service generated itself: 192 random bits need no key stretching. */
+export function hashGeneratedSecret(secret: string): string {
+  const salt = randomBytes(16);
+  const digest = createHash('sha256').update(salt).update(secret).digest();
+  return `sha256$${salt.toString('base64')}$${digest.toString('base64')}`;
+}
+
 export async function hashSecret(secret: string): Promise<string> {
   const salt = randomBytes(16);
   const key = await scryptAsync(secret, salt, KEY_LENGTH, { N, r: R, p: P });
@@ -25,6 +34,13 @@ export async function hashSecret(secret: string): Promise<string> {
 }
 
 export async function verifySecret(secret: string, stored: string): Promise<boolean> {
+  if (stored.startsWith('sha256$')) {
+    const [, salt, digest] = stored.split('$');
+    if (!salt || !digest) return false;
+    const expected = Buffer.from(digest, 'base64');
+    const actual = createHash('sha256').update(Buffer.from(salt, 'base64')).update(secret).digest();
+    return expected.length === actual.length && timingSafeEqual(actual, expected);
+  }
   const [scheme, n, r, p, salt, key] = stored.split('$');
   if (scheme !== 'scrypt' || !n || !r || !p || !salt || !key) return false;
   const expected = Buffer.from(key, 'base64');

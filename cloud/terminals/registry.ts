@@ -1,6 +1,6 @@
 /** Creates terminals and the credentials that reach them. */
 import type { SimulatorCreateResponse, TerminalReadings } from '../../protocol/index.js';
-import { hashSecret } from '../accounts/secrets.js';
+import { hashGeneratedSecret } from '../accounts/secrets.js';
 import type { Clock } from '../clock.js';
 import { newAgentTerminalId, newSecret, newSimulatorTerminalId, newUsername } from '../ids.js';
 import type { TerminalCapabilities, TerminalRecord } from '../store/records.js';
@@ -39,7 +39,7 @@ export class TerminalRegistry {
     };
     await this.store.createTerminal(terminal);
     const agentSecret = newSecret();
-    await this.store.putAgentCredential(id, await hashSecret(agentSecret), now);
+    await this.store.putAgentCredential(id, hashGeneratedSecret(agentSecret), now);
     return { terminal, issued: await this.issuePosCredential(accountId, id, now), agentSecret };
   }
 
@@ -52,7 +52,7 @@ export class TerminalRegistry {
     const password = newSecret();
     await this.store.putCredential({
       username,
-      secretHash: await hashSecret(password),
+      secretHash: hashGeneratedSecret(password),
       accountId,
       terminalId,
       createdAt: now,
