@@ -1,0 +1,110 @@
+/**
+ * The child half of ipc.ts: samples RSS every 100 ms, answers the parent's requests
+ * (samples, a CPU profile of a chosen window), and exits when asked or when the parent
+ * goes away.
+ */
+import fs from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import type { ChildMessage, ParentRequest, ProcessSample } from './ipc.js';
+
+export interface ChildHooks {
+  parked?: () => number;
+  stop: () => Promise<void>;
+}
+
+const SAMPLE_INTERVAL_MS = 100;
+
+export function send(message: ChildMessage): void {
+  process.send?.(message);
+}
+
+/** A V8 CPU profile of this process between start() and stop(). */
+class Profiler {
+  private session: Session | undefined;
+
+  async start(): Promise<void> {
+    this.session = new Session();
+    this.session.connect();
+    await this.session.post('Profiler.enable');
+    await this.session.post('Profiler.start');
+  }
+
+  async stop(file: string): Promise<void> {
+    if (!this.session) throw new Error('no profile running');
+    const { profile } = await this.session.post('Profiler.stop');
+    this.session.disconnect();
+    this.session = undefined;
+    fs.writeFileSync(file, JSON.stringify(profile));
+  }
+}
+
+export function serveParent(hooks: ChildHooks): void {
+  let peakRss = process.memoryUsage.rss();
+  const sampler = setInterval(() => {
+    peakRss = Math.max(peakRss, process.memoryUsage.rss());
+  }, SAMPLE_INTERVAL_MS);
+  sampler.unref();
+  const profiler = new Profiler();
+
+  const sample = (): ProcessSample => {
+    const rss = process.memoryUsage.rss();
+    const cpu = process.cpuUsage();
+    peakRss = Math.max(peakRss, rss);
+    return {
+      rss,
+      peakRss,
+      heapUsed: process.memoryUsage().heapUsed,
+      cpuMs: (cpu.user + cpu.system) / 1000,
+      sockets: process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length,
+      ...(hooks.parked ? { parked: hooks.parked() } : {}),
+    };
+  };
+
+  const stop = () => {
+    clearInterval(sampler);
+    hooks.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(`bench child: stop failed: ${String(error)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+
+  const answer = (id: number, work: Promise<void>) =>
+    work.then(
+      () => send({ type: 'reply', id }),
+      (error: unknown) => send({ type: 'reply', id, error: String(error) }),
+    );
+
+  process.on('message', (message: ParentRequest) => {
+    switch (message.type) {
+      case 'sample':
+        if (message.gc) globalThis.gc?.();
+        if (message.resetPeak) peakRss = process.memoryUsage.rss();
+        send({ type: 'reply', id: message.id, sample: sample() });
+        break;
+      case 'profile-start':
+        void answer(message.id, profiler.start());
+        break;
+      case 'profile-stop':
+        void answer(message.id, profiler.stop(message.file));
+        break;
+      case 'stop':
+        send({ type: 'reply', id: message.id });
+        stop();
+        break;
+    }
+  });
+  process.once('disconnect', stop);
+}
+
+/** Reports a start failure to the parent and exits. */
+export function failStart(error: unknown): void {
+  send({
+    type: 'failed',
+    message: error instanceof Error ? (error.stack ?? error.message) : String(error),
+  });
+  process.exitCode = 1;
+  process.disconnect?.();
+}

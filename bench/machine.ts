@@ -1,0 +1,52 @@
+/**
+ * CPU accounting of a measured window: the server child, the bench process (the load
+ * generator) and the whole machine, to tell a quiet run from one that shared the cores
+ * with other work (tests, builds).
+ */
+import os from 'node:os';
+import { performance } from 'node:perf_hooks';
+import type { BenchChild } from './child.js';
+import type { ProcessSample } from './ipc.js';
+
+/** CPU use over a window, each in % of one core (a 2-core machine tops at 200 %). */
+export interface CpuShares {
+  server: number;
+  client: number;
+  /** Everything else on the machine: other processes, the kernel's share not charged to ours. */
+  others: number;
+}
+
+function machineBusyMs(): number {
+  let busy = 0;
+  for (const { times } of os.cpus()) busy += times.user + times.nice + times.sys + times.irq;
+  return busy;
+}
+
+/** Starts a window; `end()` answers its length, the CPU shares and the child's last sample. */
+export async function cpuWindow(child: BenchChild) {
+  const first = await child.sample();
+  const client = process.cpuUsage();
+  const machine = machineBusyMs();
+  const started = performance.now();
+  return {
+    async end(): Promise<{ seconds: number; cpu: CpuShares; sample: ProcessSample }> {
+      const wallMs = performance.now() - started;
+      const used = process.cpuUsage(client);
+      const machineMs = machineBusyMs() - machine;
+      const sample = await child.sample();
+      const server = ((sample.cpuMs - first.cpuMs) / wallMs) * 100;
+      const clientShare = ((used.user + used.system) / 1000 / wallMs) * 100;
+      const others = Math.max(0, (machineMs / wallMs) * 100 - server - clientShare);
+      return { seconds: wallMs / 1000, cpu: { server, client: clientShare, others }, sample };
+    },
+  };
+}
+
+export function describeMachine(): string {
+  const cpus = os.cpus();
+  const [one, five] = os.loadavg();
+  return (
+    `node ${process.version}, ${cpus.length} × ${cpus[0]?.model ?? 'cpu'}, ` +
+    `load average ${one?.toFixed(2)} (1 min) ${five?.toFixed(2)} (5 min)`
+  );
+}

@@ -1,0 +1,93 @@
+/**
+ * The bench's knobs: flags (`npm run bench -- --seconds 5`) override BENCH_* variables,
+ * which override the defaults. Defaults keep one full run under about three minutes.
+ */
+import { parseArgs } from 'node:util';
+
+export const PHASES = ['bare', 'flows', 'wakeup', 'parked'] as const;
+export type Phase = (typeof PHASES)[number];
+
+export interface BenchOptions {
+  /** Measured seconds of the bare ceiling and of the purchase flows. */
+  seconds: number;
+  /** Unmeasured seconds before each of them (JIT, credential cache, connections). */
+  warmupSeconds: number;
+  /** autocannon connections against the bare server. */
+  bareConnections: number;
+  /** Concurrent POS clients, one simulated terminal and one keep-alive socket each. */
+  clients: number;
+  /** Wake-up samples to collect, and the POS clients (terminals) collecting them. */
+  wakeSamples: number;
+  wakeClients: number;
+  /** Simulator delay of the wake-up relay: how long a transaction stays PROCESSING. */
+  wakeDelayMs: number;
+  /** Long polls to park at once, and the PROCESSING transactions they spread over. */
+  parked: number;
+  parkedTerminals: number;
+  /** Directory for a V8 CPU profile of the flows relay, or undefined for none. */
+  cpuProfDir: string | undefined;
+  phases: Phase[];
+}
+
+const SPEC = {
+  seconds: { env: 'BENCH_SECONDS', fallback: 15 },
+  'warmup-seconds': { env: 'BENCH_WARMUP_SECONDS', fallback: 3 },
+  'bare-connections': { env: 'BENCH_BARE_CONNECTIONS', fallback: 50 },
+  clients: { env: 'BENCH_CLIENTS', fallback: 200 },
+  'wake-samples': { env: 'BENCH_WAKE_SAMPLES', fallback: 1000 },
+  'wake-clients': { env: 'BENCH_WAKE_CLIENTS', fallback: 50 },
+  'wake-delay-ms': { env: 'BENCH_WAKE_DELAY_MS', fallback: 200 },
+  parked: { env: 'BENCH_PARKED', fallback: 10_000 },
+  'parked-terminals': { env: 'BENCH_PARKED_TERMINALS', fallback: 100 },
+} as const;
+
+export const USAGE = `Usage: npm run bench -- [options]
+
+${Object.entries(SPEC)
+  .map(([flag, s]) => `  --${flag.padEnd(18)} ${s.env.padEnd(24)} default ${s.fallback}`)
+  .join('\n')}
+  --${'only'.padEnd(18)} ${'BENCH_ONLY'.padEnd(24)} comma list of ${PHASES.join(',')}
+  --${'cpu-prof'.padEnd(18)} ${'BENCH_CPU_PROF'.padEnd(24)} directory: write a CPU profile of the flows relay there
+`;
+
+export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptions | 'help' {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      ...Object.fromEntries(Object.keys(SPEC).map((flag) => [flag, { type: 'string' as const }])),
+      only: { type: 'string' },
+      'cpu-prof': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) return 'help';
+  const number = (flag: keyof typeof SPEC): number => {
+    const raw =
+      ((values as Record<string, unknown>)[flag] as string | undefined) ?? env[SPEC[flag].env];
+    if (raw === undefined || raw === '') return SPEC[flag].fallback;
+    const value = Number(raw);
+    if (!Number.isFinite(value) || value < 0) {
+      throw new Error(`--${flag} / ${SPEC[flag].env}: not a number ≥ 0: ${raw}`);
+    }
+    return value;
+  };
+  const only = (values.only as string | undefined) ?? env.BENCH_ONLY;
+  const phases = only ? only.split(',').map((p) => p.trim()) : [...PHASES];
+  const unknown = phases.filter((p) => !(PHASES as readonly string[]).includes(p));
+  if (unknown.length > 0)
+    throw new Error(`unknown phase ${unknown.join(', ')}; pick from ${PHASES.join(', ')}`);
+  return {
+    seconds: number('seconds'),
+    warmupSeconds: number('warmup-seconds'),
+    bareConnections: number('bare-connections'),
+    clients: number('clients'),
+    wakeSamples: number('wake-samples'),
+    wakeClients: number('wake-clients'),
+    wakeDelayMs: number('wake-delay-ms'),
+    parked: number('parked'),
+    parkedTerminals: number('parked-terminals'),
+    cpuProfDir: ((values['cpu-prof'] as string | undefined) ?? env.BENCH_CPU_PROF) || undefined,
+    phases: phases as Phase[],
+  };
+}

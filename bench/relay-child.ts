@@ -1,0 +1,50 @@
+/** Starts bench/relay-process.ts as a child with a fresh data directory, and cleans up after it. */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { BenchChild } from './child.js';
+import type { Credential } from './pos-api.js';
+
+export interface RelayChild {
+  process: BenchChild;
+  origin: string;
+  account: Credential;
+  dataDir: string;
+  /** Stops the relay and removes its data directory. */
+  dispose(): Promise<void>;
+}
+
+export interface RelayChildOptions {
+  simulatorDelayMs: number;
+}
+
+const ACCOUNT: Credential = { username: 'bench-account', password: 'bench-account-password' };
+
+export async function startRelayChild(options: RelayChildOptions): Promise<RelayChild> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-bench-'));
+  try {
+    const child = await BenchChild.start(new URL('./relay-process.js', import.meta.url), {
+      // Lets the bench collect garbage before it reads a baseline RSS.
+      execArgv: ['--expose-gc'],
+      env: {
+        TPS_DATA_DIR: dataDir,
+        TPS_SIMULATOR_DELAY_MS: String(options.simulatorDelayMs),
+        TPS_ACCOUNT_USERNAME: ACCOUNT.username,
+        TPS_ACCOUNT_PASSWORD: ACCOUNT.password,
+      },
+    });
+    return {
+      process: child,
+      origin: child.origin,
+      account: ACCOUNT,
+      dataDir,
+      async dispose() {
+        await child.stop();
+        fs.rmSync(dataDir, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    throw error;
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * `npm run bench`: the bare ceiling, then the relay (each in its own child process)
+ * under purchase flows, long-poll wake-ups and parked long polls. Prints tables only;
+ * writes nothing into the repository. docs/performance.md explains the figures.
+ */
+import { runBareCeiling } from './bare-ceiling.js';
+import { probeDisk } from './disk-probe.js';
+import { describeMachine } from './machine.js';
+import { USAGE, parseOptions, type BenchOptions, type Phase } from './options.js';
+import { runParked } from './parked.js';
+import { runPurchaseFlows } from './pos-clients.js';
+import {
+  renderBareVsProduct,
+  renderFlowLatencies,
+  renderNoise,
+  renderParked,
+  renderTargets,
+  renderWakeup,
+  type Results,
+} from './report.js';
+import { count, ms } from './stats.js';
+import { runWakeup } from './wakeup.js';
+
+const log = (text: string) => process.stdout.write(`${text}\n`);
+
+/** The disk flush varies with other work on the machine: probe it before each relay phase. */
+function logDisk(): void {
+  const { dir, commit } = probeDisk();
+  log(
+    `disk (${dir}): one SQLite FULL commit p50 ${ms(commit.p50)}, p99 ${ms(commit.p99)}` +
+      ` (≈ ${count(1000 / commit.mean)} commits/s one at a time)`,
+  );
+}
+
+async function phase<T>(name: Phase, options: BenchOptions, run: () => Promise<T>) {
+  if (!options.phases.includes(name)) return undefined;
+  const started = Date.now();
+  log(`\n== ${name} ==`);
+  if (name !== 'bare') logDisk();
+  try {
+    const result = await run();
+    log(`(${((Date.now() - started) / 1000).toFixed(1)} s)`);
+    return result;
+  } catch (error) {
+    log(
+      `${name} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+    );
+    process.exitCode = 1;
+    return undefined;
+  }
+}
+
+async function main(): Promise<void> {
+  const options = parseOptions(process.argv.slice(2), process.env);
+  if (options === 'help') {
+    process.stdout.write(USAGE);
+    return;
+  }
+  log(
+    `terminal-payment-service bench, ${new Date().toISOString()}\n` +
+      `${describeMachine()}\n` +
+      `phases ${options.phases.join(', ')}; ${options.seconds} s measured after ${options.warmupSeconds} s warm-up`,
+  );
+  const results: Results = {};
+
+  const bare = await phase('bare', options, () => runBareCeiling(options));
+  if (bare) results.bare = bare;
+
+  const flows = await phase('flows', options, () => runPurchaseFlows(options));
+  if (flows) {
+    results.flows = flows;
+    log(renderFlowLatencies(flows));
+    if (flows.errors) log(`errors: ${flows.errorKinds}`);
+    if (flows.profile) {
+      log(`\nCPU profile of the relay over the measured window: ${flows.profile.file}`);
+      log(flows.profile.summary);
+    }
+  }
+  if (bare || flows) log(`\n${renderBareVsProduct(results)}`);
+
+  const wakeup = await phase('wakeup', options, () => runWakeup(options));
+  if (wakeup) {
+    results.wakeup = wakeup;
+    log(renderWakeup(wakeup));
+    if (wakeup.errors) log(`errors: ${wakeup.errorKinds}`);
+  }
+
+  const parked = await phase('parked', options, () => runParked(options));
+  if (parked) {
+    results.parked = parked;
+    log(renderParked(parked));
+  }
+
+  log(`\n== targets ==\n${renderTargets(results)}`);
+  const noise = renderNoise(results);
+  if (noise) log(`\n${noise}`);
+  log(`\n${describeMachine()}`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exitCode = 1;
+});
