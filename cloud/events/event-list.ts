@@ -15,6 +15,7 @@ import {
   type TerminalStatus,
   type Transaction,
 } from '../../protocol/index.js';
+import { Cancellation } from '../cancellation.js';
 import { ApiError } from '../errors.js';
 import { cohortOf } from '../ids.js';
 import type { EventQuery, EventRecord } from '../store/records.js';
@@ -41,13 +42,13 @@ interface Scope {
 }
 
 export class EventLog {
-  /** Aborted at shutdown: parked readers answer at once. */
-  private readonly closing = new AbortController();
+  /** Cancelled at shutdown: parked readers answer at once. */
+  private readonly closing = new Cancellation();
 
   constructor(private readonly options: EventListOptions) {}
 
   stop(): void {
-    this.closing.abort();
+    this.closing.cancel();
   }
 
   typeOf(kind: EventKind): string {
@@ -100,7 +101,7 @@ export class EventLog {
     revision: Revision,
     request: EventListRequest,
     waitMs: number,
-    signal: AbortSignal,
+    gone: Cancellation,
   ) {
     const { store, tokens } = this.options;
     const bounds = await store.eventBounds();
@@ -134,11 +135,7 @@ export class EventLog {
     };
     let events = await store.readEvents(query);
     if (events.length === 0 && waitMs > 0 && scope.kind !== null) {
-      events = await this.waitForEvents(
-        query,
-        waitMs,
-        AbortSignal.any([signal, this.closing.signal]),
-      );
+      events = await this.waitForEvents(query, waitMs, gone);
     }
     const last = events.at(-1);
     return {
@@ -148,7 +145,8 @@ export class EventLog {
   }
 
   /** Parks until an event of the scope is committed, the time runs out or the client leaves. */
-  private waitForEvents(query: EventQuery, waitMs: number, signal: AbortSignal) {
+  private waitForEvents(query: EventQuery, waitMs: number, gone: Cancellation) {
+    if (gone.cancelled || this.closing.cancelled) return Promise.resolve([]);
     const { store, feed } = this.options;
     const matches = (notice: EventNotice) =>
       (query.subject === undefined || notice.subject === query.subject) &&
@@ -162,10 +160,10 @@ export class EventLog {
         settled = true;
         clearTimeout(timer);
         unsubscribe();
-        signal.removeEventListener('abort', onAbort);
+        undoGone();
+        undoClosing();
         resolve(events);
       };
-      const onAbort = () => finish([]);
       const read = (): void => {
         if (settled) return;
         // A notice during a read may describe a commit that read did not see: read again.
@@ -187,7 +185,8 @@ export class EventLog {
         if (matches(notice)) read();
       });
       const timer = setTimeout(() => finish([]), waitMs);
-      signal.addEventListener('abort', onAbort);
+      const undoGone = gone.onCancel(() => finish([]));
+      const undoClosing = this.closing.onCancel(() => finish([]));
       // An event may have been committed between the first read and the subscription.
       read();
     });

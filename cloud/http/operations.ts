@@ -17,6 +17,7 @@ import {
   type RefundRequest,
   type Revision,
 } from '../../protocol/index.js';
+import type { Cancellation } from '../cancellation.js';
 import { ApiError } from '../errors.js';
 import type { TransactionRecord } from '../store/records.js';
 import type { TerminalRecord } from '../store/records.js';
@@ -42,8 +43,8 @@ export interface OperationDeps {
 export interface OperationContext {
   revision: Revision;
   principal: Principal;
-  /** Aborted when the client goes away, so long polls free their resources. */
-  signal: AbortSignal;
+  /** Cancelled when the client goes away, so long polls free their resources. */
+  gone: Cancellation;
   request: FastifyRequest;
 }
 
@@ -92,7 +93,7 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
         body.terminal_id,
         body.external_id,
         waitMs(body),
-        ctx.signal,
+        ctx.gone,
         created,
       );
       return render(record, ctx.revision, false);
@@ -111,7 +112,7 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
         body.terminal_id,
         body.external_id,
         waitMs(body),
-        ctx.signal,
+        ctx.gone,
       );
       const withRefundable = ctx.revision === 'v0' || body.options?.extra_amounts === true;
       return render(record, ctx.revision, withRefundable);
@@ -124,7 +125,7 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
         body.terminal_id,
         body.external_id,
         waitMs(body),
-        ctx.signal,
+        ctx.gone,
         continued,
       );
       return render(record, ctx.revision, false);
@@ -139,7 +140,7 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
       const terminal = await service.authorizeTerminal(
         ctx.principal,
         body.terminal_id,
-        new ApiError('TERMINAL_NOT_FOUND', `no terminal ${body.terminal_id}`),
+        () => new ApiError('TERMINAL_NOT_FOUND', `no terminal ${body.terminal_id}`),
       );
       return { status: renderTerminalStatus(terminal.status, ctx.revision) };
     },
@@ -148,7 +149,7 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
       const terminal = await service.authorizeTerminal(
         ctx.principal,
         body.terminal_id,
-        new ApiError('TERMINAL_NOT_FOUND', `no terminal ${body.terminal_id}`),
+        () => new ApiError('TERMINAL_NOT_FOUND', `no terminal ${body.terminal_id}`),
       );
       await deps.spooler.print(terminal, body);
       return { queued: true };
@@ -161,7 +162,7 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
         body,
         // A short poll unless the reader asks to wait.
         requestedWaitSeconds(body, 0) * 1000,
-        ctx.signal,
+        ctx.gone,
       ),
 
     '/webhook/create': async (body: WebhookCreateRequest, ctx) => {

@@ -14,6 +14,7 @@ import {
   type Revision,
 } from '../../protocol/index.js';
 import type { Authenticator } from '../accounts/authenticator.js';
+import { Cancellation } from '../cancellation.js';
 import type { Principal } from '../transactions/service.js';
 import { handleError, sendError } from './errors.js';
 import { openApiDocument } from './openapi.js';
@@ -99,20 +100,19 @@ export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
         handler: async (request) => {
           // No body at all is an empty request; `null` and other non-objects are refused.
           const body = spec.request.parse(request.body === undefined ? {} : request.body);
-          const abort = new AbortController();
-          const onClose = () => {
-            if (!request.raw.complete || !request.raw.socket?.writable) abort.abort();
-          };
-          request.raw.socket?.once('close', onClose);
+          const gone = new Cancellation();
+          const socket = request.raw.socket;
+          const onClose = () => gone.cancel();
+          socket?.once('close', onClose);
           try {
             return await handle(body, {
               revision: revision as Revision,
               principal: request.principal!,
-              signal: abort.signal,
+              gone,
               request,
             });
           } finally {
-            request.raw.socket?.off('close', onClose);
+            socket?.off('close', onClose);
           }
         },
       });

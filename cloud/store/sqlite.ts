@@ -89,6 +89,8 @@ const toTerminal = (row: TerminalRow): TerminalRecord => ({
 export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private queue: QueuedWrite[] = [];
+  /** Runs one write in a savepoint of the shared transaction (made once: it is not free). */
+  private readonly inSavepoint: (run: () => unknown) => unknown;
   private flushScheduled = false;
   private readonly statements;
 
@@ -100,6 +102,7 @@ export class SqliteStore implements Store {
     this.db.pragma('foreign_keys = ON');
     this.db.pragma('busy_timeout = 5000');
     this.migrate();
+    this.inSavepoint = this.db.transaction((run: () => unknown) => run());
     const db = this.db;
     this.statements = {
       transactionByKey: db.prepare<[string, string], TransactionRow>(
@@ -120,9 +123,22 @@ export class SqliteStore implements Store {
       refunds: db.prepare<[string], TransactionRow>(
         'SELECT * FROM transactions WHERE original_id = ? ORDER BY id',
       ),
-      due: db.prepare<[], TransactionRow>(
-        'SELECT * FROM transactions WHERE due_at IS NOT NULL ORDER BY due_at',
+      due: db.prepare<[string, number], TransactionRow>(
+        'SELECT * FROM transactions WHERE due_at IS NOT NULL AND due_at <= ? ORDER BY due_at LIMIT ?',
       ),
+      nextDue: db.prepare<[], { due_at: string }>(
+        'SELECT due_at FROM transactions WHERE due_at IS NOT NULL ORDER BY due_at LIMIT 1',
+      ),
+      credential: db.prepare<
+        [string],
+        {
+          username: string;
+          secret_hash: string;
+          account_id: string;
+          terminal_id: string | null;
+          created_at: string;
+        }
+      >('SELECT * FROM credentials WHERE username = ?'),
       upsertTransaction: db.prepare(
         `INSERT INTO transactions (id, terminal_id, external_id, account_id, state, original_id, due_at, version, body)
          VALUES (@id, @terminal_id, @external_id, @account_id, @state, @original_id, @due_at, @version, @body)
@@ -189,7 +205,7 @@ export class SqliteStore implements Store {
           for (const item of batch) {
             try {
               // A nested transaction is a savepoint: a failing write rolls back alone.
-              outcomes.push({ ok: true, value: this.db.transaction(item.run)() });
+              outcomes.push({ ok: true, value: this.inSavepoint(item.run) });
             } catch (error) {
               outcomes.push({ ok: false, error });
             }
@@ -234,18 +250,7 @@ export class SqliteStore implements Store {
   }
 
   async findCredential(username: string): Promise<CredentialRecord | undefined> {
-    const row = this.db
-      .prepare<
-        [string],
-        {
-          username: string;
-          secret_hash: string;
-          account_id: string;
-          terminal_id: string | null;
-          created_at: string;
-        }
-      >('SELECT * FROM credentials WHERE username = ?')
-      .get(username);
+    const row = this.statements.credential.get(username);
     if (!row) return undefined;
     return {
       username: row.username,
@@ -384,21 +389,27 @@ export class SqliteStore implements Store {
     return this.statements.refunds.all(originalId).map(toTransaction);
   }
 
-  async listDue(): Promise<TransactionRecord[]> {
-    return this.statements.due.all().map(toTransaction);
+  async listDue(until: string, limit: number): Promise<TransactionRecord[]> {
+    return this.statements.due.all(until, limit).map(toTransaction);
+  }
+
+  async nextDueAt(): Promise<string | undefined> {
+    return this.statements.nextDue.get()?.due_at;
   }
 
   changeTransaction<R>(key: ChangeKey, decide: Decide<R>): Promise<R> {
     return this.write(() => {
       const s = this.statements;
       const current = s.transactionByKey.get(key.terminalId, key.externalId);
-      const active = s.activeOnTerminal.get(key.terminalId, key.externalId);
+      const active = key.forCreate
+        ? s.activeOnTerminal.get(key.terminalId, key.externalId)
+        : undefined;
       const terminal = s.terminal.get(key.terminalId);
       const context: ChangeContext = {
         terminal: terminal ? toTerminal(terminal) : undefined,
         current: current ? toTransaction(current) : undefined,
         active: active ? toTransaction(active) : undefined,
-        unconfirmedCount: s.unconfirmedCount.get(key.terminalId)?.n ?? 0,
+        unconfirmedCount: key.forCreate ? (s.unconfirmedCount.get(key.terminalId)?.n ?? 0) : 0,
       };
       if (key.original) {
         const original = s.transactionByKey.get(key.original.terminalId, key.original.externalId);

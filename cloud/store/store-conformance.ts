@@ -134,7 +134,12 @@ export function storeConformance(name: string, factory: StoreFactory): void {
         result: null,
       }));
       const seen = await store.changeTransaction(
-        { terminalId: 't-1', externalId: 'next', original: { terminalId: 't-1', externalId: 'p' } },
+        {
+          terminalId: 't-1',
+          externalId: 'next',
+          forCreate: true,
+          original: { terminalId: 't-1', externalId: 'p' },
+        },
         (ctx) => ({ result: ctx }),
       );
       expect(seen.active?.txn.id).toBe('txn-r');
@@ -152,13 +157,16 @@ export function storeConformance(name: string, factory: StoreFactory): void {
         write: due,
         result: null,
       }));
-      expect((await store.listDue()).map((r) => r.txn.id)).toEqual(['txn-d']);
+      expect((await store.listDue(NOW, 10)).map((r) => r.txn.id)).toEqual(['txn-d']);
+      expect(await store.listDue('2026-11-21T11:59:59.999Z', 10)).toEqual([]);
+      expect(await store.nextDueAt()).toBe(NOW);
       const { dueAt: _cleared, ...rest } = due;
       await store.changeTransaction({ terminalId: 't-1', externalId: 'd' }, () => ({
         write: { ...rest, version: 2 },
         result: null,
       }));
-      expect(await store.listDue()).toEqual([]);
+      expect(await store.listDue(NOW, 10)).toEqual([]);
+      expect(await store.nextDueAt()).toBeUndefined();
       await store.close();
     });
 

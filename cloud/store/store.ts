@@ -20,6 +20,8 @@ import type {
 export interface ChangeKey {
   terminalId: string;
   externalId: string;
+  /** A create also sees the terminal's active transaction and its unconfirmed count. */
+  forCreate?: boolean;
   /** A referenced refund also sees its original purchase and the refunds made against it. */
   original?: { terminalId: string; externalId: string };
 }
@@ -27,9 +29,9 @@ export interface ChangeKey {
 export interface ChangeContext {
   terminal: TerminalRecord | undefined;
   current: TransactionRecord | undefined;
-  /** A transaction of the same terminal still in PROCESSING or AWAITING_CONTINUE. */
+  /** A transaction of the same terminal still in PROCESSING or AWAITING_CONTINUE (forCreate). */
   active: TransactionRecord | undefined;
-  /** Transactions of the terminal not yet CONFIRMED or COMMITTED. */
+  /** Transactions of the terminal not yet CONFIRMED or COMMITTED (forCreate; else 0). */
   unconfirmedCount: number;
   original?: { record: TransactionRecord | undefined; refunds: TransactionRecord[] };
 }
@@ -76,8 +78,10 @@ export interface Store {
   getTransactionById(id: string): Promise<TransactionRecord | undefined>;
   listUnconfirmed(terminalId: string): Promise<TransactionRecord[]>;
   listRefunds(originalId: string): Promise<TransactionRecord[]>;
-  /** Transactions with something due (grace-period commit, pause time-out). */
-  listDue(): Promise<TransactionRecord[]>;
+  /** Transactions with something due by `until` (grace-period commit, pause time-out), earliest first. */
+  listDue(until: string, limit: number): Promise<TransactionRecord[]>;
+  /** The earliest deadline of any transaction, if one has any. */
+  nextDueAt(): Promise<string | undefined>;
   changeTransaction<R>(key: ChangeKey, decide: Decide<R>): Promise<R>;
 
   /** Queues a command that belongs to no transaction (a print job). */

@@ -10,6 +10,7 @@ import type {
   TerminalCommand,
   TerminalReport,
 } from '../../protocol/index.js';
+import { Cancellation } from '../cancellation.js';
 import type { Clock } from '../clock.js';
 import { ApiError } from '../errors.js';
 import type { EventFeed } from '../events/event-feed.js';
@@ -29,7 +30,7 @@ import {
   type DecisionEnv,
   type MachineSettings,
 } from './state-machine.js';
-import { DueTimers } from './due-timers.js';
+import { DueScheduler } from './due-scheduler.js';
 
 /** Who is asking: an account credential reaches all its terminals, a terminal credential one. */
 export interface Principal {
@@ -53,10 +54,12 @@ export class TransactionService {
   private readonly clock: Clock;
   private readonly settings: MachineSettings;
   private readonly logger: Logger;
-  private readonly timers: DueTimers;
+  private readonly due: DueScheduler;
   private readonly events: EventFeed;
-  /** Aborted at shutdown: parked long polls answer the current state at once. */
-  private readonly closing = new AbortController();
+  /** Cancelled at shutdown: parked long polls answer the current state at once. */
+  private readonly closing = new Cancellation();
+  /** What never changes about a terminal: whose it is. */
+  private readonly owners = new Map<string, string>();
 
   constructor(deps: TransactionServiceDeps) {
     this.store = deps.store;
@@ -65,13 +68,13 @@ export class TransactionService {
     this.settings = deps.settings;
     this.logger = deps.logger;
     this.events = deps.events;
-    this.timers = new DueTimers(deps.clock, (record) => this.fallDue(record));
+    this.due = new DueScheduler(deps.store, deps.clock, (record) => this.fallDue(record));
     this.link.onReport((terminalId, report) => this.onReport(terminalId, report));
   }
 
   /** Re-arms what falls due and re-sends what terminals have not acknowledged, after a restart. */
   async start(): Promise<void> {
-    for (const record of await this.store.listDue()) this.timers.arm(record);
+    await this.due.start();
     for (const { terminalId, command } of await this.store.pendingCommands()) {
       if (await this.superseded(command)) {
         await this.store.ackCommand(command.command_id, this.clock.now().toISOString());
@@ -94,24 +97,36 @@ export class TransactionService {
   }
 
   stop(): void {
-    this.closing.abort();
-    this.timers.clear();
+    this.closing.cancel();
+    this.due.stop();
   }
 
   private env(): DecisionEnv {
     return { now: this.clock.now(), newTransactionId, newCommandId, settings: this.settings };
   }
 
-  /** Throws NOT_FOUND-style errors for terminals outside the principal's reach. */
-  async authorizeTerminal(principal: Principal, terminalId: string, notFound: ApiError) {
-    if (principal.terminalId !== undefined && principal.terminalId !== terminalId) throw notFound;
+  /** Answers the terminal, or throws `notFound()` when it is outside the principal's reach. */
+  async authorizeTerminal(principal: Principal, terminalId: string, notFound: () => ApiError) {
+    if (principal.terminalId !== undefined && principal.terminalId !== terminalId) throw notFound();
     const terminal = await this.store.getTerminal(terminalId);
-    if (!terminal || terminal.accountId !== principal.accountId) throw notFound;
+    if (!terminal || terminal.accountId !== principal.accountId) throw notFound();
     return terminal;
   }
 
+  /** The same check where only the owner matters: owners never change, so they are cached. */
+  private async checkReach(principal: Principal, terminalId: string, notFound: () => ApiError) {
+    if (principal.terminalId !== undefined && principal.terminalId !== terminalId) throw notFound();
+    let owner = this.owners.get(terminalId);
+    if (owner === undefined) {
+      owner = (await this.store.getTerminal(terminalId))?.accountId;
+      if (owner === undefined) throw notFound();
+      this.owners.set(terminalId, owner);
+    }
+    if (owner !== principal.accountId) throw notFound();
+  }
+
   private terminalNotFound(terminalId: string) {
-    return new ApiError('TERMINAL_NOT_FOUND', `no terminal ${terminalId}`);
+    return () => new ApiError('TERMINAL_NOT_FOUND', `no terminal ${terminalId}`);
   }
 
   private async change<R extends TransactionRecord | undefined>(
@@ -141,7 +156,7 @@ export class TransactionService {
     });
     if (written) {
       this.feed.publish(written);
-      this.timers.arm(written);
+      if (written.dueAt) this.due.note(written.dueAt);
     }
     if (event) this.events.publish([event]);
     for (const command of commands) this.dispatch(key.terminalId, command);
@@ -169,7 +184,7 @@ export class TransactionService {
 
   async create(principal: Principal, create: CreateRequest): Promise<TransactionRecord> {
     const { request } = create;
-    await this.authorizeTerminal(
+    await this.checkReach(
       principal,
       request.terminal_id,
       this.terminalNotFound(request.terminal_id),
@@ -195,6 +210,7 @@ export class TransactionService {
       {
         terminalId: request.terminal_id,
         externalId: request.external_id,
+        forCreate: true,
         ...(original ? { original } : {}),
       },
       decideCreate(create, principal.accountId, this.env()),
@@ -202,7 +218,7 @@ export class TransactionService {
   }
 
   async confirm(principal: Principal, request: ConfirmRequest): Promise<TransactionRecord> {
-    await this.authorizeTerminal(
+    await this.checkReach(
       principal,
       request.terminal_id,
       this.terminalNotFound(request.terminal_id),
@@ -214,7 +230,7 @@ export class TransactionService {
   }
 
   async continue(principal: Principal, request: ContinueRequest): Promise<TransactionRecord> {
-    await this.authorizeTerminal(
+    await this.checkReach(
       principal,
       request.terminal_id,
       this.terminalNotFound(request.terminal_id),
@@ -230,13 +246,11 @@ export class TransactionService {
     terminalId: string,
     externalId: string,
   ): Promise<TransactionRecord> {
-    const notFound = new ApiError(
-      'NOT_FOUND',
-      `no transaction ${externalId} on terminal ${terminalId}`,
-    );
-    await this.authorizeTerminal(principal, terminalId, notFound);
+    const notFound = () =>
+      new ApiError('NOT_FOUND', `no transaction ${externalId} on terminal ${terminalId}`);
+    await this.checkReach(principal, terminalId, notFound);
     const record = await this.store.getTransaction(terminalId, externalId);
-    if (!record || record.accountId !== principal.accountId) throw notFound;
+    if (!record || record.accountId !== principal.accountId) throw notFound();
     return record;
   }
 
@@ -246,10 +260,10 @@ export class TransactionService {
   }
 
   async unconfirmed(principal: Principal, terminalId: string): Promise<TransactionRecord[]> {
-    await this.authorizeTerminal(
+    await this.checkReach(
       principal,
       terminalId,
-      new ApiError('NOT_FOUND', `no terminal ${terminalId}`),
+      () => new ApiError('NOT_FOUND', `no terminal ${terminalId}`),
     );
     return this.store.listUnconfirmed(terminalId);
   }
@@ -263,18 +277,22 @@ export class TransactionService {
     terminalId: string,
     externalId: string,
     waitMs: number,
-    callerSignal: AbortSignal,
+    gone: Cancellation,
     initial?: TransactionRecord,
   ): Promise<TransactionRecord> {
     const first = initial ?? (await this.get(principal, terminalId, externalId));
-    const signal = AbortSignal.any([callerSignal, this.closing.signal]);
-    if (first.txn.state !== 'PROCESSING' || waitMs <= 0 || signal.aborted) return first;
+    if (first.txn.state !== 'PROCESSING' || waitMs <= 0) return first;
+    if (gone.cancelled || this.closing.cancelled) return first;
     return new Promise<TransactionRecord>((resolve, reject) => {
       let latest = first;
+      let settled = false;
       const finish = () => {
+        if (settled) return;
+        settled = true;
         clearTimeout(timer);
         unsubscribe();
-        signal.removeEventListener('abort', finish);
+        undoGone();
+        undoClosing();
         resolve(latest);
       };
       const unsubscribe = this.feed.subscribe(terminalId, externalId, (record) => {
@@ -283,7 +301,8 @@ export class TransactionService {
         if (record.txn.state !== 'PROCESSING') finish();
       });
       const timer = setTimeout(finish, waitMs);
-      signal.addEventListener('abort', finish);
+      const undoGone = gone.onCancel(finish);
+      const undoClosing = this.closing.onCancel(finish);
       // A change may have committed between the first read and the subscription.
       this.store.getTransaction(terminalId, externalId).then((record) => {
         if (record && record.version > latest.version) {
