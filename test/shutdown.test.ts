@@ -1,4 +1,6 @@
 /** Closing the relay answers parked long polls at once instead of holding the shutdown. */
+import net from 'node:net';
+import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { posFor, post, startTestRelay } from './support/relay.js';
 
@@ -31,5 +33,15 @@ describe('shutdown', () => {
     expect(get.body.transaction.state).toBe('PROCESSING');
     expect(events.status).toBe(200);
     expect(events.body.events).toEqual([]);
+  });
+
+  it('does not wait for a client connection that never sent a request', async () => {
+    const relay = await startTestRelay();
+    const silent = net.connect(relay.port, '127.0.0.1');
+    await once(silent, 'connect');
+    const began = Date.now();
+    await relay.close();
+    expect(Date.now() - began).toBeLessThan(5000);
+    silent.destroy();
   });
 });

@@ -41,6 +41,9 @@ export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
   const app = Fastify({
     loggerInstance: options.logger,
     bodyLimit: BODY_LIMIT,
+    // At close, parked long polls have already been answered (Relay.close): cut every
+    // remaining connection, including ones that never sent a request, or close waits on them.
+    forceCloseConnections: true,
     ...(options.tls
       ? {
           https: {

@@ -1,0 +1,148 @@
+/** What `tps pos` reads: its flags, the connection settings and the output it writes. */
+import type { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { Amount, TerminalId } from '../protocol/index.js';
+
+export const DEFAULT_BASE_URL = 'http://127.0.0.1:8080/pos';
+export const DEFAULT_JOURNAL = './.tps/pos-journal.sqlite';
+
+export const OPTIONS = {
+  'base-url': { type: 'string' },
+  username: { type: 'string' },
+  password: { type: 'string' },
+  terminal: { type: 'string' },
+  journal: { type: 'string' },
+  revision: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  amount: { type: 'string' },
+  currency: { type: 'string' },
+  cashback: { type: 'string' },
+  'external-id': { type: 'string' },
+  original: { type: 'string' },
+  'original-terminal': { type: 'string' },
+  'customer-not-present': { type: 'boolean' },
+  'result-code': { type: 'string' },
+  description: { type: 'string' },
+  'captured-amount': { type: 'string' },
+  'extra-amounts': { type: 'boolean' },
+  follow: { type: 'boolean' },
+  type: { type: 'string' },
+  limit: { type: 'string' },
+  adopt: { type: 'boolean' },
+  'abort-unknown': { type: 'boolean' },
+} as const;
+
+export type Values = ReturnType<
+  typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>
+>['values'];
+
+/** Wrong use or configuration: printed with every problem named, exit 2. */
+export class UsageError extends Error {}
+
+const required = (what: string, flag: string, env?: string) =>
+  `${what} is needed (--${flag}${env ? ` or ${env}` : ''})`;
+
+const ConnectionSchema = z.object({
+  baseUrl: z
+    .url({ error: 'must be a URL such as http://127.0.0.1:8080/pos' })
+    .default(DEFAULT_BASE_URL),
+  username: z.string({ error: required('a username', 'username', 'TPS_USERNAME') }).min(1),
+  password: z.string({ error: required('a password', 'password', 'TPS_PASSWORD') }).min(1),
+  terminalId: TerminalId.optional().refine((v) => v !== undefined, {
+    message: required('a terminal id', 'terminal', 'TPS_TERMINAL_ID'),
+  }),
+  journal: z.string().min(1).default(DEFAULT_JOURNAL),
+  revision: z.enum(['v0', 'v1'], { error: 'must be v0 or v1' }).default('v1'),
+});
+export type Connection = z.infer<typeof ConnectionSchema> & { terminalId: string };
+
+const FIELD_NAMES: Record<string, string> = {
+  baseUrl: '--base-url / TPS_BASE_URL',
+  username: '--username / TPS_USERNAME',
+  password: '--password / TPS_PASSWORD',
+  terminalId: '--terminal / TPS_TERMINAL_ID',
+  journal: '--journal / TPS_JOURNAL',
+  revision: '--revision',
+};
+
+const env = (name: string) => {
+  const value = process.env[name];
+  return value === undefined || value === '' ? undefined : value;
+};
+
+export function connection(values: Values): Connection {
+  const parsed = ConnectionSchema.safeParse({
+    baseUrl: values['base-url'] ?? env('TPS_BASE_URL'),
+    username: values.username ?? env('TPS_USERNAME'),
+    password: values.password ?? env('TPS_PASSWORD'),
+    terminalId: values.terminal ?? env('TPS_TERMINAL_ID'),
+    journal: values.journal ?? env('TPS_JOURNAL'),
+    revision: values.revision,
+  });
+  if (!parsed.success) throw new UsageError(describe(parsed.error, FIELD_NAMES));
+  return parsed.data as Connection;
+}
+
+function describe(error: z.ZodError, names: Record<string, string>): string {
+  return error.issues
+    .map((issue) => {
+      const key = String(issue.path[0] ?? '');
+      return `${names[key] ?? key}: ${issue.message}`;
+    })
+    .join('\n');
+}
+
+/** Parses the flags one command needs, naming every wrong one. */
+export function flags<S extends z.ZodRawShape>(
+  shape: S,
+  input: Record<string, unknown>,
+): z.infer<z.ZodObject<S>> {
+  const parsed = z.object(shape).safeParse(input);
+  if (!parsed.success) {
+    throw new UsageError(
+      describe(parsed.error, Object.fromEntries(Object.keys(shape).map((k) => [k, `--${k}`]))),
+    );
+  }
+  return parsed.data;
+}
+
+/** A flag holding an amount: digits only, in minor units, within the API's limit. */
+export const amount = () =>
+  z
+    .string({ error: 'is needed' })
+    .regex(/^\d+$/, 'must be an integer in minor units (1000 is 10.00)')
+    .transform(Number)
+    .pipe(Amount);
+
+export type Out = { say(line: string): void; note(line: string): void; json(value: unknown): void };
+
+export function output(jsonMode: boolean): Out {
+  return {
+    say: (line) => {
+      if (!jsonMode) process.stdout.write(`${line}\n`);
+    },
+    note: (line) => process.stderr.write(`${line}\n`),
+    json: (value) => {
+      if (jsonMode) process.stdout.write(`${JSON.stringify(value)}\n`);
+    },
+  };
+}
+
+/** Runs every check, so that one run names every mistake, not only the first. */
+export function checked<A, B>(first: () => A, second: () => B): [A, B] {
+  const problems: string[] = [];
+  const attempt = <T>(check: () => T): T | undefined => {
+    try {
+      return check();
+    } catch (error) {
+      if (!(error instanceof UsageError)) throw error;
+      problems.push(error.message);
+      return undefined;
+    }
+  };
+  const a = attempt(first);
+  const b = attempt(second);
+  if (problems.length > 0) throw new UsageError(problems.join('\n'));
+  return [a as A, b as B];
+}
