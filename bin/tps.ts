@@ -5,6 +5,10 @@ const USAGE = `Usage: tps <command> [options]
 Commands:
   cloud              run the cloud relay (HTTP API, store, simulated terminals)
   simulator create   create a simulated terminal on a running relay
+  terminal create    register a real terminal and write its agent's config file
+  bridge             bench tools: emulate, monitor, probe, print (tps bridge --help)
+  pos <command>      act as a POS: purchase, refund, confirm, get, status, events…
+  agent              run the terminal agent (--config FILE); 'agent doctor' checks its setup
 
 Run 'tps <command> --help' for the options of a command.
 `;
@@ -12,6 +16,10 @@ Run 'tps <command> --help' for the options of a command.
 const commands: Record<string, (argv: string[]) => Promise<void>> = {
   cloud: async (argv) => (await import('../cloud/cli.js')).runCloud(argv),
   simulator: async (argv) => (await import('../cloud/cli.js')).runSimulator(argv),
+  terminal: async (argv) => (await import('../cloud/cli.js')).runTerminal(argv),
+  bridge: async (argv) => (await import('../firmware-bridge/cli.js')).runBridge(argv),
+  pos: async (argv) => (await import('../client/cli.js')).runPos(argv),
+  agent: async (argv) => (await import('../agent/cli.js')).runAgent(argv),
 };
 
 async function main(argv: string[]): Promise<void> {

@@ -1,6 +1,9 @@
 /** `tps` driven as a user drives it. */
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { posFor, startTestRelay, type TestRelay } from './support/relay.js';
+import { loadAgentConfig } from '../agent/config.js';
+import { posFor, startTestRelay, tempDataDir, type TestRelay } from './support/relay.js';
 import { spawnTps } from './support/relay-process.js';
 
 function run(args: string[], env: Record<string, string> = {}) {
@@ -42,6 +45,44 @@ describe('tps', () => {
       currency: 'EUR',
     });
     expect(paid.body.transaction.result_code).toBe('SUCCESS');
+  });
+
+  it('terminal create writes an agent config the agent accepts, readable by its owner only', async () => {
+    const out = path.join(tempDataDir(), 'provision', 'agent.json');
+    const env = {
+      TPS_ACCOUNT_USERNAME: relay.account.username,
+      TPS_ACCOUNT_PASSWORD: relay.account.password,
+    };
+    const args = ['terminal', 'create', '--base-url', relay.baseUrl, '--out', out];
+    const result = await run(
+      [...args, '--emulated-reader', '--printer-tcp', '127.0.0.1:9100', '--json'],
+      env,
+    );
+    expect(result.code, result.stderr).toBe(0);
+    const printed = JSON.parse(result.stdout);
+    expect(printed).toMatchObject({
+      terminal_id: expect.stringMatching(/^t-\d{10}$/),
+      config_file: out,
+    });
+    expect(fs.statSync(out).mode & 0o777).toBe(0o600);
+    const config = loadAgentConfig(out);
+    expect(config).toMatchObject({
+      terminal_id: printed.terminal_id,
+      broker: { url: relay.brokerUrl, username: printed.terminal_id },
+      printer: { type: 'tcp', host: '127.0.0.1', port: 9100 },
+    });
+    expect(config.reader.emulated?.state_file).toBe(
+      path.join(path.dirname(out), 'emulated-reader.json'),
+    );
+    const status = await posFor(relay, printed).call('/terminal/status', {});
+    expect(status.body.status).toMatchObject({
+      terminal_id: printed.terminal_id,
+      connected: false,
+    });
+
+    const again = await run(args, env);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/exists/);
   });
 
   it('simulator create says which credential is missing or wrong', async () => {

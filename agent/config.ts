@@ -1,0 +1,220 @@
+/**
+ * The agent's configuration file (JSON), checked by zod. `tps terminal create --out FILE`
+ * writes one; docs/agent.md documents every field with an example. Relative paths are
+ * taken from the directory of the file, so a provisioning folder can be moved whole.
+ */
+import { accessSync, constants, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { TerminalId } from '../protocol/fields.js';
+
+const FilePath = z.string().min(1, 'must be a file path');
+
+export const BrokerConfig = z
+  .strictObject({
+    /** mqtts://host:8883 (TLS) or mqtt://host:1883. */
+    url: z.string().refine(isBrokerUrl, {
+      message:
+        'must be an mqtt:// or mqtts:// URL with a host, e.g. mqtts://relay.example.com:8883',
+    }),
+    username: z.string().min(1).max(255).optional(),
+    password: z.string().min(1).max(1024).optional(),
+    /** PEM client certificate and its key, instead of (or with) a password. */
+    cert: FilePath.optional(),
+    key: FilePath.optional(),
+    /** PEM CA bundle the broker's certificate must chain to (default: the system's). */
+    ca: FilePath.optional(),
+    /** Seconds between MQTT pings; a dead link is noticed within 1.5 times this. */
+    keepalive_s: z.int().min(5).max(3600).default(30),
+  })
+  .superRefine((broker, ctx) => {
+    const problem = (field: string, message: string) =>
+      ctx.addIssue({ code: 'custom', message, path: [field] });
+    if ((broker.cert === undefined) !== (broker.key === undefined)) {
+      problem(broker.cert ? 'key' : 'cert', 'broker.cert and broker.key must be given together');
+    }
+    if (broker.password !== undefined && broker.username === undefined) {
+      problem('username', 'is required with broker.password');
+    }
+    if (broker.password === undefined && broker.cert === undefined) {
+      problem(
+        'password',
+        'give broker.username and broker.password, or broker.cert and broker.key',
+      );
+    }
+    const tls = broker.url.startsWith('mqtts:');
+    for (const field of ['cert', 'key', 'ca'] as const) {
+      if (broker[field] !== undefined && !tls) {
+        problem(field, 'needs an mqtts:// broker.url (TLS)');
+      }
+    }
+  });
+
+export const ReaderConfig = z
+  .strictObject({
+    /** Serial device of the card reader, e.g. /dev/ttyACM0. */
+    port: z.string().min(1).optional(),
+    baud_rate: z.int().min(1200).max(4_000_000).default(115_200),
+    /** The emulated card reader instead of hardware: bench, demo and tests. */
+    emulated: z
+      .strictObject({
+        /** Where the emulated reader keeps its record of transactions (survives restarts). */
+        state_file: FilePath,
+        /** How long an ordinary emulated payment takes. */
+        delay_ms: z.int().min(0).max(600_000).default(2000),
+      })
+      .optional(),
+  })
+  .superRefine((reader, ctx) => {
+    if ((reader.port === undefined) === (reader.emulated === undefined)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['port'],
+        message: 'give exactly one of reader.port (a serial device) or reader.emulated',
+      });
+    }
+  });
+
+/** Dots per line of the print head: 384 for 58 mm paper, 576 for 80 mm. */
+const HeadWidth = z
+  .int()
+  .min(8)
+  .max(2048)
+  .refine((w) => w % 8 === 0, 'must be a multiple of 8 dots')
+  .default(384);
+
+export const PrinterConfig = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('none') }),
+  z.strictObject({
+    type: z.literal('serial'),
+    path: z.string().min(1),
+    /** The printer's own setting; most ship at 9600. */
+    baud_rate: z.int().min(1200).max(4_000_000).default(9600),
+    head_width: HeadWidth,
+  }),
+  z.strictObject({
+    type: z.literal('tcp'),
+    host: z.string().min(1),
+    port: z.int().min(1).max(65_535).default(9100),
+    head_width: HeadWidth,
+  }),
+]);
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+export const AgentConfigSchema = z.strictObject({
+  terminal_id: TerminalId,
+  broker: BrokerConfig,
+  reader: ReaderConfig,
+  printer: PrinterConfig.default({ type: 'none' }),
+  /** Seconds between status heartbeats (a change is reported at once). */
+  heartbeat_s: z.number().min(1).max(3600).default(30),
+  /** Where the journal lives (agent.sqlite): it must survive reboots and updates. */
+  data_dir: FilePath.default('/var/lib/tps-agent'),
+  log_level: z.enum(LOG_LEVELS).default('info'),
+});
+
+export type AgentConfig = z.infer<typeof AgentConfigSchema>;
+export type AgentConfigInput = z.input<typeof AgentConfigSchema>;
+export type BrokerConfig = z.infer<typeof BrokerConfig>;
+export type ReaderConfig = z.infer<typeof ReaderConfig>;
+export type PrinterConfig = z.infer<typeof PrinterConfig>;
+
+export class AgentConfigError extends Error {
+  override readonly name = 'AgentConfigError';
+  constructor(
+    readonly file: string,
+    readonly problems: string[],
+  ) {
+    super(`invalid agent config ${file}:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  }
+}
+
+/** Reads and checks a config file; throws AgentConfigError naming every problem found. */
+export function loadAgentConfig(file: string): AgentConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new AgentConfigError(file, [`cannot read the file: ${(error as Error).message}`]);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    throw new AgentConfigError(file, [`not valid JSON: ${(error as Error).message}`]);
+  }
+  const result = parseAgentConfig(raw, path.dirname(path.resolve(file)));
+  if (!result.ok) throw new AgentConfigError(file, result.problems);
+  return result.config;
+}
+
+export type ParsedConfig = { ok: true; config: AgentConfig } | { ok: false; problems: string[] };
+
+/** Checks a parsed JSON value; paths are resolved against `baseDir`, files must be readable. */
+export function parseAgentConfig(raw: unknown, baseDir: string): ParsedConfig {
+  const parsed = AgentConfigSchema.safeParse(raw, {
+    error: (issue) =>
+      issue.code === 'invalid_type' && issue.input === undefined ? 'is required' : undefined,
+  });
+  if (!parsed.success) {
+    return {
+      ok: false,
+      problems: parsed.error.issues.map((issue) => {
+        const where = issue.path.map(String).join('.');
+        return where ? `${where}: ${issue.message}` : issue.message;
+      }),
+    };
+  }
+  const config = resolvePaths(parsed.data, baseDir);
+  const problems = unreadableFiles(config);
+  return problems.length ? { ok: false, problems } : { ok: true, config };
+}
+
+/** Every relative path is taken from the config file's directory. */
+function resolvePaths(config: AgentConfig, baseDir: string): AgentConfig {
+  const at = (p: string | undefined) => (p === undefined ? undefined : path.resolve(baseDir, p));
+  const { broker, reader } = config;
+  const emulated = reader.emulated && {
+    ...reader.emulated,
+    state_file: path.resolve(baseDir, reader.emulated.state_file),
+  };
+  return {
+    ...config,
+    broker: omitUndefined({
+      ...broker,
+      cert: at(broker.cert),
+      key: at(broker.key),
+      ca: at(broker.ca),
+    }),
+    reader: emulated ? { ...reader, emulated } : reader,
+    data_dir: path.resolve(baseDir, config.data_dir),
+  };
+}
+
+function unreadableFiles(config: AgentConfig): string[] {
+  const problems: string[] = [];
+  for (const field of ['cert', 'key', 'ca'] as const) {
+    const file = config.broker[field];
+    if (file === undefined) continue;
+    try {
+      accessSync(file, constants.R_OK);
+    } catch {
+      problems.push(`broker.${field}: cannot read ${file}`);
+    }
+  }
+  return problems;
+}
+
+function isBrokerUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'mqtt:' || url.protocol === 'mqtts:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+function omitUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}

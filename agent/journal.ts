@@ -1,0 +1,300 @@
+/**
+ * The agent's journal: one SQLite file (WAL, synchronous=FULL) holding what must survive a
+ * crash or a power loss. The agent writes here before it acts and before it acknowledges
+ * (architecture invariant 4); every call is one commit.
+ *
+ * - commands:     every command received, by command_id, so a re-sent command applies once
+ * - transactions: what the agent knows of each transaction: its state, whether the relay
+ *                 asked to cancel or continue it, and the reader's result
+ * - outbox:       reports not yet acknowledged by the relay, numbered by an AUTOINCREMENT
+ *                 seq that never goes back, across restarts and deletions
+ */
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import type { TerminalReport } from '../protocol/terminal-link.js';
+import type { ReaderResult, ReaderStart } from './ports.js';
+
+/**
+ * QUEUED: accepted, waiting for the reader. RUNNING: handed to the reader (the start or a
+ * continue may or may not have arrived). PAUSED: at customer identification. COMPLETED
+ * and CANCELLED are final on the reader.
+ */
+export type TransactionState = 'QUEUED' | 'RUNNING' | 'PAUSED' | 'COMPLETED' | 'CANCELLED';
+
+export interface TransactionRow {
+  transaction_id: string;
+  /** The start as the reader gets it; absent when a cancel came before any start. */
+  request?: ReaderStart;
+  state: TransactionState;
+  /** The relay said "must not charge": stop it, or reverse it once it succeeded. */
+  cancel_requested: boolean;
+  /** A continue was accepted (the reader may not have it yet). */
+  continue_requested: boolean;
+  continue_amount?: number;
+  /** The final outcome (as the reader reported it, or as the agent decided it). */
+  result?: Omit<ReaderResult, 'transaction_id' | 'phase'>;
+  created_at: string;
+  updated_at: string;
+}
+
+export type CommandOutcome = 'ACCEPTED' | 'EXPIRED';
+
+export interface CommandRow {
+  command_id: string;
+  type: string;
+  transaction_id?: string;
+  outcome: CommandOutcome;
+}
+
+export interface OutboxRow {
+  seq: number;
+  report: TerminalReport;
+}
+
+/** What one commit writes: any of a command, a transaction's new row, reports. */
+export interface JournalEntry {
+  command?: CommandRow & { body: unknown };
+  transaction?: TransactionRow;
+  reports?: TerminalReport[];
+}
+
+const SCHEMA_VERSION = 1;
+
+const MIGRATION = `
+  CREATE TABLE commands (
+    command_id     TEXT PRIMARY KEY,
+    type           TEXT NOT NULL,
+    transaction_id TEXT,
+    outcome        TEXT NOT NULL CHECK (outcome IN ('ACCEPTED', 'EXPIRED')),
+    body           TEXT NOT NULL,
+    received_at    TEXT NOT NULL
+  );
+  CREATE TABLE transactions (
+    transaction_id     TEXT PRIMARY KEY,
+    request            TEXT,
+    state              TEXT NOT NULL
+                       CHECK (state IN ('QUEUED', 'RUNNING', 'PAUSED', 'COMPLETED', 'CANCELLED')),
+    cancel_requested   INTEGER NOT NULL DEFAULT 0,
+    continue_requested INTEGER NOT NULL DEFAULT 0,
+    continue_amount    INTEGER,
+    result_code        TEXT,
+    result             TEXT,
+    created_at         TEXT NOT NULL,
+    updated_at         TEXT NOT NULL
+  );
+  CREATE INDEX transactions_open ON transactions (created_at)
+    WHERE state IN ('QUEUED', 'RUNNING', 'PAUSED')
+       OR (state = 'COMPLETED' AND cancel_requested = 1 AND result_code = 'SUCCESS');
+  CREATE TABLE outbox (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    type       TEXT NOT NULL CHECK (type IN ('transaction', 'status')),
+    body       TEXT NOT NULL,
+    created_at TEXT NOT NULL
+  );
+`;
+
+interface TransactionDbRow {
+  transaction_id: string;
+  request: string | null;
+  state: TransactionState;
+  cancel_requested: number;
+  continue_requested: number;
+  continue_amount: number | null;
+  result: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export class Journal {
+  private constructor(
+    private readonly db: Database.Database,
+    private readonly now: () => Date,
+  ) {}
+
+  /** Opens (creating if needed) `<dataDir>/agent.sqlite`. */
+  static open(dataDir: string, now: () => Date = () => new Date()): Journal {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    const db = new Database(path.join(dataDir, 'agent.sqlite'));
+    db.pragma('journal_mode = WAL');
+    // FULL: a commit is on disk before the call returns, so an acknowledgement or a reader
+    // command that follows it can never be ahead of the journal, even on power loss.
+    db.pragma('synchronous = FULL');
+    db.pragma('busy_timeout = 5000');
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (version > SCHEMA_VERSION) {
+      db.close();
+      throw new Error(
+        `the journal ${dataDir}/agent.sqlite has schema ${version}, newer than this agent (${SCHEMA_VERSION})`,
+      );
+    }
+    if (version < SCHEMA_VERSION) {
+      db.transaction(() => {
+        db.exec(MIGRATION);
+        db.pragma(`user_version = ${SCHEMA_VERSION}`);
+      })();
+    }
+    return new Journal(db, now);
+  }
+
+  /** Writes a command, a transaction and reports in one commit; returns the reports' seqs. */
+  record(entry: JournalEntry): number[] {
+    return this.db.transaction(() => {
+      const at = this.now().toISOString();
+      if (entry.command) this.insertCommand(entry.command, at);
+      if (entry.transaction) this.upsertTransaction(entry.transaction);
+      return (entry.reports ?? []).map((report) => this.insertReport(report, at));
+    })();
+  }
+
+  /**
+   * Adds a status report, dropping every older status still in the outbox: only the newest
+   * status matters, so a long outage leaves one status behind, not thousands.
+   */
+  recordStatus(report: TerminalReport & { type: 'status' }): number {
+    return this.db.transaction(() => {
+      this.db.prepare(`DELETE FROM outbox WHERE type = 'status'`).run();
+      return this.insertReport(report, this.now().toISOString());
+    })();
+  }
+
+  command(commandId: string): CommandRow | undefined {
+    const row = this.db
+      .prepare<
+        [string],
+        { command_id: string; type: string; transaction_id: string | null; outcome: CommandOutcome }
+      >('SELECT command_id, type, transaction_id, outcome FROM commands WHERE command_id = ?')
+      .get(commandId);
+    if (!row) return undefined;
+    const { transaction_id, ...rest } = row;
+    return transaction_id === null ? rest : { ...rest, transaction_id };
+  }
+
+  transaction(transactionId: string): TransactionRow | undefined {
+    const row = this.db
+      .prepare<[string], TransactionDbRow>('SELECT * FROM transactions WHERE transaction_id = ?')
+      .get(transactionId);
+    return row && fromDb(row);
+  }
+
+  /** Transactions not known to be final (or whose reversal is owed), oldest first. */
+  openTransactions(): TransactionRow[] {
+    return this.db
+      .prepare<[], TransactionDbRow>(
+        `SELECT * FROM transactions
+          WHERE state IN ('QUEUED', 'RUNNING', 'PAUSED')
+             OR (state = 'COMPLETED' AND cancel_requested = 1 AND result_code = 'SUCCESS')
+          ORDER BY created_at, rowid`,
+      )
+      .all()
+      .map(fromDb);
+  }
+
+  /** Reports still owed to the relay, in seq order, after `afterSeq`. */
+  pendingReports(afterSeq = 0, limit = 1000): OutboxRow[] {
+    return this.db
+      .prepare<[number, number], { seq: number; body: string }>(
+        'SELECT seq, body FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?',
+      )
+      .all(afterSeq, limit)
+      .map((row) => ({ seq: row.seq, report: JSON.parse(row.body) as TerminalReport }));
+  }
+
+  /** The relay committed this report: it leaves the outbox. */
+  dropReport(seq: number): boolean {
+    return this.db.prepare('DELETE FROM outbox WHERE seq = ?').run(seq).changes > 0;
+  }
+
+  /** The last seq ever given (0 before the first report). */
+  lastSeq(): number {
+    const row = this.db
+      .prepare<[], { seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'outbox'`)
+      .get();
+    return row?.seq ?? 0;
+  }
+
+  /** Forgets final transactions and commands older than `before` (open ones are kept). */
+  prune(before: Date): void {
+    const cutoff = before.toISOString();
+    this.db.transaction(() => {
+      this.db.prepare('DELETE FROM commands WHERE received_at < ?').run(cutoff);
+      this.db
+        .prepare(
+          `DELETE FROM transactions WHERE updated_at < ?
+             AND state IN ('COMPLETED', 'CANCELLED')
+             AND NOT (state = 'COMPLETED' AND cancel_requested = 1 AND result_code = 'SUCCESS')`,
+        )
+        .run(cutoff);
+    })();
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+
+  private insertCommand(command: CommandRow & { body: unknown }, at: string): void {
+    this.db
+      .prepare(
+        `INSERT INTO commands (command_id, type, transaction_id, outcome, body, received_at)
+         VALUES (?, ?, ?, ?, ?, ?)`,
+      )
+      .run(
+        command.command_id,
+        command.type,
+        command.transaction_id ?? null,
+        command.outcome,
+        JSON.stringify(command.body),
+        at,
+      );
+  }
+
+  private upsertTransaction(row: TransactionRow): void {
+    this.db
+      .prepare(
+        `INSERT INTO transactions (transaction_id, request, state, cancel_requested,
+           continue_requested, continue_amount, result_code, result, created_at, updated_at)
+         VALUES (@transaction_id, @request, @state, @cancel_requested, @continue_requested,
+           @continue_amount, @result_code, @result, @created_at, @updated_at)
+         ON CONFLICT (transaction_id) DO UPDATE SET
+           request = excluded.request, state = excluded.state,
+           cancel_requested = excluded.cancel_requested,
+           continue_requested = excluded.continue_requested,
+           continue_amount = excluded.continue_amount, result_code = excluded.result_code,
+           result = excluded.result, updated_at = excluded.updated_at`,
+      )
+      .run({
+        transaction_id: row.transaction_id,
+        request: row.request ? JSON.stringify(row.request) : null,
+        state: row.state,
+        cancel_requested: row.cancel_requested ? 1 : 0,
+        continue_requested: row.continue_requested ? 1 : 0,
+        continue_amount: row.continue_amount ?? null,
+        result_code: row.result?.result_code ?? null,
+        result: row.result ? JSON.stringify(row.result) : null,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+      });
+  }
+
+  private insertReport(report: TerminalReport, at: string): number {
+    const info = this.db
+      .prepare('INSERT INTO outbox (type, body, created_at) VALUES (?, ?, ?)')
+      .run(report.type, JSON.stringify(report), at);
+    return Number(info.lastInsertRowid);
+  }
+}
+
+function fromDb(row: TransactionDbRow): TransactionRow {
+  const out: TransactionRow = {
+    transaction_id: row.transaction_id,
+    state: row.state,
+    cancel_requested: row.cancel_requested === 1,
+    continue_requested: row.continue_requested === 1,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+  if (row.request !== null) out.request = JSON.parse(row.request) as ReaderStart;
+  if (row.continue_amount !== null) out.continue_amount = row.continue_amount;
+  if (row.result !== null) out.result = JSON.parse(row.result) as TransactionRow['result'];
+  return out;
+}

@@ -1,0 +1,308 @@
+/**
+ * The agent's MQTT link to the relay (protocol/mqtt.ts is the contract):
+ *
+ * - one persistent session (clean: false, client id `agent-<terminal_id>`), QoS 1 both ways;
+ * - subscribes to its `cmd` and `report-ack` topics at every connect (a broker that lost
+ *   its sessions, such as an in-memory one restarted, gets them back);
+ * - last will: retained `{connected: false}` on `presence`; `{connected: true}` at connect;
+ * - a command is handed to `onCommand` (which journals it) before the broker gets its
+ *   PUBACK; an invalid message is logged and dropped, never a crash;
+ * - publishes the outbox in seq order after every (re)connect and each new report; a
+ *   report leaves the outbox only on the relay's report-ack. When no report-ack comes for
+ *   a whole `resendMs` while reports wait, it publishes them all again: a broker that
+ *   restarted, or a relay without a persistent session, may have dropped them;
+ * - reconnects itself with capped, jittered exponential back-off (mqtt.js would retry at
+ *   a fixed period: every terminal at once after a relay restart).
+ */
+import { PassThrough, type Duplex } from 'node:stream';
+import { MqttClient, type IClientOptions, type IPublishPacket } from 'mqtt';
+import type { Logger } from 'pino';
+import {
+  CommandMessage,
+  ReportAckMessage,
+  terminalTopics,
+  type CommandAckMessage,
+  type PresenceMessage,
+} from '../protocol/mqtt.js';
+import { Backoff, type BackoffOptions } from './backoff.js';
+import { openBrokerSocket } from './broker-socket.js';
+import type { Clock, Timers } from './clock.js';
+import type { BrokerConfig } from './config.js';
+import type { CommandOutcome, Journal } from './journal.js';
+
+export interface AgentLinkOptions {
+  terminalId: string;
+  broker: BrokerConfig;
+  journal: Pick<Journal, 'pendingReports' | 'dropReport'>;
+  /** Journals (and acts on) a valid command; called before the broker's PUBACK. */
+  onCommand: (message: CommandMessage) => void;
+  onConnectionChange?: (connected: boolean) => void;
+  logger: Logger;
+  clock: Clock;
+  timers: Timers;
+  backoff?: BackoffOptions;
+  /** A connection up this long counts as good: the back-off starts over (default 10 s). */
+  stableAfterMs?: number;
+  /** Give up a connect attempt without CONNACK after this long (default 10 s). */
+  connectTimeoutMs?: number;
+  agentVersion?: string;
+  /** Publish waiting reports again after this long without a report-ack (default 10 s). */
+  resendMs?: number;
+  /** Client id; default `agent-<terminal_id>` (doctor uses another one). */
+  clientId?: string;
+}
+
+/** Outbox rows read per batch when flushing. */
+const FLUSH_BATCH = 500;
+
+export class AgentLink {
+  private readonly client: MqttClient;
+  private readonly topics: ReturnType<typeof terminalTopics>;
+  private readonly backoff: Backoff;
+  /** Acks not yet PUBACKed by the broker, re-sent after a reconnect. */
+  private readonly pendingAcks = new Map<string, string>();
+  private reconnectTimer: unknown;
+  private resendTimer: unknown;
+  /** Report-acks received since the last resend check. */
+  private acksSinceCheck = 0;
+  private connectedAt = 0;
+  /** Highest seq published on the current connection. */
+  private sentUpTo = 0;
+  private stopped = false;
+
+  constructor(private readonly options: AgentLinkOptions) {
+    this.topics = terminalTopics(options.terminalId);
+    this.backoff = new Backoff(options.backoff);
+    const { broker } = options;
+    const will: PresenceMessage = { connected: false };
+    const clientOptions: IClientOptions = {
+      clientId: options.clientId ?? `agent-${options.terminalId}`,
+      clean: false,
+      protocolVersion: 4,
+      keepalive: broker.keepalive_s,
+      reconnectPeriod: 0,
+      connectTimeout: options.connectTimeoutMs ?? 10_000,
+      manualConnect: true,
+      will: {
+        topic: this.topics.presence,
+        payload: Buffer.from(JSON.stringify(will)),
+        qos: 1,
+        retain: true,
+      },
+      ...(broker.username !== undefined ? { username: broker.username } : {}),
+      ...(broker.password !== undefined ? { password: broker.password } : {}),
+    };
+    this.client = new MqttClient(() => this.openSocket(), clientOptions);
+    this.client.handleMessage = (packet, done) => {
+      this.onPublish(packet);
+      done();
+    };
+    this.client.on('connect', () => this.onConnect());
+    this.client.on('close', () => this.onClose());
+    this.client.on('error', (error) => this.onError(error));
+  }
+
+  start(): void {
+    this.options.logger.info({ url: this.options.broker.url }, 'connecting to the broker');
+    this.client.connect();
+    this.scheduleResendCheck();
+  }
+
+  get connected(): boolean {
+    return this.client.connected;
+  }
+
+  /** Tells the relay a command is journaled (ACCEPTED) or refused as expired. */
+  ackCommand(commandId: string, outcome: CommandOutcome): void {
+    const ack: CommandAckMessage = { command_id: commandId, outcome };
+    const payload = JSON.stringify(ack);
+    this.pendingAcks.set(commandId, payload);
+    this.publishAck(commandId, payload);
+  }
+
+  /** Publishes outbox reports not yet sent on this connection, in seq order. */
+  flush(): void {
+    if (!this.client.connected || this.stopped) return;
+    for (;;) {
+      const rows = this.options.journal.pendingReports(this.sentUpTo, FLUSH_BATCH);
+      for (const row of rows) {
+        this.client.publish(this.topics.report, JSON.stringify(row), { qos: 1 });
+        this.sentUpTo = row.seq;
+      }
+      if (rows.length < FLUSH_BATCH) return;
+    }
+  }
+
+  /** Says `connected: false` (retained) when it can, then closes the session's connection. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.options.timers.clearTimeout(this.reconnectTimer);
+    this.options.timers.clearTimeout(this.resendTimer);
+    if (this.client.connected) {
+      const presence: PresenceMessage = { connected: false, at: this.now() };
+      try {
+        await this.client.publishAsync(this.topics.presence, JSON.stringify(presence), {
+          qos: 1,
+          retain: true,
+        });
+      } catch (error) {
+        this.options.logger.warn({ err: error }, 'could not publish presence before stopping');
+      }
+      await this.client.endAsync();
+    } else {
+      await this.client.endAsync(true);
+    }
+  }
+
+  private openSocket(): Duplex {
+    try {
+      return openBrokerSocket(this.options.broker);
+    } catch (error) {
+      // An unreadable certificate file: this attempt fails, the back-off retries.
+      this.options.logger.error({ err: error }, 'cannot open the broker connection');
+      const failed = new PassThrough();
+      process.nextTick(() => failed.destroy(error as Error));
+      return failed;
+    }
+  }
+
+  private onConnect(): void {
+    this.connectedAt = this.options.clock.now().getTime();
+    this.sentUpTo = 0;
+    const { logger } = this.options;
+    logger.info({ url: this.options.broker.url }, 'connected to the broker');
+    const presence: PresenceMessage = {
+      connected: true,
+      at: this.now(),
+      ...(this.options.agentVersion ? { agent_version: this.options.agentVersion } : {}),
+    };
+    this.client.publish(this.topics.presence, JSON.stringify(presence), { qos: 1, retain: true });
+    this.client.subscribe(
+      { [this.topics.command]: { qos: 1 }, [this.topics.reportAck]: { qos: 1 } },
+      (error, granted) => {
+        if (error) logger.error({ err: error }, 'subscribing failed');
+        const refused = (granted ?? []).filter((g) => g.qos === 128).map((g) => g.topic);
+        // The broker's access rules do not match this terminal: no command will arrive.
+        if (refused.length) logger.error({ topics: refused }, 'the broker refused a subscription');
+      },
+    );
+    for (const [commandId, payload] of this.pendingAcks) this.publishAck(commandId, payload);
+    this.options.onConnectionChange?.(true);
+    this.flush();
+  }
+
+  private onClose(): void {
+    if (this.connectedAt !== 0) {
+      const upMs = this.options.clock.now().getTime() - this.connectedAt;
+      this.connectedAt = 0;
+      if (upMs >= (this.options.stableAfterMs ?? 10_000)) this.backoff.reset();
+      if (this.stopped) this.options.logger.info('disconnected from the broker');
+      else this.options.logger.warn('disconnected from the broker');
+      this.options.onConnectionChange?.(false);
+    }
+    if (this.stopped || this.reconnectTimer !== undefined) return;
+    const delay = this.backoff.next();
+    this.options.logger.info(
+      { delayMs: delay, attempt: this.backoff.failures },
+      'reconnecting to the broker after a back-off',
+    );
+    this.reconnectTimer = this.options.timers.setTimeout(() => {
+      this.reconnectTimer = undefined;
+      if (this.stopped) return;
+      // The same stores: messages in flight are re-sent (the relay applies them once by seq).
+      this.client.reconnect({
+        incomingStore: this.client.incomingStore,
+        outgoingStore: this.client.outgoingStore,
+      });
+    }, delay);
+  }
+
+  private onError(error: Error & { code?: unknown }): void {
+    // Connection refused, bad credentials, TLS errors: each attempt's close schedules the next.
+    this.options.logger.warn(
+      { err: { message: error.message, code: error.code } },
+      'broker connection error',
+    );
+  }
+
+  private onPublish(packet: IPublishPacket): void {
+    const { logger } = this.options;
+    let value: unknown;
+    try {
+      value = JSON.parse(packet.payload.toString());
+    } catch {
+      logger.warn({ topic: packet.topic }, 'ignored a message that is not JSON');
+      return;
+    }
+    try {
+      if (packet.topic === this.topics.command) {
+        const parsed = CommandMessage.safeParse(value);
+        if (!parsed.success) {
+          logger.warn(
+            { topic: packet.topic, issues: issues(parsed.error) },
+            'ignored an invalid command',
+          );
+          return;
+        }
+        this.options.onCommand(parsed.data);
+      } else if (packet.topic === this.topics.reportAck) {
+        const parsed = ReportAckMessage.safeParse(value);
+        if (!parsed.success) {
+          logger.warn(
+            { topic: packet.topic, issues: issues(parsed.error) },
+            'ignored an invalid report-ack',
+          );
+          return;
+        }
+        this.acksSinceCheck++;
+        this.options.journal.dropReport(parsed.data.seq);
+      } else {
+        logger.warn({ topic: packet.topic }, 'ignored a message on an unexpected topic');
+      }
+    } catch (error) {
+      // Journal failures (disk full...) must not kill the link; no ack was sent, so the
+      // relay sends the command again.
+      logger.error({ err: error, topic: packet.topic }, 'handling a message failed');
+    }
+  }
+
+  /** Every resendMs: reports published on this connection and still unacknowledged, with no
+   * report-ack meanwhile, are published again (the relay applies them once, by seq). */
+  private scheduleResendCheck(): void {
+    this.resendTimer = this.options.timers.setTimeout(() => {
+      if (this.stopped) return;
+      const oldest = this.options.journal.pendingReports(0, 1)[0];
+      if (
+        this.client.connected &&
+        oldest &&
+        oldest.seq <= this.sentUpTo &&
+        this.acksSinceCheck === 0
+      ) {
+        this.options.logger.info(
+          { fromSeq: oldest.seq },
+          'no report-ack: publishing the outbox again',
+        );
+        this.sentUpTo = 0;
+        this.flush();
+      }
+      this.acksSinceCheck = 0;
+      this.scheduleResendCheck();
+    }, this.options.resendMs ?? 10_000);
+  }
+
+  private publishAck(commandId: string, payload: string): void {
+    if (!this.client.connected) return;
+    this.client.publish(this.topics.commandAck, payload, { qos: 1 }, (error) => {
+      if (!error && this.pendingAcks.get(commandId) === payload) this.pendingAcks.delete(commandId);
+    });
+  }
+
+  private now(): string {
+    return this.options.clock.now().toISOString();
+  }
+}
+
+function issues(error: { issues: ReadonlyArray<{ path: PropertyKey[]; message: string }> }) {
+  return error.issues.map((i) => `${i.path.map(String).join('.') || '(message)'}: ${i.message}`);
+}

@@ -1,0 +1,36 @@
+/**
+ * The agent's pino logger: secrets and card data never reach a log (architecture
+ * invariant 7). The same SECRET_FIELDS as the relay, wherever they appear in a log object,
+ * plus the key material of the broker config.
+ */
+import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { SECRET_FIELDS } from '../protocol/secrets.js';
+
+const AGENT_SECRET_FIELDS = [...SECRET_FIELDS, 'key', 'cert'] as const;
+
+const redactPaths = AGENT_SECRET_FIELDS.flatMap((field) => [
+  field,
+  `*.${field}`,
+  `*.*.${field}`,
+  `*.*.*.${field}`,
+  `*.*.*.*.${field}`,
+]);
+
+export function agentLoggerOptions(level: string, terminalId?: string): LoggerOptions {
+  return {
+    level,
+    name: 'tps-agent',
+    base: terminalId ? { terminal_id: terminalId } : {},
+    redact: { paths: redactPaths, censor: '[redacted]' },
+  };
+}
+
+/** Logs as JSON lines to stdout (journald keeps them under systemd), or to `destination`. */
+export function createAgentLogger(
+  level: string,
+  terminalId?: string,
+  destination?: DestinationStream,
+): Logger {
+  const options = agentLoggerOptions(level, terminalId);
+  return destination ? pino(options, destination) : pino(options);
+}
