@@ -219,6 +219,8 @@ export class AgentLink {
   }
 
   private onError(error: Error & { code?: unknown }): void {
+    // A write racing the close of a stopping link is expected, not a fault.
+    if (this.stopped) return;
     // Connection refused, bad credentials, TLS errors: each attempt's close schedules the next.
     this.options.logger.warn(
       { err: { message: error.message, code: error.code } },
