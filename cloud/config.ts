@@ -20,6 +20,7 @@ export const CloudConfigSchema = z
       .optional(),
     accountPassword: z.string().min(12, 'must be at least 12 characters').optional(),
     simulatorDelayMs: z.coerce.number().int().min(0).max(600_000).default(2000),
+    simulatorMode: z.enum(['agent', 'in-process']).default('agent'),
     maxUnconfirmed: z.coerce.number().int().min(1).max(10_000).default(10),
     pauseTimeoutS: seconds.max(86_400).default(60),
     startTtlS: seconds.min(1).max(86_400).default(60),
@@ -93,6 +94,11 @@ export const CLOUD_SETTINGS = {
     env: 'TPS_SIMULATOR_DELAY_MS',
     flag: 'simulator-delay-ms',
     doc: 'How long a simulated terminal works on an ordinary payment.',
+  },
+  simulatorMode: {
+    env: 'TPS_SIMULATOR_MODE',
+    flag: 'simulator-mode',
+    doc: 'agent: simulated terminals are agents on the MQTT path; in-process: played inside the relay.',
   },
   maxUnconfirmed: {
     env: 'TPS_MAX_UNCONFIRMED',

@@ -21,6 +21,8 @@ import { cohortOf, newAccountId, newSecret, newUsername } from './ids.js';
 import { loggerOptions } from './logging.js';
 import { startEmbeddedBroker, type EmbeddedBroker } from './mqtt/embedded-broker.js';
 import { MqttTerminalLink } from './mqtt/mqtt-link.js';
+import { AgentSimulators } from './simulator/agent-simulators.js';
+import type { SimulatorFleet } from './simulator/fleet.js';
 import { SimulatorHost } from './simulator/host.js';
 import { LinkRouter } from './terminals/link-router.js';
 import { SqliteStore } from './store/sqlite.js';
@@ -48,7 +50,7 @@ export interface Relay {
   bootstrap: Bootstrap;
   store: Store;
   service: TransactionService;
-  simulators: SimulatorHost;
+  simulators: SimulatorFleet;
   /** The broker agents connect to. */
   brokerUrl: string;
   registry: TerminalRegistry;
@@ -133,14 +135,27 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
   await mqttLink.connect();
   const agentBrokerUrl = config.mqttPublicUrl ?? config.mqttUrl ?? broker!.url;
 
-  const simulators = new SimulatorHost({
-    delayMs: config.simulatorDelayMs,
-    clock,
-    logger: logger.child({ part: 'simulator' }),
-  });
+  const inProcess =
+    config.simulatorMode === 'in-process'
+      ? new SimulatorHost({
+          delayMs: config.simulatorDelayMs,
+          clock,
+          logger: logger.child({ part: 'simulator' }),
+        })
+      : undefined;
+  const simulators: SimulatorFleet =
+    inProcess ??
+    new AgentSimulators({
+      store,
+      brokerUrl: config.mqttUrl ?? broker!.url,
+      dataDir: config.dataDir,
+      delayMs: config.simulatorDelayMs,
+      clock,
+      logger: logger.child({ part: 'simulator' }),
+    });
   const service = new TransactionService({
     store,
-    link: new LinkRouter(store, { SIMULATOR: simulators, AGENT: mqttLink }),
+    link: new LinkRouter(store, { SIMULATOR: inProcess ?? mqttLink, AGENT: mqttLink }),
     clock,
     logger: logger.child({ part: 'transactions' }),
     events: eventFeed,
@@ -161,8 +176,8 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
     }),
   );
 
-  for (const terminal of await store.listTerminals('SIMULATOR')) simulators.attach(terminal);
   await service.start();
+  await Promise.all((await store.listTerminals('SIMULATOR')).map((t) => simulators.attach(t)));
 
   const app = buildHttpServer({
     logger,
@@ -172,7 +187,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
     spooler,
     events,
     webhooks,
-    startSimulator: async (terminal) => simulators.attach(terminal),
+    startSimulator: (terminal) => simulators.attach(terminal),
     agentBrokerUrl: () => agentBrokerUrl,
     defaultWaitSeconds: DEFAULT_WAIT_SECONDS,
     ...(config.tlsCert && config.tlsKey
@@ -190,7 +205,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
 
   if (config.defaultSimulator && (await store.listTerminals('SIMULATOR')).length === 0) {
     const { terminal, issued } = await registry.createSimulator(bootstrap.accountId);
-    simulators.attach(terminal);
+    await simulators.attach(terminal);
     bootstrap.simulator = issued;
   }
 

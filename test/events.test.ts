@@ -245,14 +245,19 @@ describe('the event log', () => {
     const read: string[] = [];
     let writing = true;
     const done = Promise.all(writers).then(() => (writing = false));
+    const all: string[] = [];
     while (writing || read.length < 10_000) {
       const page = await list(reader, { next_token: token, limit: 1000 });
       expect(page.status).toBe(200);
-      read.push(...page.body.events.map((e: { id: string }) => e.id));
+      const ids: string[] = page.body.events.map((e: { id: string }) => e.id);
+      all.push(...ids);
+      // The simulated terminals' own status reports interleave; only the bulk is counted.
+      read.push(...ids.filter((id) => id.startsWith('evt-bulk-')));
       token = page.body.next_token;
       if (!writing && page.body.events.length === 0) break;
     }
     await done;
+    expect(new Set(all).size).toBe(all.length);
     expect(read).toHaveLength(10_000);
     expect(new Set(read).size).toBe(10_000);
     expect(new Set(read)).toEqual(written);

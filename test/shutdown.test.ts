@@ -15,7 +15,17 @@ describe('shutdown', () => {
       wait_seconds: 0,
     });
     const parkedGet = pos.call('/transaction/get', { external_id: 'slow', wait_seconds: 60 });
-    const start = await post(relay.baseUrl, 'v1', '/event/list', {}, pos.credential);
+    // Transaction events only: the terminal's own status reports would answer the poll.
+    const start = await post(
+      relay.baseUrl,
+      'v1',
+      '/event/list',
+      { filter: { type: { eq: 'eu.vendor.api.pos.v0.Transaction' } } },
+      pos.credential,
+    );
+    expect(start.body.events.map((e: { data: { state: string } }) => e.data.state)).toEqual([
+      'PROCESSING',
+    ]);
     const parkedEvents = post(
       relay.baseUrl,
       'v1',

@@ -7,6 +7,7 @@ import type { TerminalCommand, TerminalReport } from '../../protocol/index.js';
 import type { Clock } from '../clock.js';
 import type { TerminalRecord } from '../store/records.js';
 import type { ReportHandler, TerminalLink } from '../terminals/link.js';
+import type { ReaderOutcome, SimulatorFleet } from './fleet.js';
 import { SimulatedTerminal } from './simulated-terminal.js';
 
 export interface SimulatorHostOptions {
@@ -15,7 +16,11 @@ export interface SimulatorHostOptions {
   logger: Logger;
 }
 
-export class SimulatorHost implements TerminalLink {
+/**
+ * Simulated terminals played inside the relay, without the agent path: for comparing
+ * the two paths and for a relay without MQTT (TPS_SIMULATOR_MODE=in-process).
+ */
+export class SimulatorHost implements TerminalLink, SimulatorFleet {
   private readonly terminals = new Map<string, SimulatedTerminal>();
   private handler: ReportHandler = async () => {};
   /** Reports of one terminal are handled one after another, in the order they were made. */
@@ -23,7 +28,7 @@ export class SimulatorHost implements TerminalLink {
 
   constructor(private readonly options: SimulatorHostOptions) {}
 
-  attach(terminal: TerminalRecord): void {
+  async attach(terminal: TerminalRecord): Promise<void> {
     if (this.terminals.has(terminal.id)) return;
     this.terminals.set(
       terminal.id,
@@ -37,8 +42,12 @@ export class SimulatorHost implements TerminalLink {
     );
   }
 
-  terminal(terminalId: string): SimulatedTerminal | undefined {
-    return this.terminals.get(terminalId);
+  outcomes(terminalId: string): Map<string, ReaderOutcome> {
+    return this.terminals.get(terminalId)?.outcomes() ?? new Map();
+  }
+
+  printed(terminalId: string): number {
+    return this.terminals.get(terminalId)?.printed.length ?? 0;
   }
 
   async send(terminalId: string, command: TerminalCommand): Promise<void> {

@@ -19,6 +19,7 @@ import {
   type ScenarioDelay,
 } from '../../firmware-bridge/emulator/scenarios.js';
 import type { Clock } from '../clock.js';
+import type { ReaderOutcome } from './fleet.js';
 
 type Phase = 'RUNNING' | 'PAUSED' | 'DONE';
 
@@ -46,9 +47,6 @@ export class SimulatedTerminal {
   private readonly serial: number;
   /** Print jobs received (sizes in bytes), for tests and the bench. */
   readonly printed: number[] = [];
-  /** Transactions this terminal stopped or reversed on the relay's word. */
-  readonly cancelled: Array<{ transactionId: string; after: 'RUNNING' | 'PAUSED' | 'SUCCESS' }> =
-    [];
 
   constructor(private readonly options: SimulatedTerminalOptions) {
     this.serial = Number(options.terminalId.replace(/\D/g, '').slice(-8) || '0');
@@ -102,16 +100,14 @@ export class SimulatedTerminal {
     if (!run) return;
     if (run.phase === 'DONE') {
       if (run.result === 'SUCCESS') {
-        this.cancelled.push({ transactionId, after: 'SUCCESS' });
         run.result = 'REVERSED';
         this.options.logger.info({ transactionId }, 'payment reversed');
       }
       return;
     }
-    this.cancelled.push({ transactionId, after: run.phase });
     clearTimeout(run.timer);
     run.phase = 'DONE';
-    run.result = 'ABORTED';
+    run.result = 'STOPPED';
     await this.options.report({
       type: 'transaction',
       transaction_id: transactionId,
@@ -195,6 +191,25 @@ export class SimulatedTerminal {
       at: this.options.clock.now().toISOString(),
       readings,
     });
+  }
+
+  outcomes(): Map<string, ReaderOutcome> {
+    const outcomes = new Map<string, ReaderOutcome>();
+    for (const [id, run] of this.runs) {
+      outcomes.set(
+        id,
+        run.phase === 'RUNNING'
+          ? 'RUNNING'
+          : run.phase === 'PAUSED'
+            ? 'PAUSED'
+            : run.result === 'SUCCESS'
+              ? 'CHARGED'
+              : run.result === 'STOPPED' || run.result === 'REVERSED'
+                ? run.result
+                : 'DECLINED',
+      );
+    }
+    return outcomes;
   }
 
   close(): void {
