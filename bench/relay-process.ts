@@ -8,12 +8,12 @@ import { startRelay } from '../cloud/relay.js';
 import { failStart, send, serveParent } from './child-side.js';
 
 async function main(): Promise<void> {
-  const config = loadCloudConfig({}, process.env, {
-    host: '127.0.0.1',
-    port: 0,
-    defaultSimulator: false,
-    logLevel: 'warn',
-  });
+  const config = loadCloudConfig(
+    {},
+    // The relay alone, with simulated terminals inside it, unless a phase asks otherwise.
+    { TPS_SIMULATOR_MODE: 'in-process', ...process.env },
+    { host: '127.0.0.1', port: 0, mqttPort: 0, defaultSimulator: false, logLevel: 'warn' },
+  );
   const relay = await startRelay(config);
   serveParent({ parked: () => relay.service.feed.size, stop: () => relay.close() });
   send({ type: 'ready', origin: new URL(relay.baseUrl).origin });
