@@ -21,7 +21,6 @@ import { cohortOf, newAccountId, newSecret, newUsername } from './ids.js';
 import { loggerOptions } from './logging.js';
 import { startEmbeddedBroker, type EmbeddedBroker } from './mqtt/embedded-broker.js';
 import { MqttTerminalLink } from './mqtt/mqtt-link.js';
-import { AgentSimulators } from './simulator/agent-simulators.js';
 import type { SimulatorFleet } from './simulator/fleet.js';
 import { SimulatorHost } from './simulator/host.js';
 import { LinkRouter } from './terminals/link-router.js';
@@ -143,9 +142,10 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
           logger: logger.child({ part: 'simulator' }),
         })
       : undefined;
+  // The agent path's modules (agent, firmware emulation) load only when simulators use it.
   const simulators: SimulatorFleet =
     inProcess ??
-    new AgentSimulators({
+    new (await import('./simulator/agent-simulators.js')).AgentSimulators({
       store,
       brokerUrl: config.mqttUrl ?? broker!.url,
       dataDir: config.dataDir,

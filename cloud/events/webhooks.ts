@@ -6,7 +6,7 @@
  * than `disableAfterMs` is disabled, with the reason shown to its owner.
  */
 import { randomBytes } from 'node:crypto';
-import { CloudEvent, HTTP } from 'cloudevents';
+import type * as CloudEvents from 'cloudevents';
 import type { Logger } from 'pino';
 import {
   WEBHOOK_SIGNATURE_HEADER,
@@ -22,6 +22,10 @@ import type { Principal } from '../transactions/service.js';
 import type { EventFeed } from './event-feed.js';
 import type { EventLog } from './event-list.js';
 import { webhookSignature } from './webhook-signature.js';
+
+/** The CloudEvents SDK loads with the first delivery: a relay without webhooks never needs it. */
+let cloudEvents: Promise<typeof CloudEvents> | undefined;
+const loadCloudEvents = () => (cloudEvents ??= import('cloudevents'));
 
 export interface WebhookSettings {
   /** Plain http:// endpoints, for development only. */
@@ -275,6 +279,7 @@ class Deliverer {
     hook: WebhookRecord,
     event: ReturnType<EventLog['render']>,
   ): Promise<string | undefined> {
+    const { CloudEvent, HTTP } = await loadCloudEvents();
     const cloudEvent = new CloudEvent(event, false);
     const message = hook.mode === 'binary' ? HTTP.binary(cloudEvent) : HTTP.structured(cloudEvent);
     const body = typeof message.body === 'string' ? message.body : JSON.stringify(message.body);
