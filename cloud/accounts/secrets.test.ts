@@ -1,16 +1,29 @@
+import { scrypt } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { VerifiedSecretCache, hashGeneratedSecret, hashSecret, verifySecret } from './secrets.js';
 
 describe('secrets', () => {
-  it('stores a salted scrypt hash, never the secret', async () => {
+  it('stores a salted PBKDF2 hash, never the secret, and still verifies scrypt hashes', async () => {
     const a = await hashSecret('correct horse');
     const b = await hashSecret('correct horse');
-    expect(a).toMatch(/^scrypt\$16384\$8\$1\$/);
+    expect(a).toMatch(/^pbkdf2-sha256\$600000\$/);
     expect(a).not.toContain('correct horse');
     expect(a).not.toBe(b);
     expect(await verifySecret('correct horse', a)).toBe(true);
     expect(await verifySecret('correct horsE', a)).toBe(false);
     expect(await verifySecret('anything', 'plain-text')).toBe(false);
+    // Made by the earlier scrypt scheme (N=16384, r=8, p=1).
+    const legacy =
+      'scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA==$' +
+      (
+        await new Promise<Buffer>((resolve, reject) =>
+          scrypt('old secret', Buffer.alloc(16), 32, { N: 16384, r: 8, p: 1 }, (e, k) =>
+            e ? reject(e) : resolve(k),
+          ),
+        )
+      ).toString('base64');
+    expect(await verifySecret('old secret', legacy)).toBe(true);
+    expect(await verifySecret('new secret', legacy)).toBe(false);
   });
 
   it('hashes generated secrets with salted SHA-256, verified alike', async () => {

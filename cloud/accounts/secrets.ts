@@ -1,11 +1,13 @@
 /**
  * Secrets are stored as hashes and compared in constant time. A secret a person chose
- * (the account password) gets scrypt, slow on purpose against guessing; a secret the
- * service generated (24 random bytes) cannot be guessed, so a salted SHA-256 is as safe
- * and costs microseconds. A secret verified once is remembered as a keyed digest for the
- * life of the process: later requests cost one HMAC, not one scrypt.
+ * (the account password) gets PBKDF2-HMAC-SHA256 with 600,000 iterations (OWASP's
+ * figure), slow on purpose against guessing and, unlike scrypt, without 16 MB of memory
+ * per hash that the allocator keeps afterwards. A secret the service generated (24
+ * random bytes) cannot be guessed, so a salted SHA-256 is as safe and costs microseconds.
+ * A secret verified once is remembered as a keyed digest for the life of the process:
+ * later requests cost one HMAC. Hashes made by scrypt earlier still verify.
  */
-import { createHash, createHmac, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, pbkdf2, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
 
 const scryptAsync = promisify(scrypt) as (
@@ -15,9 +17,8 @@ const scryptAsync = promisify(scrypt) as (
   options: { N: number; r: number; p: number },
 ) => Promise<Buffer>;
 
-const N = 16_384;
-const R = 8;
-const P = 1;
+const pbkdf2Async = promisify(pbkdf2);
+const PBKDF2_ITERATIONS = 600_000;
 const KEY_LENGTH = 32;
 
 /** For secrets the service generated itself: 192 random bits need no key stretching. */
@@ -29,8 +30,8 @@ export function hashGeneratedSecret(secret: string): string {
 
 export async function hashSecret(secret: string): Promise<string> {
   const salt = randomBytes(16);
-  const key = await scryptAsync(secret, salt, KEY_LENGTH, { N, r: R, p: P });
-  return `scrypt$${N}$${R}$${P}$${salt.toString('base64')}$${key.toString('base64')}`;
+  const key = await pbkdf2Async(secret, salt, PBKDF2_ITERATIONS, KEY_LENGTH, 'sha256');
+  return `pbkdf2-sha256$${PBKDF2_ITERATIONS}$${salt.toString('base64')}$${key.toString('base64')}`;
 }
 
 export async function verifySecret(secret: string, stored: string): Promise<boolean> {
@@ -40,6 +41,19 @@ export async function verifySecret(secret: string, stored: string): Promise<bool
     const expected = Buffer.from(digest, 'base64');
     const actual = createHash('sha256').update(Buffer.from(salt, 'base64')).update(secret).digest();
     return expected.length === actual.length && timingSafeEqual(actual, expected);
+  }
+  if (stored.startsWith('pbkdf2-sha256$')) {
+    const [, iterations, salt, key] = stored.split('$');
+    if (!iterations || !salt || !key) return false;
+    const expected = Buffer.from(key, 'base64');
+    const actual = await pbkdf2Async(
+      secret,
+      Buffer.from(salt, 'base64'),
+      Number(iterations),
+      expected.length,
+      'sha256',
+    );
+    return timingSafeEqual(actual, expected);
   }
   const [scheme, n, r, p, salt, key] = stored.split('$');
   if (scheme !== 'scrypt' || !n || !r || !p || !salt || !key) return false;
