@@ -5,10 +5,20 @@
  */
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
-import type { ChildMessage, ParentRequest, ProcessSample } from './ipc.js';
+import type {
+  ChildMessage,
+  FleetAgents,
+  FleetReply,
+  FleetRequest,
+  ParentRequest,
+  ProcessSample,
+} from './ipc.js';
 
 export interface ChildHooks {
   parked?: () => number;
+  /** The agent fleet: its agents for samples, and its own requests. */
+  agents?: () => FleetAgents;
+  fleet?: (request: FleetRequest) => Promise<FleetReply>;
   stop: () => Promise<void>;
 }
 
@@ -57,6 +67,7 @@ export function serveParent(hooks: ChildHooks): void {
       cpuMs: (cpu.user + cpu.system) / 1000,
       sockets: process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length,
       ...(hooks.parked ? { parked: hooks.parked() } : {}),
+      ...(hooks.agents ? { agents: hooks.agents() } : {}),
     };
   };
 
@@ -90,6 +101,24 @@ export function serveParent(hooks: ChildHooks): void {
       case 'profile-stop':
         void answer(message.id, profiler.stop(message.file));
         break;
+      case 'fleet-register':
+      case 'fleet-connect': {
+        const fleet = hooks.fleet;
+        if (!fleet) {
+          send({ type: 'reply', id: message.id, error: 'not a fleet child' });
+          break;
+        }
+        fleet(message).then(
+          (reply) => send({ type: 'reply', id: message.id, fleet: reply }),
+          (error: unknown) =>
+            send({
+              type: 'reply',
+              id: message.id,
+              error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+            }),
+        );
+        break;
+      }
       case 'stop':
         send({ type: 'reply', id: message.id });
         stop();

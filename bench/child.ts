@@ -1,6 +1,12 @@
 /** The parent half of ipc.ts: forks a bench child and talks to it. */
 import { fork, type ChildProcess } from 'node:child_process';
-import type { ChildMessage, ParentRequest, ProcessSample } from './ipc.js';
+import type {
+  ChildMessage,
+  FleetConnectOptions,
+  FleetReply,
+  ParentRequest,
+  ProcessSample,
+} from './ipc.js';
 
 /** A request without its id (Omit applied to each member of the union). */
 type Request = ParentRequest extends infer R ? (R extends unknown ? Omit<R, 'id'> : never) : never;
@@ -18,6 +24,8 @@ export class BenchChild {
   private constructor(
     private readonly child: ChildProcess,
     readonly origin: string,
+    /** The relay's MQTT broker (mqtt://host:port), for the relay child. */
+    readonly brokerUrl: string | undefined,
   ) {
     child.on('message', (message: ChildMessage) => {
       if (message.type !== 'reply') return;
@@ -35,15 +43,15 @@ export class BenchChild {
       execArgv: options.execArgv ?? [],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
-    const origin = await new Promise<string>((resolve, reject) => {
+    const ready = await new Promise<Extract<ChildMessage, { type: 'ready' }>>((resolve, reject) => {
       child.on('message', (message: ChildMessage) => {
-        if (message.type === 'ready') resolve(message.origin);
+        if (message.type === 'ready') resolve(message);
         if (message.type === 'failed')
           reject(new Error(`child failed to start: ${message.message}`));
       });
       child.once('exit', (code) => reject(new Error(`child exited with ${code} before ready`)));
     });
-    return new BenchChild(child, origin);
+    return new BenchChild(child, ready.origin, ready.brokerUrl);
   }
 
   private request(request: Request): Promise<ChildMessage> {
@@ -75,6 +83,23 @@ export class BenchChild {
   async profileStop(file: string): Promise<void> {
     const reply = await this.request({ type: 'profile-stop', file });
     if (reply.type === 'reply' && reply.error) throw new Error(reply.error);
+  }
+
+  /** Fleet child: registers `count` terminals through the relay's API. */
+  async fleetRegister(count: number, concurrency: number): Promise<FleetReply> {
+    return this.fleetReply(await this.request({ type: 'fleet-register', count, concurrency }));
+  }
+
+  /** Fleet child: starts one agent per registered terminal, at a ramp. */
+  async fleetConnect(options: FleetConnectOptions): Promise<FleetReply> {
+    return this.fleetReply(await this.request({ type: 'fleet-connect', options }));
+  }
+
+  private fleetReply(reply: ChildMessage): FleetReply {
+    if (reply.type !== 'reply') throw new Error('child sent no reply');
+    if (reply.error) throw new Error(reply.error);
+    if (!reply.fleet) throw new Error('child sent no fleet reply');
+    return reply.fleet;
   }
 
   /** Asks the child to close and exit; kills it if it has not gone within 10 s. */

@@ -1,6 +1,7 @@
 /**
- * The messages between the bench and its child processes (the bare server, the relay).
- * A child reports `ready` once it listens, then answers each request by its id.
+ * The messages between the bench and its child processes (the bare server, the relay,
+ * the agent fleet). A child reports `ready` once it listens, then answers each request
+ * by its id.
  */
 
 /** What a child knows about itself: memory and, for the relay, its parked long polls. */
@@ -14,8 +15,35 @@ export interface ProcessSample {
   cpuMs: number;
   /** Open TCP sockets of the process (listening socket included). */
   sockets: number;
-  /** Long polls parked on the relay's change feed; absent for the bare server. */
+  /** Long polls parked on the relay's change feed; absent for the other children. */
   parked?: number;
+  /** The agent fleet's agents; absent for the other children. */
+  agents?: FleetAgents;
+}
+
+/** The agents of the fleet child, as the fleet sees them. */
+export interface FleetAgents {
+  started: number;
+  /** Agents whose MQTT link has its CONNACK now. */
+  connected: number;
+  /** Warnings and errors the agents logged, by message ("3× disconnected from the broker"). */
+  warnings: string;
+}
+
+/** A terminal the fleet registered with POST /pos/v1/terminal/create. */
+export interface FleetTerminal {
+  terminal_id: string;
+  /** The POS credential of the terminal. */
+  username: string;
+  password: string;
+}
+
+export interface FleetConnectOptions {
+  /** Agents started per second (a ramp: a busy process accepts ≈ 100-150 connections a second). */
+  ratePerSecond: number;
+  /** The emulated reader's delay for ordinary payments (trigger amounts set their own). */
+  delayMs: number;
+  heartbeatS: number;
 }
 
 export type ParentRequest =
@@ -23,9 +51,28 @@ export type ParentRequest =
   | { id: number; type: 'profile-start' }
   /** Stops the CPU profile and writes it (V8 .cpuprofile JSON) to `file`. */
   | { id: number; type: 'profile-stop'; file: string }
+  /** Fleet: registers `count` terminals (account credential), `concurrency` at a time. */
+  | { id: number; type: 'fleet-register'; count: number; concurrency: number }
+  /** Fleet: starts one agent per registered terminal; answers once all are started. */
+  | { id: number; type: 'fleet-connect'; options: FleetConnectOptions }
   | { id: number; type: 'stop' };
 
+export type FleetRequest = Extract<ParentRequest, { type: 'fleet-register' | 'fleet-connect' }>;
+
+/** The fleet's answer: the terminals it registered (fleet-register), and how long it took. */
+export interface FleetReply {
+  ms: number;
+  terminals?: FleetTerminal[];
+}
+
 export type ChildMessage =
-  | { type: 'ready'; origin: string }
-  | { type: 'reply'; id: number; sample?: ProcessSample; error?: string }
+  /** `brokerUrl`: the relay's MQTT broker, where agents connect. */
+  | { type: 'ready'; origin: string; brokerUrl?: string }
+  | {
+      type: 'reply';
+      id: number;
+      sample?: ProcessSample;
+      fleet?: FleetReply;
+      error?: string;
+    }
   | { type: 'failed'; message: string };

@@ -8,6 +8,8 @@ import type { Credential } from './pos-api.js';
 export interface RelayChild {
   process: BenchChild;
   origin: string;
+  /** The relay's embedded MQTT broker, where agents connect. */
+  brokerUrl: string;
   account: Credential;
   dataDir: string;
   /** Stops the relay and removes its data directory. */
@@ -16,6 +18,8 @@ export interface RelayChild {
 
 export interface RelayChildOptions {
   simulatorDelayMs: number;
+  /** More TPS_* settings for this relay (webhooks over http, event vendor…). */
+  env?: Record<string, string>;
 }
 
 const ACCOUNT: Credential = { username: 'bench-account', password: 'bench-account-password' };
@@ -31,11 +35,15 @@ export async function startRelayChild(options: RelayChildOptions): Promise<Relay
         TPS_SIMULATOR_DELAY_MS: String(options.simulatorDelayMs),
         TPS_ACCOUNT_USERNAME: ACCOUNT.username,
         TPS_ACCOUNT_PASSWORD: ACCOUNT.password,
+        // A free port for the embedded broker, whatever the bench's own environment says.
+        TPS_MQTT_PORT: '0',
+        ...options.env,
       },
     });
     return {
       process: child,
       origin: child.origin,
+      brokerUrl: child.brokerUrl ?? '',
       account: ACCOUNT,
       dataDir,
       async dispose() {

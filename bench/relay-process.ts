@@ -1,7 +1,8 @@
 /**
  * The relay under test, alone in its own process so that its memory is its own: a fresh
  * data directory, port 0, logs at warn. Configured by the bench through TPS_* variables
- * (read by loadCloudConfig); reports its origin and parked long polls over IPC.
+ * (read by loadCloudConfig); reports its origin, its MQTT broker's address (where agents
+ * connect) and its parked long polls over IPC.
  */
 import { loadCloudConfig } from '../cloud/config.js';
 import { startRelay } from '../cloud/relay.js';
@@ -16,7 +17,7 @@ async function main(): Promise<void> {
   );
   const relay = await startRelay(config);
   serveParent({ parked: () => relay.service.feed.size, stop: () => relay.close() });
-  send({ type: 'ready', origin: new URL(relay.baseUrl).origin });
+  send({ type: 'ready', origin: new URL(relay.baseUrl).origin, brokerUrl: relay.brokerUrl });
 }
 
 main().catch(failStart);
