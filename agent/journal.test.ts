@@ -46,6 +46,14 @@ describe('agent journal', () => {
     reopened.close();
   });
 
+  it('has an identity that survives restarts; a new journal has another', () => {
+    const where = dir();
+    const id = Journal.open(where).id;
+    expect(id).toMatch(/^[0-9a-f]{32}$/);
+    expect(Journal.open(where).id).toBe(id);
+    expect(Journal.open(dir()).id).not.toBe(id);
+  });
+
   it('keeps one row per command_id: a second insert fails the whole commit', () => {
     const journal = Journal.open(dir());
     const command = { command_id: 'c1', type: 'print', outcome: 'ACCEPTED' as const, body: {} };

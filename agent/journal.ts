@@ -10,6 +10,7 @@
  *                 seq that never goes back, across restarts and deletions
  */
 import { mkdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { TerminalReport } from '../protocol/terminal-link.js';
@@ -59,9 +60,9 @@ export interface JournalEntry {
   reports?: TerminalReport[];
 }
 
-const SCHEMA_VERSION = 1;
+const SCHEMA_VERSION = 2;
 
-const MIGRATION = `
+const MIGRATION_1 = `
   CREATE TABLE commands (
     command_id     TEXT PRIMARY KEY,
     type           TEXT NOT NULL,
@@ -92,6 +93,12 @@ const MIGRATION = `
     body       TEXT NOT NULL,
     created_at TEXT NOT NULL
   );
+`;
+
+/** v2: the journal's identity, sent with every report (a wiped journal is a new one). */
+const migration2 = () => `
+  CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+  INSERT INTO meta (key, value) VALUES ('journal_id', '${randomBytes(16).toString('hex')}');
 `;
 
 interface TransactionDbRow {
@@ -130,7 +137,8 @@ export class Journal {
     }
     if (version < SCHEMA_VERSION) {
       db.transaction(() => {
-        db.exec(MIGRATION);
+        if (version < 1) db.exec(MIGRATION_1);
+        if (version < 2) db.exec(migration2());
         db.pragma(`user_version = ${SCHEMA_VERSION}`);
       })();
     }
@@ -188,6 +196,13 @@ export class Journal {
       )
       .all()
       .map(fromDb);
+  }
+
+  /** This journal's identity: reports carry it so a wiped journal's new seqs still count. */
+  get id(): string {
+    return this.db
+      .prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'journal_id'")
+      .get()!.value;
   }
 
   /** Reports still owed to the relay, in seq order, after `afterSeq`. */

@@ -60,7 +60,7 @@ describe('agent link reconnects', () => {
         password: 'x',
         keepalive_s: 30,
       },
-      journal: { pendingReports: () => [], dropReport: () => false },
+      journal: { id: '0123456789abcdef', pendingReports: () => [], dropReport: () => false },
       onCommand: () => {},
       logger: pino({ level: 'silent' }),
       clock: { now: () => new Date(now) },

@@ -23,6 +23,7 @@ import {
   terminalTopics,
   type CommandAckMessage,
   type PresenceMessage,
+  type ReportMessage,
 } from '../protocol/mqtt.js';
 import { Backoff, type BackoffOptions } from './backoff.js';
 import { openBrokerSocket } from './broker-socket.js';
@@ -33,7 +34,7 @@ import type { CommandOutcome, Journal } from './journal.js';
 export interface AgentLinkOptions {
   terminalId: string;
   broker: BrokerConfig;
-  journal: Pick<Journal, 'pendingReports' | 'dropReport'>;
+  journal: Pick<Journal, 'pendingReports' | 'dropReport' | 'id'>;
   /** Journals (and acts on) a valid command; called before the broker's PUBACK. */
   onCommand: (message: CommandMessage) => void;
   onConnectionChange?: (connected: boolean) => void;
@@ -69,9 +70,12 @@ export class AgentLink {
   /** Highest seq published on the current connection. */
   private sentUpTo = 0;
   private stopped = false;
+  /** Sent with every report, so the relay tells this journal's seqs from an earlier one's. */
+  private readonly journalId: string;
 
   constructor(private readonly options: AgentLinkOptions) {
     this.topics = terminalTopics(options.terminalId);
+    this.journalId = options.journal.id;
     this.backoff = new Backoff(options.backoff);
     const { broker } = options;
     const will: PresenceMessage = { connected: false };
@@ -126,7 +130,8 @@ export class AgentLink {
     for (;;) {
       const rows = this.options.journal.pendingReports(this.sentUpTo, FLUSH_BATCH);
       for (const row of rows) {
-        this.client.publish(this.topics.report, JSON.stringify(row), { qos: 1 });
+        const message: ReportMessage = { journal: this.journalId, ...row };
+        this.client.publish(this.topics.report, JSON.stringify(message), { qos: 1 });
         this.sentUpTo = row.seq;
       }
       if (rows.length < FLUSH_BATCH) return;

@@ -59,7 +59,12 @@ export const CommandAckMessage = z.object({
 export type CommandAckMessage = z.infer<typeof CommandAckMessage>;
 
 export const ReportMessage = z.object({
-  /** Grows by one per report of this agent, across its restarts (kept in its outbox). */
+  /**
+   * The agent journal the report comes from. A new journal (a terminal reinstalled, its
+   * data wiped) starts its sequence again; the relay tells the two apart by this id.
+   */
+  journal: z.string().regex(/^[0-9a-f]{16,64}$/),
+  /** Grows with every report of this journal (gaps allowed), across agent restarts. */
   seq: z.number().int().min(1),
   report: TerminalReport,
 });

@@ -124,6 +124,7 @@ describe('relay ⇄ agent over MQTT', () => {
       { qos: 1 },
     );
     const report = {
+      journal: '0123456789abcdef',
       seq: 1,
       report: {
         type: 'transaction',
@@ -228,6 +229,7 @@ describe('relay ⇄ agent over MQTT', () => {
     agent.publish(
       terminalTopics(theirs.terminal_id).report,
       JSON.stringify({
+        journal: '0123456789abcdef',
         seq: 1,
         report: {
           type: 'transaction',

@@ -150,10 +150,11 @@ export class MqttTerminalLink implements TerminalLink {
       case 'report': {
         const message = ReportMessage.safeParse(json);
         if (!message.success) return this.invalid(terminalId, kind);
-        const { seq, report } = message.data;
-        if (seq > (await this.options.store.lastReportSeq(terminalId))) {
+        const { journal, seq, report } = message.data;
+        const last = await this.options.store.lastReport(terminalId);
+        if (journal !== last.journal || seq > last.seq) {
           await this.handler(terminalId, report);
-          await this.options.store.setLastReportSeq(terminalId, seq);
+          await this.options.store.setLastReport(terminalId, journal, seq);
         }
         // Acknowledged after the commit, and again for a redelivered one.
         this.client?.publish(terminalTopics(terminalId).reportAck, JSON.stringify({ seq }), {

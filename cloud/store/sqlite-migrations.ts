@@ -87,4 +87,11 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> 
       ALTER TABLE terminals ADD COLUMN last_report_seq INTEGER NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 4,
+    sql: `
+      -- Which agent journal last_report_seq counts in: a reinstalled agent starts over.
+      ALTER TABLE terminals ADD COLUMN last_report_journal TEXT;
+    `,
+  },
 ];

@@ -300,21 +300,25 @@ export class SqliteStore implements Store {
       .get(terminalId)?.secret_hash;
   }
 
-  async lastReportSeq(terminalId: string): Promise<number> {
-    return (
-      this.db
-        .prepare<[string], { seq: number }>(
-          'SELECT last_report_seq AS seq FROM terminals WHERE id = ?',
-        )
-        .get(terminalId)?.seq ?? 0
-    );
+  async lastReport(terminalId: string): Promise<{ journal: string | undefined; seq: number }> {
+    const row = this.db
+      .prepare<[string], { journal: string | null; seq: number }>(
+        'SELECT last_report_journal AS journal, last_report_seq AS seq FROM terminals WHERE id = ?',
+      )
+      .get(terminalId);
+    return { journal: row?.journal ?? undefined, seq: row?.seq ?? 0 };
   }
 
-  setLastReportSeq(terminalId: string, seq: number): Promise<void> {
+  setLastReport(terminalId: string, journal: string, seq: number): Promise<void> {
     return this.write(() => {
       this.db
-        .prepare('UPDATE terminals SET last_report_seq = max(last_report_seq, ?) WHERE id = ?')
-        .run(seq, terminalId);
+        .prepare(
+          `UPDATE terminals SET
+             last_report_seq = CASE WHEN last_report_journal IS ? THEN max(last_report_seq, ?) ELSE ? END,
+             last_report_journal = ?
+           WHERE id = ?`,
+        )
+        .run(journal, seq, seq, journal, terminalId);
     });
   }
 

@@ -292,16 +292,19 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       await store.close();
     });
 
-    it('keeps agent credentials and the newest report applied, which only grows', async () => {
+    it('keeps agent credentials and the newest report applied, which grows within a journal', async () => {
       const store = await withTerminal(factory);
       expect(await store.findAgentCredential('t-1')).toBeUndefined();
       await store.putAgentCredential('t-1', 'scrypt$a', NOW);
       await store.putAgentCredential('t-1', 'scrypt$b', NOW);
       expect(await store.findAgentCredential('t-1')).toBe('scrypt$b');
-      expect(await store.lastReportSeq('t-1')).toBe(0);
-      await store.setLastReportSeq('t-1', 7);
-      await store.setLastReportSeq('t-1', 5);
-      expect(await store.lastReportSeq('t-1')).toBe(7);
+      expect(await store.lastReport('t-1')).toEqual({ journal: undefined, seq: 0 });
+      await store.setLastReport('t-1', 'aaaa', 7);
+      await store.setLastReport('t-1', 'aaaa', 5);
+      expect(await store.lastReport('t-1')).toEqual({ journal: 'aaaa', seq: 7 });
+      // A new journal (the agent reinstalled) starts over.
+      await store.setLastReport('t-1', 'bbbb', 2);
+      expect(await store.lastReport('t-1')).toEqual({ journal: 'bbbb', seq: 2 });
       await store.close();
     });
 

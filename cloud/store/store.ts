@@ -58,9 +58,10 @@ export interface Store {
   createTerminal(terminal: TerminalRecord): Promise<void>;
   putAgentCredential(terminalId: string, secretHash: string, createdAt: string): Promise<void>;
   findAgentCredential(terminalId: string): Promise<string | undefined>;
-  /** The sequence number of the newest report applied from the terminal's agent. */
-  lastReportSeq(terminalId: string): Promise<number>;
-  setLastReportSeq(terminalId: string, seq: number): Promise<void>;
+  /** The journal and sequence number of the newest report applied from the terminal's agent. */
+  lastReport(terminalId: string): Promise<{ journal: string | undefined; seq: number }>;
+  /** Records an applied report: the seq only grows within a journal; a new journal starts over. */
+  setLastReport(terminalId: string, journal: string, seq: number): Promise<void>;
   getTerminal(terminalId: string): Promise<TerminalRecord | undefined>;
   listTerminals(kind?: TerminalRecord['kind']): Promise<TerminalRecord[]>;
   /**
