@@ -407,6 +407,30 @@ describe('webhooks', () => {
     await receiver.close();
   });
 
+  it('retention keeps what a receiver still has to get', async () => {
+    const receiver = await startReceiver();
+    receiver.respond = () => 503;
+    const pos = posFor(relay, await relay.newSimulator());
+    const created = await pos.call('/webhook/create', {
+      url: receiver.url,
+      filter: { type: { eq: TX } },
+    });
+    await pos.call('/transaction/confirm', { external_id: 'held', result_code: 'ABORTED' });
+    await until(async () => {
+      const hook = (await pos.call('/webhook/list', {})).body.webhooks[0];
+      return hook.backlog === 1 && hook.last_error === 'HTTP 503';
+    });
+    // What retention does a month later (its clock is not moved, so the receiver's
+    // outage is not taken for a month-long one).
+    const monthLater = new Date(Date.now() + 30 * 86_400_000).toISOString();
+    await relay.store.trimEvents(monthLater, await relay.webhooks.oldestNeeded());
+    receiver.respond = () => 200;
+    await until(() => receiver.deliveries.length === 1);
+    expect(JSON.parse(receiver.deliveries[0]!.body).data.external_id).toBe('held');
+    await pos.call('/webhook/delete', { id: created.body.webhook.id });
+    await receiver.close();
+  });
+
   it('a receiver down past the limit is disabled with the reason, and resumes when enabled', async () => {
     const receiver = await startReceiver();
     receiver.respond = () => 500;
