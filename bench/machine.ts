@@ -12,6 +12,8 @@ import type { ProcessSample } from './ipc.js';
 export interface CpuShares {
   server: number;
   client: number;
+  /** The agent fleet's process, when a phase has one. */
+  fleet?: number;
   /** Everything else on the machine: other processes, the kernel's share not charged to ours. */
   others: number;
 }
@@ -22,9 +24,13 @@ function machineBusyMs(): number {
   return busy;
 }
 
-/** Starts a window; `end()` answers its length, the CPU shares and the child's last sample. */
-export async function cpuWindow(child: BenchChild) {
+/**
+ * Starts a window; `end()` answers its length, the CPU shares and the child's last sample.
+ * With a `fleet` child (the agents), its CPU is counted apart from the others'.
+ */
+export async function cpuWindow(child: BenchChild, fleet?: BenchChild) {
   const first = await child.sample();
+  const fleetFirst = await fleet?.sample();
   const client = process.cpuUsage();
   const machine = machineBusyMs();
   const started = performance.now();
@@ -34,10 +40,25 @@ export async function cpuWindow(child: BenchChild) {
       const used = process.cpuUsage(client);
       const machineMs = machineBusyMs() - machine;
       const sample = await child.sample();
+      const fleetLast = await fleet?.sample();
       const server = ((sample.cpuMs - first.cpuMs) / wallMs) * 100;
       const clientShare = ((used.user + used.system) / 1000 / wallMs) * 100;
-      const others = Math.max(0, (machineMs / wallMs) * 100 - server - clientShare);
-      return { seconds: wallMs / 1000, cpu: { server, client: clientShare, others }, sample };
+      const fleetShare =
+        fleetFirst && fleetLast ? ((fleetLast.cpuMs - fleetFirst.cpuMs) / wallMs) * 100 : undefined;
+      const others = Math.max(
+        0,
+        (machineMs / wallMs) * 100 - server - clientShare - (fleetShare ?? 0),
+      );
+      return {
+        seconds: wallMs / 1000,
+        cpu: {
+          server,
+          client: clientShare,
+          ...(fleetShare !== undefined ? { fleet: fleetShare } : {}),
+          others,
+        },
+        sample,
+      };
     },
   };
 }

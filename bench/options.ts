@@ -1,14 +1,22 @@
 /**
  * The bench's knobs: flags (`npm run bench -- --seconds 5`) override BENCH_* variables,
- * which override the defaults. Defaults keep one full run under about three minutes.
+ * which override the defaults. Defaults keep one full run under about three and a half minutes.
  */
 import { parseArgs } from 'node:util';
 
-export const PHASES = ['bare', 'flows', 'wakeup', 'parked'] as const;
+export const PHASES = [
+  'bare',
+  'flows',
+  'agentpath',
+  'wakeup',
+  'events',
+  'parked',
+  'agents1000',
+] as const;
 export type Phase = (typeof PHASES)[number];
 
 export interface BenchOptions {
-  /** Measured seconds of the bare ceiling and of the purchase flows. */
+  /** Measured seconds of the bare ceiling and of the purchase flows (in process and agent path). */
   seconds: number;
   /** Unmeasured seconds before each of them (JIT, credential cache, connections). */
   warmupSeconds: number;
@@ -24,6 +32,13 @@ export interface BenchOptions {
   /** Long polls to park at once, and the PROCESSING transactions they spread over. */
   parked: number;
   parkedTerminals: number;
+  /** Agents of the agents1000 phase, and agents started a second (both agent phases). */
+  agents: number;
+  agentsRate: number;
+  /** POS clients of the events phase, the measured seconds of each of its two windows, and the flows a second of its paced window. */
+  eventsClients: number;
+  eventsSeconds: number;
+  eventsPacedFlows: number;
   /** Directory for a V8 CPU profile of the flows relay, or undefined for none. */
   cpuProfDir: string | undefined;
   phases: Phase[];
@@ -39,6 +54,11 @@ const SPEC = {
   'wake-delay-ms': { env: 'BENCH_WAKE_DELAY_MS', fallback: 200 },
   parked: { env: 'BENCH_PARKED', fallback: 10_000 },
   'parked-terminals': { env: 'BENCH_PARKED_TERMINALS', fallback: 100 },
+  agents: { env: 'BENCH_AGENTS', fallback: 1000 },
+  'agents-rate': { env: 'BENCH_AGENTS_RATE', fallback: 100 },
+  'events-clients': { env: 'BENCH_EVENTS_CLIENTS', fallback: 50 },
+  'events-seconds': { env: 'BENCH_EVENTS_SECONDS', fallback: 10 },
+  'events-paced-flows': { env: 'BENCH_EVENTS_PACED_FLOWS', fallback: 50 },
 } as const;
 
 export const USAGE = `Usage: npm run bench -- [options]
@@ -47,7 +67,7 @@ ${Object.entries(SPEC)
   .map(([flag, s]) => `  --${flag.padEnd(18)} ${s.env.padEnd(24)} default ${s.fallback}`)
   .join('\n')}
   --${'only'.padEnd(18)} ${'BENCH_ONLY'.padEnd(24)} comma list of ${PHASES.join(',')}
-  --${'cpu-prof'.padEnd(18)} ${'BENCH_CPU_PROF'.padEnd(24)} directory: write a CPU profile of the flows relay there
+  --${'cpu-prof'.padEnd(18)} ${'BENCH_CPU_PROF'.padEnd(24)} directory: write CPU profiles of the flows and agentpath relays there
 `;
 
 export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptions | 'help' {
@@ -87,6 +107,11 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     wakeDelayMs: number('wake-delay-ms'),
     parked: number('parked'),
     parkedTerminals: number('parked-terminals'),
+    agents: number('agents'),
+    agentsRate: number('agents-rate'),
+    eventsClients: number('events-clients'),
+    eventsSeconds: number('events-seconds'),
+    eventsPacedFlows: number('events-paced-flows'),
     cpuProfDir: ((values['cpu-prof'] as string | undefined) ?? env.BENCH_CPU_PROF) || undefined,
     phases: phases as Phase[],
   };

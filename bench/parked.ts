@@ -1,5 +1,5 @@
 /**
- * Phase 4, parked long polls: many gets with wait_seconds 60 on PROCESSING transactions,
+ * Phase 6, parked long polls: many gets with wait_seconds 60 on PROCESSING transactions,
  * one socket each, then every client socket destroyed at once. The relay child counts its
  * parked waiters (the change feed's listeners) and its sockets over IPC.
  */

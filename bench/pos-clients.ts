@@ -8,6 +8,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
+import type { BenchChild } from './child.js';
 import { cpuWindow, type CpuShares } from './machine.js';
 import type { BenchOptions } from './options.js';
 import { Pos, createSimulators, type TransactionAnswer } from './pos-api.js';
@@ -16,7 +17,7 @@ import { startRelayChild, type RelayChild } from './relay-child.js';
 import { ErrorTally, LatencyRecorder, type LatencySummary } from './stats.js';
 
 /** The simulator's trigger amount that succeeds at once (docs/simulator.md). */
-const INSTANT_SUCCESS = 100_002;
+export const INSTANT_SUCCESS = 100_002;
 const WAIT_SECONDS = 25;
 
 export const REQUEST_TYPES = ['purchase', 'get', 'confirm'] as const;
@@ -45,7 +46,7 @@ export interface FlowsResult {
   profile?: { file: string; summary: string };
 }
 
-class Tally {
+export class Tally {
   readonly latency = {
     purchase: new LatencyRecorder(),
     get: new LatencyRecorder(),
@@ -92,10 +93,27 @@ async function oneFlow(pos: Pos, externalId: string, tally: Tally): Promise<void
   tally.latency.flow.record(performance.now() - started);
 }
 
-/** One POS: complete flows back to back until the deadline (performance.now() ms). */
-async function posLoop(pos: Pos, client: number, deadline: number, tally: Tally, phase: string) {
+/**
+ * One POS: complete flows back to back until the deadline (performance.now() ms), or one
+ * flow every `periodMs` (started at a random point of the first period) when given.
+ */
+async function posLoop(
+  pos: Pos,
+  client: number,
+  deadline: number,
+  tally: Tally,
+  phase: string,
+  periodMs?: number,
+) {
   let sequence = 0;
+  let next = performance.now() + (periodMs ? Math.random() * periodMs : 0);
   while (performance.now() < deadline) {
+    if (periodMs) {
+      const rest = next - performance.now();
+      if (rest > 0) await sleep(rest);
+      next += periodMs;
+      if (performance.now() >= deadline) break;
+    }
     const externalId = `${phase}-${tag}-${client}-${sequence++}`;
     const errorsBefore = tally.errors.total;
     try {
@@ -111,9 +129,17 @@ async function posLoop(pos: Pos, client: number, deadline: number, tally: Tally,
   }
 }
 
-async function drive(poses: Pos[], seconds: number, tally: Tally, phase: string) {
+/** Every POS loops flows for `seconds`; with `flowsPerSecond`, paced to that total rate. */
+export async function drive(
+  poses: Pos[],
+  seconds: number,
+  tally: Tally,
+  phase: string,
+  flowsPerSecond?: number,
+) {
   const deadline = performance.now() + seconds * 1000;
-  await Promise.all(poses.map((pos, i) => posLoop(pos, i, deadline, tally, phase)));
+  const periodMs = flowsPerSecond ? (poses.length / flowsPerSecond) * 1000 : undefined;
+  await Promise.all(poses.map((pos, i) => posLoop(pos, i, deadline, tally, phase, periodMs)));
 }
 
 export async function runPurchaseFlows(options: BenchOptions): Promise<FlowsResult> {
@@ -126,56 +152,73 @@ export async function runPurchaseFlows(options: BenchOptions): Promise<FlowsResu
   try {
     const simulators = await createSimulators(pool, relay.account, options.clients);
     const poses = simulators.map((s) => new Pos(pool, s.terminal_id, s));
-    const idle = await relay.process.sample({ gc: true, resetPeak: true });
-
-    // Warm-up: JIT, the first check of each terminal credential (then cached), sockets.
-    const warmup = new Tally();
-    await drive(poses, options.warmupSeconds, warmup, 'warm');
-    if (warmup.flows === 0)
-      throw new Error(`no flow completed in warm-up: ${warmup.errors.describe()}`);
-
-    if (options.cpuProfDir) await relay.process.profileStart();
-    const tally = new Tally();
-    const window = await cpuWindow(relay.process);
-    await drive(poses, options.seconds, tally, 'flow');
-    const { seconds, cpu, sample: loaded } = await window.end();
-    const profile = options.cpuProfDir
-      ? await writeProfile(relay.process, options.cpuProfDir)
-      : undefined;
-    const after = await relay.process.sample({ gc: true });
-    return {
-      clients: options.clients,
-      seconds,
-      flows: tally.flows,
-      flowsPerSecond: tally.flows / seconds,
-      requests: tally.requests,
-      requestsPerSecond: tally.requests / seconds,
-      latency: {
-        purchase: tally.latency.purchase.summary(),
-        get: tally.latency.get.summary(),
-        confirm: tally.latency.confirm.summary(),
-        flow: tally.latency.flow.summary(),
-      },
-      errors: tally.errors.total,
-      errorKinds: tally.errors.describe(),
-      idleRss: idle.rss,
-      peakRss: loaded.peakRss,
-      idleHeap: idle.heapUsed,
-      heapAfter: after.heapUsed,
-      cpu,
-      ...(profile ? { profile } : {}),
-    };
+    return await measureFlows(relay, poses, options, {
+      profile: options.cpuProfDir !== undefined,
+    });
   } finally {
     await pool.close();
     await relay.dispose();
   }
 }
 
-async function writeProfile(relay: RelayChild['process'], dir: string) {
+/**
+ * Warm-up, then flows for `options.seconds` from every POS at once: the measurement of
+ * the flows phase, shared with the agent-path phase (whose terminals are agents in the
+ * `fleet` child, whose CPU is then counted apart).
+ */
+export async function measureFlows(
+  relay: RelayChild,
+  poses: Pos[],
+  options: BenchOptions,
+  extra: { profile?: boolean; fleet?: BenchChild; phase?: string } = {},
+): Promise<FlowsResult> {
+  const idle = await relay.process.sample({ gc: true, resetPeak: true });
+
+  // Warm-up: JIT, the first check of each terminal credential (then cached), sockets.
+  const warmup = new Tally();
+  await drive(poses, options.warmupSeconds, warmup, `warm${extra.phase ?? ''}`);
+  if (warmup.flows === 0)
+    throw new Error(`no flow completed in warm-up: ${warmup.errors.describe()}`);
+
+  if (extra.profile && options.cpuProfDir) await relay.process.profileStart();
+  const tally = new Tally();
+  const window = await cpuWindow(relay.process, extra.fleet);
+  await drive(poses, options.seconds, tally, `flow${extra.phase ?? ''}`);
+  const { seconds, cpu, sample: loaded } = await window.end();
+  const profile =
+    extra.profile && options.cpuProfDir
+      ? await writeProfile(relay.process, options.cpuProfDir, `relay-flows${extra.phase ?? ''}`)
+      : undefined;
+  const after = await relay.process.sample({ gc: true });
+  return {
+    clients: poses.length,
+    seconds,
+    flows: tally.flows,
+    flowsPerSecond: tally.flows / seconds,
+    requests: tally.requests,
+    requestsPerSecond: tally.requests / seconds,
+    latency: {
+      purchase: tally.latency.purchase.summary(),
+      get: tally.latency.get.summary(),
+      confirm: tally.latency.confirm.summary(),
+      flow: tally.latency.flow.summary(),
+    },
+    errors: tally.errors.total,
+    errorKinds: tally.errors.describe(),
+    idleRss: idle.rss,
+    peakRss: loaded.peakRss,
+    idleHeap: idle.heapUsed,
+    heapAfter: after.heapUsed,
+    cpu,
+    ...(profile ? { profile } : {}),
+  };
+}
+
+async function writeProfile(relay: RelayChild['process'], dir: string, label: string) {
   fs.mkdirSync(dir, { recursive: true });
   const file = path.resolve(
     dir,
-    `relay-flows-${new Date().toISOString().replace(/[:.]/g, '-')}.cpuprofile`,
+    `${label}-${new Date().toISOString().replace(/[:.]/g, '-')}.cpuprofile`,
   );
   await relay.profileStop(file);
   const profile = JSON.parse(fs.readFileSync(file, 'utf8')) as CpuProfile;

@@ -1,5 +1,9 @@
 /** Renders the phases' results as plain-text tables, with the targets beside them. */
+import type { AgentPathResult } from './agent-path.js';
+import type { AgentsResult } from './agents1000.js';
 import type { BareResult } from './bare-ceiling.js';
+import type { EventsResult, WindowResult } from './events.js';
+import type { CpuShares } from './machine.js';
 import type { FlowsResult } from './pos-clients.js';
 import type { ParkedResult } from './parked.js';
 import type { WakeResult } from './wakeup.js';
@@ -8,8 +12,11 @@ import { count, mb, ms, perSecond, table, type LatencySummary } from './stats.js
 export interface Results {
   bare?: BareResult;
   flows?: FlowsResult;
+  agentpath?: AgentPathResult;
   wakeup?: WakeResult;
+  events?: EventsResult;
   parked?: ParkedResult;
+  agents?: AgentsResult;
 }
 
 const TARGETS = {
@@ -17,6 +24,11 @@ const TARGETS = {
   wakeP99Ms: 5,
   parked: 10_000,
   parkedRssBytes: 250 * 1024 * 1024,
+  /** Issue 3: the agent path keeps at least this share of the in-process flows/s. */
+  agentPathRatio: 0.5,
+  /** Issue 3: what 1,000 connected agents may cost the relay. */
+  agents: 1000,
+  agentsBytes: 200 * 1024 * 1024,
 };
 
 /** CPU time per item, µs, from a CPU share (% of one core) over a window. */
@@ -142,7 +154,165 @@ export function renderParked(p: ParkedResult): string {
   ]);
 }
 
-export function renderTargets({ bare, flows, wakeup, parked }: Results): string {
+const cpuLine = (c: CpuShares) =>
+  `relay ${pct(c.server)}, bench ${pct(c.client)}` +
+  (c.fleet !== undefined ? `, agents ${pct(c.fleet)}` : '') +
+  `, others ${pct(c.others)}`;
+
+/** The flows phase beside the same load with every terminal an agent (issue 3). */
+export function renderAgentPath({ flows, agentpath }: Results): string {
+  const a = agentpath?.flows;
+  const both = (v: (f: FlowsResult) => string) => [flows ? v(flows) : '-', a ? v(a) : '-'];
+  const latency = (type: 'purchase' | 'confirm' | 'flow') =>
+    both((f) => `${ms(f.latency[type].p50)} / ${ms(f.latency[type].p99)}`);
+  const rows = [
+    ['', 'in process (flows)', 'agent path (agentpath)'],
+    ['terminals', ...both((f) => `${f.clients} POS clients`)],
+    ['measured', ...both((f) => `${f.seconds.toFixed(1)} s`)],
+    ['flows/s', ...both((f) => perSecond(f.flowsPerSecond))],
+    [
+      'agent path / in process',
+      '',
+      flows && a ? (a.flowsPerSecond / flows.flowsPerSecond).toFixed(2) : '-',
+    ],
+    ['purchase p50 / p99', ...latency('purchase')],
+    ['confirm p50 / p99', ...latency('confirm')],
+    ['flow p50 / p99', ...latency('flow')],
+    ['gets (still PROCESSING)', ...both((f) => count(f.latency.get.count))],
+    ['errors', ...both((f) => count(f.errors))],
+    ['relay CPU (of one core)', ...both((f) => pct(f.cpu.server))],
+    ['relay CPU per flow', ...both((f) => us(cpuPer(f.cpu.server, f.seconds, f.flows)))],
+    [
+      'one core ÷ relay CPU per flow',
+      ...both((f) => perSecond(1e6 / (cpuPer(f.cpu.server, f.seconds, f.flows) || Infinity))),
+    ],
+    [
+      '  agent path / in process',
+      '',
+      flows && a
+        ? (
+            cpuPer(flows.cpu.server, flows.seconds, flows.flows) /
+            cpuPer(a.cpu.server, a.seconds, a.flows)
+          ).toFixed(2)
+        : '-',
+    ],
+    [
+      'agents CPU per flow (fleet)',
+      '-',
+      a?.cpu.fleet !== undefined ? us(cpuPer(a.cpu.fleet, a.seconds, a.flows)) : '-',
+    ],
+    ['CPU', ...both((f) => cpuLine(f.cpu))],
+    ['relay idle → peak RSS', ...both((f) => `${mb(f.idleRss)} → ${mb(f.peakRss)}`)],
+  ];
+  if (agentpath) {
+    rows.push([
+      'agents registered / connected in',
+      '',
+      `${agentpath.registerSeconds.toFixed(1)} s / ${agentpath.connectSeconds.toFixed(1)} s`,
+    ]);
+    rows.push(["agents' journals in", '', agentpath.journalDir]);
+    rows.push(['agent warnings', '', agentpath.agentWarnings]);
+  }
+  return table(rows);
+}
+
+export function renderAgents(a: AgentsResult): string {
+  const growth = a.connected.rss - a.before.rss;
+  return table([
+    [`${count(a.agents)} connected agents`, ''],
+    ['registered (terminal/create)', `${a.registerSeconds.toFixed(1)} s`],
+    ['ramp', `${count(a.ratePerSecond)} agents started a second`],
+    [
+      'all connected after',
+      `${a.fleetConnectedSeconds.toFixed(1)} s (CONNACK), ` +
+        `${a.relayConnectedSeconds.toFixed(1)} s (relay status)`,
+    ],
+    [
+      'connected in the end',
+      `${count(a.agentsConnected)} agents; relay: ${count(a.agents - a.relayMissing)} connected`,
+    ],
+    ['relay RSS fresh (GC)', mb(a.before.rss)],
+    ['relay RSS registered (GC)', mb(a.registered.rss)],
+    ['relay RSS all connected (GC)', mb(a.connected.rss)],
+    [
+      'relay RSS growth',
+      `${mb(growth)} (${a.agents ? (growth / a.agents / 1024).toFixed(1) : '-'} KB each)`,
+    ],
+    ['relay peak RSS (ramp)', mb(a.peakRss)],
+    ['relay heap fresh → connected', `${mb(a.before.heapUsed)} → ${mb(a.connected.heapUsed)}`],
+    ['relay sockets', count(a.connected.sockets)],
+    ['CPU during the ramp', `${cpuLine(a.rampCpu)} over ${a.rampSeconds.toFixed(1)} s`],
+    ['CPU all connected, idle', cpuLine(a.idleCpu)],
+    ['agents process RSS', `${mb(a.fleetRss)} (journals in ${a.journalDir})`],
+    ['agent warnings', a.agentWarnings],
+  ]);
+}
+
+export function renderEvents(e: EventsResult): string {
+  const both = (v: (w: WindowResult) => string) => [v(e.full), v(e.paced)];
+  const lat = (l: LatencySummary) =>
+    l.count ? `${ms(l.p50)} / ${ms(l.p99)} / ${ms(l.max)} (${count(l.count)})` : '-';
+  return table([
+    ['events alongside payment flows', 'back to back', 'paced'],
+    [
+      'flows',
+      ...both(
+        (w) =>
+          `${perSecond(w.flowsPerSecond)}` +
+          (w.pacedAt ? ` (asked ${perSecond(w.pacedAt)})` : '') +
+          `, ${count(w.flowErrors)} errors`,
+      ),
+    ],
+    ['measured', ...both((w) => `${w.seconds.toFixed(1)} s`)],
+    ['events written', ...both((w) => perSecond(w.written.total / w.seconds))],
+    [
+      '  Transaction / TerminalStatus',
+      ...both(
+        (w) =>
+          `${count(w.written.transaction)} / ${count(w.written.status)}` +
+          (w.written.other ? ` (+${count(w.written.other)})` : ''),
+      ),
+    ],
+    ['events per flow', ...both((w) => (w.flows ? (w.written.total / w.flows).toFixed(2) : '-'))],
+    ['long poll p50 / p99 / max (n)', ...both((w) => lat(w.reader))],
+    ['webhook p50 / p99 / max (n)', ...both((w) => lat(w.webhook))],
+    ['webhook deliveries', ...both((w) => perSecond(w.deliveredPerSecond))],
+    ['webhook backlog at the end', ...both((w) => count(w.backlogAtEnd))],
+    ["window's events not delivered", ...both((w) => count(w.undelivered))],
+    ['CPU', ...both((w) => cpuLine(w.cpu))],
+    [
+      'webhook deliveries, load off',
+      `${perSecond(e.idleDeliveredPerSecond)} (the first webhook's backlog)`,
+      '',
+    ],
+    [
+      'paced webhook drained',
+      '',
+      e.drainMs === undefined ? 'NOT within 15 s' : `after ${ms(e.drainMs)}`,
+    ],
+    [
+      'long-poll answers woken / catching up',
+      '',
+      `${count(e.wokenAnswers)} / ${count(e.catchUpAnswers)}, ${e.eventsPerAnswer.toFixed(1)} events each`,
+    ],
+    [
+      'webhook duplicates / bad signatures',
+      '',
+      `${count(e.duplicates)} / ${count(e.badSignatures)}`,
+    ],
+    ['reader errors', '', e.errors ? e.errorKinds : '0'],
+  ]);
+}
+
+export function renderTargets({
+  bare,
+  flows,
+  agentpath,
+  wakeup,
+  events,
+  parked,
+  agents,
+}: Results): string {
   const rows: string[][] = [['target', 'measured', '']];
   if (flows) {
     rows.push([
@@ -158,12 +328,37 @@ export function renderTargets({ bare, flows, wakeup, parked }: Results): string 
       ]);
     }
   }
+  if (agentpath) {
+    const a = agentpath.flows;
+    const ratio = flows ? a.flowsPerSecond / flows.flowsPerSecond : undefined;
+    rows.push([
+      `agent path ≥ ${TARGETS.agentPathRatio} × in-process flows/s, 0 errors`,
+      `${perSecond(a.flowsPerSecond)} vs ${flows ? perSecond(flows.flowsPerSecond) : '(flows not run)'}` +
+        `${ratio !== undefined ? ` = ${ratio.toFixed(2)}` : ''}, ${count(a.errors)} errors`,
+      ratio === undefined ? '' : verdict(ratio >= TARGETS.agentPathRatio && a.errors === 0),
+    ]);
+  }
   if (wakeup) {
     rows.push([
       `wake-up p99 < ${TARGETS.wakeP99Ms} ms (≥ 500 samples)`,
       `${ms(wakeup.latency.p99)} over ${count(wakeup.latency.count)}`,
       verdict(wakeup.latency.p99 < TARGETS.wakeP99Ms && wakeup.latency.count >= 500),
     ]);
+  }
+  if (events) {
+    for (const w of [events.full, events.paced]) {
+      rows.push([
+        `events written at ${perSecond(w.flowsPerSecond)} flows (no target)`,
+        perSecond(w.written.total / w.seconds),
+        '',
+      ]);
+      rows.push([
+        '  delay p50 / p99: long poll; webhook',
+        `${latencyCells(w.reader).join(' / ')}; ${latencyCells(w.webhook).join(' / ')}` +
+          (w.undelivered ? ` (${count(w.undelivered)} not delivered: behind)` : ''),
+        '',
+      ]);
+    }
   }
   if (parked) {
     rows.push([
@@ -179,6 +374,20 @@ export function renderTargets({ bare, flows, wakeup, parked }: Results): string 
       verdict(parked.releaseMs !== undefined && parked.laterStatus === 200),
     ]);
   }
+  if (agents) {
+    const growth = agents.connected.rss - agents.before.rss;
+    const all = agents.agents >= TARGETS.agents && agents.relayMissing === 0;
+    rows.push([
+      `${count(TARGETS.agents)} agents cost the relay < ${mb(TARGETS.agentsBytes)} (RSS growth)`,
+      `+${mb(growth)} with ${count(agents.agents - agents.relayMissing)} connected`,
+      verdict(all && growth < TARGETS.agentsBytes),
+    ]);
+    rows.push([
+      `  absolute: relay RSS < ${mb(TARGETS.agentsBytes)}`,
+      mb(agents.connected.rss),
+      verdict(all && agents.connected.rss < TARGETS.agentsBytes),
+    ]);
+  }
   return table(rows);
 }
 
@@ -186,11 +395,13 @@ export function renderTargets({ bare, flows, wakeup, parked }: Results): string 
 const BUSY_MACHINE_PERCENT = 20;
 
 /** A warning naming the phases that shared the machine with other work, or ''. */
-export function renderNoise({ bare, flows, wakeup }: Results): string {
+export function renderNoise({ bare, flows, agentpath, wakeup, events }: Results): string {
   const shares: Array<[string, number | undefined]> = [
     ['bare', bare?.cpu.others],
     ['flows', flows?.cpu.others],
+    ['agentpath', agentpath?.flows.cpu.others],
     ['wakeup', wakeup?.cpu.others],
+    ['events', events?.full.cpu.others],
   ];
   const busy = shares.filter(
     (entry): entry is [string, number] => entry[1] !== undefined && entry[1] > BUSY_MACHINE_PERCENT,

@@ -1,16 +1,24 @@
 /**
  * `npm run bench`: the bare ceiling, then the relay (each in its own child process)
- * under purchase flows, long-poll wake-ups and parked long polls. Prints tables only;
- * writes nothing into the repository. docs/performance.md explains the figures.
+ * under purchase flows (terminals in process, then agents on the MQTT path in a fleet
+ * child), long-poll wake-ups, events alongside flows, parked long polls and 1,000
+ * connected agents. Prints tables only; writes nothing into the repository.
+ * docs/performance.md explains the figures.
  */
+import { runAgentPath } from './agent-path.js';
+import { runAgents } from './agents1000.js';
 import { runBareCeiling } from './bare-ceiling.js';
+import { runEvents } from './events.js';
 import { probeDisk } from './disk-probe.js';
 import { describeMachine } from './machine.js';
 import { USAGE, parseOptions, type BenchOptions, type Phase } from './options.js';
 import { runParked } from './parked.js';
 import { runPurchaseFlows } from './pos-clients.js';
 import {
+  renderAgentPath,
+  renderAgents,
   renderBareVsProduct,
+  renderEvents,
   renderFlowLatencies,
   renderNoise,
   renderParked,
@@ -78,6 +86,18 @@ async function main(): Promise<void> {
   }
   if (bare || flows) log(`\n${renderBareVsProduct(results)}`);
 
+  const agentpath = await phase('agentpath', options, () => runAgentPath(options));
+  if (agentpath) {
+    results.agentpath = agentpath;
+    log(renderFlowLatencies(agentpath.flows));
+    if (agentpath.flows.errors) log(`errors: ${agentpath.flows.errorKinds}`);
+    if (agentpath.flows.profile) {
+      log(`\nCPU profile of the relay over the measured window: ${agentpath.flows.profile.file}`);
+      log(agentpath.flows.profile.summary);
+    }
+    log(`\n${renderAgentPath(results)}`);
+  }
+
   const wakeup = await phase('wakeup', options, () => runWakeup(options));
   if (wakeup) {
     results.wakeup = wakeup;
@@ -85,10 +105,25 @@ async function main(): Promise<void> {
     if (wakeup.errors) log(`errors: ${wakeup.errorKinds}`);
   }
 
+  const events = await phase('events', options, () => runEvents(options));
+  if (events) {
+    results.events = events;
+    log(renderEvents(events));
+    for (const w of [events.full, events.paced]) {
+      if (w.flowErrors) log(`flow errors: ${w.flowErrorKinds}`);
+    }
+  }
+
   const parked = await phase('parked', options, () => runParked(options));
   if (parked) {
     results.parked = parked;
     log(renderParked(parked));
+  }
+
+  const agents = await phase('agents1000', options, () => runAgents(options));
+  if (agents) {
+    results.agents = agents;
+    log(renderAgents(agents));
   }
 
   log(`\n== targets ==\n${renderTargets(results)}`);

@@ -1,5 +1,5 @@
 /**
- * Phase 3, long-poll wake-up latency: a get parked on a PROCESSING transaction is
+ * Phase 4, long-poll wake-up latency: a get parked on a PROCESSING transaction is
  * answered when the simulated terminal finishes. The state change's time is the
  * transaction's `updated_at` (set by the relay when it takes in the terminal's report,
  * before the commit; ms precision, truncated); the answer's time is taken on arrival,
