@@ -45,6 +45,9 @@ export interface WebhookOptions {
   settings: WebhookSettings;
 }
 
+/** Events read ahead per store query. */
+const PAGE = 100;
+
 export class Webhooks {
   private readonly deliverers = new Map<string, Deliverer>();
 
@@ -201,46 +204,84 @@ class Deliverer {
     return this.done;
   }
 
+  /**
+   * Delivers in log order, reading ahead in pages. The position reached is kept in memory
+   * and saved behind the deliveries (one save at a time, always the newest), so a receiver
+   * is not held to one store commit per event; after a crash, deliveries resume from the
+   * last saved position: at least once, as receivers are told.
+   */
   private async deliverAll(): Promise<void> {
     const { store, clock, settings } = this.options;
+    let hook = await store.getWebhook(this.id);
+    if (!hook?.enabled) return;
+    let cursor = hook.cursor;
+    let failingSince = hook.failingSince;
     let attempt = 0;
-    while (!this.stopped) {
-      const hook = await store.getWebhook(this.id);
-      if (!hook?.enabled) return;
-      const query = this.hooks.query(hook);
-      const [event] = query.kind === null ? [] : await store.readEvents(query);
-      if (!event) {
-        await this.pause(Number.POSITIVE_INFINITY, query);
-        continue;
+    try {
+      while (!this.stopped) {
+        const query = { ...this.hooks.query(hook), after: cursor, limit: PAGE };
+        const events = query.kind === null ? [] : await store.readEvents(query);
+        if (events.length === 0) {
+          await this.pause(Number.POSITIVE_INFINITY, query);
+          continue;
+        }
+        for (const event of events) {
+          const error = await this.deliver(hook, this.options.log.render(event, 'v1'));
+          if (this.stopped) return;
+          if (error === undefined) {
+            attempt = 0;
+            failingSince = undefined;
+            cursor = event.position;
+            this.saveCursor(cursor);
+            continue;
+          }
+          await this.savedCursor();
+          const now = clock.now();
+          failingSince ??= now.toISOString();
+          if (now.getTime() - Date.parse(failingSince) >= settings.disableAfterMs) {
+            await store.updateWebhook(this.id, {
+              enabled: false,
+              failingSince,
+              lastError: error,
+              disabledReason: `disabled after failing since ${failingSince}; last error: ${error}`,
+            });
+            this.options.logger.warn({ webhook: this.id, error }, 'webhook disabled');
+            return;
+          }
+          await store.updateWebhook(this.id, { failingSince, lastError: error });
+          const backoff = Math.min(settings.retryCapMs, settings.retryBaseMs * 2 ** attempt);
+          attempt += 1;
+          await this.pause(backoff * (0.5 + Math.random() / 2));
+          hook = (await store.getWebhook(this.id)) ?? hook;
+          break;
+        }
       }
-      const error = await this.deliver(hook, this.options.log.render(event, 'v1'));
-      if (this.stopped) return;
-      if (error === undefined) {
-        attempt = 0;
-        await store.updateWebhook(this.id, {
-          cursor: event.position,
+    } finally {
+      await this.savedCursor();
+    }
+  }
+
+  private cursorToSave: number | undefined;
+  private saving: Promise<void> | undefined;
+
+  /** Saves the position reached (and clears a failure) behind the deliveries. */
+  private saveCursor(cursor: number): void {
+    this.cursorToSave = cursor;
+    this.saving ??= (async () => {
+      while (this.cursorToSave !== undefined) {
+        const next = this.cursorToSave;
+        this.cursorToSave = undefined;
+        await this.options.store.updateWebhook(this.id, {
+          cursor: next,
           failingSince: undefined,
           lastError: undefined,
         });
-        continue;
       }
-      const now = clock.now();
-      const failingSince = hook.failingSince ?? now.toISOString();
-      if (now.getTime() - Date.parse(failingSince) >= settings.disableAfterMs) {
-        await store.updateWebhook(this.id, {
-          enabled: false,
-          failingSince,
-          lastError: error,
-          disabledReason: `disabled after failing since ${failingSince}; last error: ${error}`,
-        });
-        this.options.logger.warn({ webhook: this.id, error }, 'webhook disabled');
-        return;
-      }
-      await store.updateWebhook(this.id, { failingSince, lastError: error });
-      const backoff = Math.min(settings.retryCapMs, settings.retryBaseMs * 2 ** attempt);
-      attempt += 1;
-      await this.pause(backoff * (0.5 + Math.random() / 2));
-    }
+    })().finally(() => (this.saving = undefined));
+  }
+
+  private async savedCursor(): Promise<void> {
+    while (this.saving) await this.saving;
   }
 
   /** Waits for the back-off, or (with no end) for a matching event; stop ends either. */

@@ -45,6 +45,8 @@ export class MqttTerminalLink implements TerminalLink {
   private client: MqttClient | undefined;
   private handler: ReportHandler = async () => {};
   private readonly pending = new Map<string, PendingCommand>();
+  /** The newest report applied per terminal, as saved in the store. */
+  private readonly lastReports = new Map<string, { journal: string | undefined; seq: number }>();
   /** Messages of one terminal are handled one after another, in arrival order. */
   private readonly queues = new Map<string, Promise<void>>();
 
@@ -151,10 +153,16 @@ export class MqttTerminalLink implements TerminalLink {
         const message = ReportMessage.safeParse(json);
         if (!message.success) return this.invalid(terminalId, kind);
         const { journal, seq, report } = message.data;
-        const last = await this.options.store.lastReport(terminalId);
+        const last =
+          this.lastReports.get(terminalId) ?? (await this.options.store.lastReport(terminalId));
         if (journal !== last.journal || seq > last.seq) {
           await this.handler(terminalId, report);
-          await this.options.store.setLastReport(terminalId, journal, seq);
+          this.lastReports.set(terminalId, { journal, seq });
+          // Saved behind the acknowledgement: should the relay stop before it is, the
+          // agent sends the report again and applying it again changes nothing.
+          this.options.store.setLastReport(terminalId, journal, seq).catch((error: unknown) => {
+            this.options.logger.warn({ err: error, terminalId }, 'report sequence not saved');
+          });
         }
         // Acknowledged after the commit, and again for a redelivered one.
         this.client?.publish(terminalTopics(terminalId).reportAck, JSON.stringify({ seq }), {

@@ -161,6 +161,15 @@ export class SqliteStore implements Store {
         'INSERT INTO events (id, account_id, subject, kind, time, data) VALUES (?, ?, ?, ?, ?, ?)',
       ),
       terminal: db.prepare<[string], TerminalRow>('SELECT * FROM terminals WHERE id = ?'),
+      lastReport: db.prepare<[string], { journal: string | null; seq: number }>(
+        'SELECT last_report_journal AS journal, last_report_seq AS seq FROM terminals WHERE id = ?',
+      ),
+      setLastReport: db.prepare<[string, number, number, string, string]>(
+        `UPDATE terminals SET
+           last_report_seq = CASE WHEN last_report_journal IS ? THEN max(last_report_seq, ?) ELSE ? END,
+           last_report_journal = ?
+         WHERE id = ?`,
+      ),
       updateTerminalStatus: db.prepare('UPDATE terminals SET status = ? WHERE id = ?'),
     };
   }
@@ -301,24 +310,13 @@ export class SqliteStore implements Store {
   }
 
   async lastReport(terminalId: string): Promise<{ journal: string | undefined; seq: number }> {
-    const row = this.db
-      .prepare<[string], { journal: string | null; seq: number }>(
-        'SELECT last_report_journal AS journal, last_report_seq AS seq FROM terminals WHERE id = ?',
-      )
-      .get(terminalId);
+    const row = this.statements.lastReport.get(terminalId);
     return { journal: row?.journal ?? undefined, seq: row?.seq ?? 0 };
   }
 
   setLastReport(terminalId: string, journal: string, seq: number): Promise<void> {
     return this.write(() => {
-      this.db
-        .prepare(
-          `UPDATE terminals SET
-             last_report_seq = CASE WHEN last_report_journal IS ? THEN max(last_report_seq, ?) ELSE ? END,
-             last_report_journal = ?
-           WHERE id = ?`,
-        )
-        .run(journal, seq, seq, journal, terminalId);
+      this.statements.setLastReport.run(journal, seq, seq, journal, terminalId);
     });
   }
 
