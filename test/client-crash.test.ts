@@ -135,88 +135,92 @@ function relayTransactions(terminalId: string): Array<{ external_id: string; sta
 }
 
 describe.concurrent('tps pos purchase killed with SIGKILL, then tps pos recover', () => {
-  it.each(STEPS)('$name', async (step) => {
-    const sim = await relay.newSimulator();
-    const proxy = await FaultyProxy.start(relay.baseUrl);
-    const journal = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tps-crash-')), 'pos.sqlite');
-    const env = {
-      TPS_USERNAME: relay.account.username,
-      TPS_PASSWORD: relay.account.password,
-      TPS_TERMINAL_ID: sim.terminal_id,
-      TPS_JOURNAL: journal,
-    };
-    const externalId = `crash-${STEPS.indexOf(step)}`;
-    if (step.fault !== 'pass') proxy.plan({ match: step.operation, fault: step.fault });
+  it.each(STEPS)(
+    '$name',
+    async (step) => {
+      const sim = await relay.newSimulator();
+      const proxy = await FaultyProxy.start(relay.baseUrl);
+      const journal = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tps-crash-')), 'pos.sqlite');
+      const env = {
+        TPS_USERNAME: relay.account.username,
+        TPS_PASSWORD: relay.account.password,
+        TPS_TERMINAL_ID: sim.terminal_id,
+        TPS_JOURNAL: journal,
+      };
+      const externalId = `crash-${STEPS.indexOf(step)}`;
+      if (step.fault !== 'pass') proxy.plan({ match: step.operation, fault: step.fault });
 
-    const pos = run(
-      [
-        'purchase',
-        '--amount',
-        String(step.amount),
-        '--currency',
-        'EUR',
-        '--external-id',
-        externalId,
-        '--json',
-      ],
-      { ...env, TPS_BASE_URL: proxy.baseUrl },
-    );
-    const early = pos.exited.then((r) => {
-      throw new Error(`tps pos purchase ended before the kill: ${JSON.stringify(r)}`);
-    });
-    let held: Exchange;
-    if (step.killAt === 'response') {
-      held = await Promise.race([proxy.waitFor(step.operation, 'response'), early]);
-    } else {
-      held = await Promise.race([proxy.waitFor(step.operation, 'request'), early]);
-      if (step.killAt === 'parked') await new Promise((resolve) => setTimeout(resolve, 150));
-    }
-    pos.child.kill('SIGKILL');
-    expect((await pos.exited).signal).toBe('SIGKILL');
-    if (step.then === 'cut') held.cut();
-    if (step.then === 'release') {
-      held.release();
-      await proxy.waitFor((r) => r.seq === held.request.seq, 'response');
-    }
+      const pos = run(
+        [
+          'purchase',
+          '--amount',
+          String(step.amount),
+          '--currency',
+          'EUR',
+          '--external-id',
+          externalId,
+          '--json',
+        ],
+        { ...env, TPS_BASE_URL: proxy.baseUrl },
+      );
+      const early = pos.exited.then((r) => {
+        throw new Error(`tps pos purchase ended before the kill: ${JSON.stringify(r)}`);
+      });
+      let held: Exchange;
+      if (step.killAt === 'response') {
+        held = await Promise.race([proxy.waitFor(step.operation, 'response'), early]);
+      } else {
+        held = await Promise.race([proxy.waitFor(step.operation, 'request'), early]);
+        if (step.killAt === 'parked') await new Promise((resolve) => setTimeout(resolve, 150));
+      }
+      pos.child.kill('SIGKILL');
+      expect((await pos.exited).signal).toBe('SIGKILL');
+      if (step.then === 'cut') held.cut();
+      if (step.then === 'release') {
+        held.release();
+        await proxy.waitFor((r) => r.seq === held.request.seq, 'response');
+      }
 
-    const recovered = await run(['recover', '--json'], { ...env, TPS_BASE_URL: relay.baseUrl })
-      .exited;
-    expect(recovered.code, recovered.stderr).toBe(0);
-    const report = JSON.parse(recovered.stdout) as Array<{
-      external_id: string;
-      status: string;
-      transaction: { state: string; result_code: string };
-    }>;
-    expect(report).toMatchObject([
-      {
-        external_id: externalId,
-        status: 'settled',
-        transaction: { state: step.final, result_code: step.result },
-      },
-    ]);
+      const recovered = await run(['recover', '--json'], { ...env, TPS_BASE_URL: relay.baseUrl })
+        .exited;
+      expect(recovered.code, recovered.stderr).toBe(0);
+      const report = JSON.parse(recovered.stdout) as Array<{
+        external_id: string;
+        status: string;
+        transaction: { state: string; result_code: string };
+      }>;
+      expect(report).toMatchObject([
+        {
+          external_id: externalId,
+          status: 'settled',
+          transaction: { state: step.final, result_code: step.result },
+        },
+      ]);
 
-    const read = await post(
-      relay.baseUrl,
-      'v1',
-      '/transaction/get',
-      { terminal_id: sim.terminal_id, external_id: externalId },
-      relay.account,
-    );
-    expect(read.body.transaction).toMatchObject({ state: step.final, result_code: step.result });
-    const unconfirmed = await post(
-      relay.baseUrl,
-      'v1',
-      '/transaction/unconfirmed',
-      { terminal_id: sim.terminal_id },
-      relay.account,
-    );
-    expect(unconfirmed.body.transactions).toEqual([]);
-    expect(relayTransactions(sim.terminal_id)).toEqual([
-      { external_id: externalId, state: step.final },
-    ]);
-    const kept = new SqliteJournal(journal);
-    expect((await kept.get(sim.terminal_id, externalId))?.phase).toBe('SETTLED');
-    await kept.close();
-    await proxy.close();
-  });
+      const read = await post(
+        relay.baseUrl,
+        'v1',
+        '/transaction/get',
+        { terminal_id: sim.terminal_id, external_id: externalId },
+        relay.account,
+      );
+      expect(read.body.transaction).toMatchObject({ state: step.final, result_code: step.result });
+      const unconfirmed = await post(
+        relay.baseUrl,
+        'v1',
+        '/transaction/unconfirmed',
+        { terminal_id: sim.terminal_id },
+        relay.account,
+      );
+      expect(unconfirmed.body.transactions).toEqual([]);
+      expect(relayTransactions(sim.terminal_id)).toEqual([
+        { external_id: externalId, state: step.final },
+      ]);
+      const kept = new SqliteJournal(journal);
+      expect((await kept.get(sim.terminal_id, externalId))?.phase).toBe('SETTLED');
+      await kept.close();
+      await proxy.close();
+    },
+    60_000,
+  );
 });
