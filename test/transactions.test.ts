@@ -484,13 +484,14 @@ describe('unconfirmed, status and print', () => {
     expect(during.body.status).toMatchObject({
       connected: true,
       transaction_state: 'PROCESSING',
-      battery_percentage: 100,
+      battery_percentage: expect.any(Number),
     });
     const afterwards = await until(
       () => pos.call('/terminal/status', {}),
       (r) => r.body.status.transaction_state === 'READY',
     );
-    expect(afterwards.body.status.screen_message).toBe('Approved');
+    // The screen's wording is the terminal's own (the spec says not to parse it).
+    expect(afterwards.body.status.screen_message).toEqual(expect.any(String));
     expect(Date.parse(afterwards.body.status.updated_at)).toBeGreaterThanOrEqual(
       Date.parse(during.body.status.updated_at),
     );

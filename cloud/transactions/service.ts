@@ -217,19 +217,28 @@ export class TransactionService {
     );
   }
 
-  async confirm(principal: Principal, request: ConfirmRequest): Promise<TransactionRecord> {
-    await this.checkReach(
+  confirm(principal: Principal, request: ConfirmRequest): Promise<TransactionRecord> {
+    return this.changeOwn(
       principal,
-      request.terminal_id,
-      this.terminalNotFound(request.terminal_id),
-    );
-    return this.change(
-      { terminalId: request.terminal_id, externalId: request.external_id },
+      request,
       decideConfirm(request, principal.accountId, this.env()),
     );
   }
 
-  async continue(principal: Principal, request: ContinueRequest): Promise<TransactionRecord> {
+  continue(principal: Principal, request: ContinueRequest): Promise<TransactionRecord> {
+    return this.changeOwn(
+      principal,
+      request,
+      decideContinue(request, principal.accountId, this.env()),
+    );
+  }
+
+  /** A change of a transaction of a terminal the principal reaches. */
+  private async changeOwn(
+    principal: Principal,
+    request: { terminal_id: string; external_id: string },
+    decide: Decide<TransactionRecord>,
+  ): Promise<TransactionRecord> {
     await this.checkReach(
       principal,
       request.terminal_id,
@@ -237,7 +246,7 @@ export class TransactionService {
     );
     return this.change(
       { terminalId: request.terminal_id, externalId: request.external_id },
-      decideContinue(request, principal.accountId, this.env()),
+      decide,
     );
   }
 
