@@ -182,7 +182,6 @@ export class AgentLink {
       at: this.now(),
       ...(this.options.agentVersion ? { agent_version: this.options.agentVersion } : {}),
     };
-    this.client.publish(this.topics.presence, JSON.stringify(presence), { qos: 1, retain: true });
     this.client.subscribe(
       { [this.topics.command]: { qos: 1 }, [this.topics.reportAck]: { qos: 1 } },
       (error, granted) => {
@@ -190,6 +189,12 @@ export class AgentLink {
         const refused = (granted ?? []).filter((g) => g.qos === 128).map((g) => g.topic);
         // The broker's access rules do not match this terminal: no command will arrive.
         if (refused.length) logger.error({ topics: refused }, 'the broker refused a subscription');
+        // Only now say "connected": the relay re-sends its pending commands when it hears
+        // it, and a command published before the subscription would miss a new session.
+        this.client.publish(this.topics.presence, JSON.stringify(presence), {
+          qos: 1,
+          retain: true,
+        });
       },
     );
     for (const [commandId, payload] of this.pendingAcks) this.publishAck(commandId, payload);

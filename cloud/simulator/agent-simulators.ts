@@ -108,6 +108,11 @@ export class AgentSimulators implements SimulatorFleet {
       tuning: { reconnect: { baseMs: 50, capMs: 2000 } },
     });
     this.running.set(terminal.id, { agent, memory, reader, printer, driverPrinter });
+    // A simulator handed out should take a payment at once: wait (briefly) for its link.
+    const deadline = Date.now() + 5000;
+    while (!agent.link.connected && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
   }
 
   outcomes(terminalId: string): Map<string, ReaderOutcome> {
