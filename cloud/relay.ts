@@ -81,163 +81,180 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
   const logger = options.logger ?? pino(loggerOptions(config.logLevel));
   const clock = options.clock ?? systemClock;
   const store = new SqliteStore(path.join(config.dataDir, 'relay.sqlite'));
-  const bootstrap = await bootstrapAccount(store, config, clock);
-
-  const eventFeed = new EventFeed();
-  let baseUrl = '';
-  const events = new EventLog({
-    store,
-    feed: eventFeed,
-    tokens: new CursorTokens(await tokenKey(store)),
-    vendor: config.eventVendor,
-    source: () => baseUrl,
-  });
-  const webhooks = new Webhooks({
-    store,
-    feed: eventFeed,
-    log: events,
-    clock,
-    logger: logger.child({ part: 'webhooks' }),
-    settings: {
-      allowHttp: config.webhookAllowHttp,
-      retryBaseMs: config.webhookRetryBaseMs,
-      retryCapMs: config.webhookRetryCapMs,
-      disableAfterMs: config.webhookDisableAfterS * 1000,
-      timeoutMs: 10_000,
-    },
-  });
-  const retention = new EventRetention(
-    store,
-    clock,
-    config.eventRetentionS * 1000,
-    () => webhooks.oldestNeeded(),
-    logger.child({ part: 'retention' }),
-  );
-
-  const broker: EmbeddedBroker | undefined = config.mqttUrl
-    ? undefined
-    : await startEmbeddedBroker({
-        host: config.mqttHost ?? config.host,
-        port: config.mqttPort,
-        store,
-        logger: logger.child({ part: 'broker' }),
-      });
-  const mqttLink = new MqttTerminalLink({
-    url: config.mqttUrl ?? broker!.url,
-    username: config.mqttUsername ?? broker?.relayCredential.username ?? '',
-    password: config.mqttPassword ?? broker?.relayCredential.password ?? '',
-    clientId: `tps-relay-${process.pid}`,
-    store,
-    clock,
-    logger: logger.child({ part: 'mqtt-link' }),
-  });
-  await mqttLink.connect();
-  const agentBrokerUrl = config.mqttPublicUrl ?? config.mqttUrl ?? broker!.url;
-
-  const inProcess =
-    config.simulatorMode === 'in-process'
-      ? new SimulatorHost({
-          delayMs: config.simulatorDelayMs,
-          clock,
-          logger: logger.child({ part: 'simulator' }),
-        })
-      : undefined;
-  // The agent path's modules (agent, firmware emulation) load only when simulators use it.
-  const simulators: SimulatorFleet =
-    inProcess ??
-    new (await import('./simulator/agent-simulators.js')).AgentSimulators({
-      store,
-      brokerUrl: config.mqttUrl ?? broker!.url,
-      dataDir: config.dataDir,
-      delayMs: config.simulatorDelayMs,
-      clock,
-      logger: logger.child({ part: 'simulator' }),
-    });
-  const service = new TransactionService({
-    store,
-    link: new LinkRouter(store, { SIMULATOR: inProcess ?? mqttLink, AGENT: mqttLink }),
-    clock,
-    logger: logger.child({ part: 'transactions' }),
-    events: eventFeed,
-    settings: {
-      maxUnconfirmed: config.maxUnconfirmed,
-      startTtlMs: config.startTtlS * 1000,
-      pauseTimeoutMs: config.pauseTimeoutS * 1000,
-      gracePeriodMs: config.gracePeriodS * 1000,
-    },
-  });
-  const registry = new TerminalRegistry(store, clock);
-  const spooler = new PrintSpooler(clock, (terminalId, contents, commandId) =>
-    service.sendCommand(terminalId, {
-      type: 'print',
-      command_id: commandId,
-      format: 'PNG',
-      contents,
-    }),
-  );
-
-  await service.start();
-  await Promise.all((await store.listTerminals('SIMULATOR')).map((t) => simulators.attach(t)));
-
-  const app = buildHttpServer({
-    logger,
-    authenticator: new Authenticator(store),
-    service,
-    registry,
-    spooler,
-    events,
-    webhooks,
-    startSimulator: (terminal) => simulators.attach(terminal),
-    agentBrokerUrl: () => agentBrokerUrl,
-    defaultWaitSeconds: DEFAULT_WAIT_SECONDS,
-    ...(config.tlsCert && config.tlsKey
-      ? { tls: { certFile: config.tlsCert, keyFile: config.tlsKey } }
-      : {}),
-    ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
-  });
-  await app.listen({ host: config.host, port: config.port });
-  const port = (app.server.address() as AddressInfo).port;
-  const scheme = config.tlsCert ? 'https' : 'http';
-  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-  baseUrl = config.publicUrl ?? `${scheme}://${host}:${port}/pos`;
-  await webhooks.start();
-  retention.start();
-
-  if (config.defaultSimulator && (await store.listTerminals('SIMULATOR')).length === 0) {
-    const { terminal, issued } = await registry.createSimulator(bootstrap.accountId);
-    await simulators.attach(terminal);
-    bootstrap.simulator = issued;
+  // What has started, to be stopped in reverse should a later part fail to start (a port
+  // taken): a relay that cannot serve its API must exit, not run on half started.
+  const started: Array<() => Promise<void> | void> = [() => store.close()];
+  try {
+    return await startParts();
+  } catch (error) {
+    for (const stop of started.reverse()) await Promise.resolve(stop()).catch(() => undefined);
+    throw error;
   }
 
-  let closed = false;
-  return {
-    baseUrl,
-    port,
-    bootstrap,
-    store,
-    service,
-    simulators,
-    brokerUrl: agentBrokerUrl,
-    registry,
-    events,
-    webhooks,
-    retention,
-    logger,
-    async close() {
-      if (closed) return;
-      closed = true;
-      // Parked long polls answer the current state now, so the server can close.
-      service.stop();
-      events.stop();
-      await app.close();
-      retention.stop();
-      await webhooks.stop();
-      await simulators.close();
-      await mqttLink.close();
-      await broker?.close();
-      await store.close();
-    },
-  };
+  async function startParts(): Promise<Relay> {
+    const bootstrap = await bootstrapAccount(store, config, clock);
+
+    const eventFeed = new EventFeed();
+    let baseUrl = '';
+    const events = new EventLog({
+      store,
+      feed: eventFeed,
+      tokens: new CursorTokens(await tokenKey(store)),
+      vendor: config.eventVendor,
+      source: () => baseUrl,
+    });
+    const webhooks = new Webhooks({
+      store,
+      feed: eventFeed,
+      log: events,
+      clock,
+      logger: logger.child({ part: 'webhooks' }),
+      settings: {
+        allowHttp: config.webhookAllowHttp,
+        retryBaseMs: config.webhookRetryBaseMs,
+        retryCapMs: config.webhookRetryCapMs,
+        disableAfterMs: config.webhookDisableAfterS * 1000,
+        timeoutMs: 10_000,
+      },
+    });
+    const retention = new EventRetention(
+      store,
+      clock,
+      config.eventRetentionS * 1000,
+      () => webhooks.oldestNeeded(),
+      logger.child({ part: 'retention' }),
+    );
+
+    const broker: EmbeddedBroker | undefined = config.mqttUrl
+      ? undefined
+      : await startEmbeddedBroker({ store, logger: logger.child({ part: 'broker' }) });
+    if (broker) started.push(() => broker.close());
+    const mqttLink = new MqttTerminalLink({
+      url: config.mqttUrl ?? 'mqtt://embedded',
+      ...(broker ? { connectInProcess: () => broker.connectInProcess() } : {}),
+      username: config.mqttUsername ?? broker?.relayCredential.username ?? '',
+      password: config.mqttPassword ?? broker?.relayCredential.password ?? '',
+      clientId: `tps-relay-${process.pid}`,
+      store,
+      clock,
+      logger: logger.child({ part: 'mqtt-link' }),
+    });
+    // Subscribed before agents can connect to the embedded broker (see connectInProcess).
+    await mqttLink.connect();
+    started.push(() => mqttLink.close());
+    const brokerUrl =
+      config.mqttUrl ?? (await broker!.listen(config.mqttHost ?? config.host, config.mqttPort)).url;
+    const agentBrokerUrl = config.mqttPublicUrl ?? brokerUrl;
+
+    const inProcess =
+      config.simulatorMode === 'in-process'
+        ? new SimulatorHost({
+            delayMs: config.simulatorDelayMs,
+            clock,
+            logger: logger.child({ part: 'simulator' }),
+          })
+        : undefined;
+    // The agent path's modules (agent, firmware emulation) load only when simulators use it.
+    const simulators: SimulatorFleet =
+      inProcess ??
+      new (await import('./simulator/agent-simulators.js')).AgentSimulators({
+        store,
+        brokerUrl,
+        dataDir: config.dataDir,
+        delayMs: config.simulatorDelayMs,
+        clock,
+        logger: logger.child({ part: 'simulator' }),
+      });
+    const service = new TransactionService({
+      store,
+      link: new LinkRouter(store, { SIMULATOR: inProcess ?? mqttLink, AGENT: mqttLink }),
+      clock,
+      logger: logger.child({ part: 'transactions' }),
+      events: eventFeed,
+      settings: {
+        maxUnconfirmed: config.maxUnconfirmed,
+        startTtlMs: config.startTtlS * 1000,
+        pauseTimeoutMs: config.pauseTimeoutS * 1000,
+        gracePeriodMs: config.gracePeriodS * 1000,
+      },
+    });
+    const registry = new TerminalRegistry(store, clock);
+    const spooler = new PrintSpooler(clock, (terminalId, contents, commandId) =>
+      service.sendCommand(terminalId, {
+        type: 'print',
+        command_id: commandId,
+        format: 'PNG',
+        contents,
+      }),
+    );
+
+    await service.start();
+    started.push(
+      () => service.stop(),
+      () => simulators.close(),
+    );
+    await Promise.all((await store.listTerminals('SIMULATOR')).map((t) => simulators.attach(t)));
+
+    const app = buildHttpServer({
+      logger,
+      authenticator: new Authenticator(store),
+      service,
+      registry,
+      spooler,
+      events,
+      webhooks,
+      startSimulator: (terminal) => simulators.attach(terminal),
+      agentBrokerUrl: () => agentBrokerUrl,
+      defaultWaitSeconds: DEFAULT_WAIT_SECONDS,
+      ...(config.tlsCert && config.tlsKey
+        ? { tls: { certFile: config.tlsCert, keyFile: config.tlsKey } }
+        : {}),
+      ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
+    });
+    await app.listen({ host: config.host, port: config.port });
+    const port = (app.server.address() as AddressInfo).port;
+    const scheme = config.tlsCert ? 'https' : 'http';
+    const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+    baseUrl = config.publicUrl ?? `${scheme}://${host}:${port}/pos`;
+    await webhooks.start();
+    retention.start();
+
+    if (config.defaultSimulator && (await store.listTerminals('SIMULATOR')).length === 0) {
+      const { terminal, issued } = await registry.createSimulator(bootstrap.accountId);
+      await simulators.attach(terminal);
+      bootstrap.simulator = issued;
+    }
+
+    let closed = false;
+    return {
+      baseUrl,
+      port,
+      bootstrap,
+      store,
+      service,
+      simulators,
+      brokerUrl: agentBrokerUrl,
+      registry,
+      events,
+      webhooks,
+      retention,
+      logger,
+      async close() {
+        if (closed) return;
+        closed = true;
+        // Parked long polls answer the current state now, so the server can close.
+        service.stop();
+        events.stop();
+        await app.close();
+        retention.stop();
+        await webhooks.stop();
+        await simulators.close();
+        await mqttLink.close();
+        await broker?.close();
+        await store.close();
+      },
+    };
+  }
 }
 
 /** The default account, its configured credential, or one generated and shown at first start. */

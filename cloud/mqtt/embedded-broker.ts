@@ -5,6 +5,7 @@
  * peer's delayed ACK (≈ 40-90 ms instead of ≈ 0.1 ms).
  */
 import net from 'node:net';
+import { Duplex, PassThrough } from 'node:stream';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { Aedes, type AuthenticateError, type Client } from 'aedes';
 import type { Logger } from 'pino';
@@ -13,11 +14,17 @@ import type { Store } from '../store/store.js';
 import { mayPublish, maySubscribe, type MqttIdentity } from './acl.js';
 
 export interface EmbeddedBroker {
-  /** mqtt://host:port of the listener. */
-  url: string;
-  port: number;
   /** The credential the relay's own link uses. */
   relayCredential: { username: string; password: string };
+  /**
+   * A connection to the broker inside the process. The relay's link connects this way
+   * and subscribes before the listener opens, so no agent can publish a report into a
+   * broker where the relay is not yet listening (after a restart, the embedded broker
+   * starts with no sessions at all).
+   */
+  connectInProcess(): Duplex;
+  /** Opens the listener for agents; answers its mqtt://host:port. */
+  listen(host: string, port: number): Promise<{ url: string; port: number }>;
   close(): Promise<void>;
 }
 
@@ -28,8 +35,6 @@ function authError(message: string): AuthenticateError {
 }
 
 export async function startEmbeddedBroker(options: {
-  host: string;
-  port: number;
   store: Store;
   logger: Logger;
 }): Promise<EmbeddedBroker> {
@@ -76,20 +81,28 @@ export async function startEmbeddedBroker(options: {
   });
 
   const server = net.createServer({ noDelay: true }, (socket) => broker.handle(socket));
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => resolve());
-  });
-  const port = (server.address() as net.AddressInfo).port;
-  const host = options.host.includes(':') ? `[${options.host}]` : options.host;
 
   return {
-    url: `mqtt://${host}:${port}`,
-    port,
     relayCredential: { username: RELAY_USERNAME, password: relayPassword },
+    connectInProcess() {
+      const toBroker = new PassThrough();
+      const toClient = new PassThrough();
+      broker.handle(Duplex.from({ readable: toBroker, writable: toClient }));
+      return Duplex.from({ readable: toClient, writable: toBroker });
+    },
+    async listen(host, port) {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => resolve());
+      });
+      const bound = (server.address() as net.AddressInfo).port;
+      return { url: `mqtt://${host.includes(':') ? `[${host}]` : host}:${bound}`, port: bound };
+    },
     async close() {
       // The broker ends every client connection, which lets the listener close.
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      const closed = server.listening
+        ? new Promise<void>((resolve) => server.close(() => resolve()))
+        : Promise.resolve();
       await new Promise<void>((resolve) => broker.close(() => resolve()));
       await closed;
     },

@@ -5,7 +5,8 @@
  * acknowledged only after they are committed, so an agent keeps a report in its outbox
  * until the relay has it for good. Presence and the agent's last will keep `connected`.
  */
-import mqtt, { type MqttClient } from 'mqtt';
+import type { Duplex } from 'node:stream';
+import mqtt, { MqttClient } from 'mqtt';
 import type { Logger } from 'pino';
 import {
   CommandAckMessage,
@@ -21,7 +22,10 @@ import type { Store } from '../store/store.js';
 import type { ReportHandler, TerminalLink } from '../terminals/link.js';
 
 export interface MqttLinkOptions {
+  /** An external broker's address; or, with `connectInProcess`, only a name for logs. */
   url: string;
+  /** Connects to a broker in the same process instead of over the network. */
+  connectInProcess?: () => Duplex;
   username: string;
   password: string;
   clientId: string;
@@ -43,27 +47,35 @@ interface PendingCommand {
 
 export class MqttTerminalLink implements TerminalLink {
   private client: MqttClient | undefined;
-  private handler: ReportHandler = async () => {};
+  private handler: ReportHandler | undefined;
+  /** Agents' messages wait for the handler: applying them to nothing would lose them. */
+  private readonly handlerSet: Promise<void>;
+  private resolveHandlerSet: () => void = () => {};
   private readonly pending = new Map<string, PendingCommand>();
   /** The newest report applied per terminal, as saved in the store. */
   private readonly lastReports = new Map<string, { journal: string | undefined; seq: number }>();
   /** Messages of one terminal are handled one after another, in arrival order. */
   private readonly queues = new Map<string, Promise<void>>();
 
-  constructor(private readonly options: MqttLinkOptions) {}
+  constructor(private readonly options: MqttLinkOptions) {
+    this.handlerSet = new Promise((resolve) => (this.resolveHandlerSet = resolve));
+  }
 
   async connect(): Promise<void> {
-    const { url, username, password, clientId, shareGroup } = this.options;
-    const client = mqtt.connect(url, {
+    const { url, username, password, clientId, shareGroup, connectInProcess } = this.options;
+    const options = {
       username,
       password,
       clientId,
       // MQTT 3.1.1: what aedes speaks; Mosquitto and EMQX take $share filters from it too.
       clean: false,
-      protocolVersion: 4,
+      protocolVersion: 4 as const,
       reconnectPeriod: 1000,
       connectTimeout: 10_000,
-    });
+    };
+    const client = connectInProcess
+      ? new MqttClient(connectInProcess, options)
+      : mqtt.connect(url, options);
     this.client = client;
     client.on('connect', () => {
       // Nagle off (PLATFORM-NOTES): mqtt.js builds each connection's socket itself.
@@ -86,6 +98,7 @@ export class MqttTerminalLink implements TerminalLink {
 
   onReport(handler: ReportHandler): void {
     this.handler = handler;
+    this.resolveHandlerSet();
   }
 
   send(terminalId: string, command: TerminalCommand): Promise<void> {
@@ -137,6 +150,8 @@ export class MqttTerminalLink implements TerminalLink {
   }
 
   private async apply(terminalId: string, kind: string, payload: Buffer): Promise<void> {
+    await this.handlerSet;
+    const handler = this.handler!;
     const json = safeJson(payload);
     switch (kind) {
       case 'cmd-ack': {
@@ -156,7 +171,7 @@ export class MqttTerminalLink implements TerminalLink {
         const last =
           this.lastReports.get(terminalId) ?? (await this.options.store.lastReport(terminalId));
         if (journal !== last.journal || seq > last.seq) {
-          await this.handler(terminalId, report);
+          await handler(terminalId, report);
           this.lastReports.set(terminalId, { journal, seq });
           // Saved behind the acknowledgement: should the relay stop before it is, the
           // agent sends the report again and applying it again changes nothing.
@@ -173,7 +188,7 @@ export class MqttTerminalLink implements TerminalLink {
       case 'presence': {
         const presence = PresenceMessage.safeParse(json);
         if (!presence.success) return this.invalid(terminalId, kind);
-        await this.handler(terminalId, {
+        await handler(terminalId, {
           type: 'status',
           at: presence.data.at ?? this.options.clock.now().toISOString(),
           readings: { connected: presence.data.connected },
