@@ -68,6 +68,15 @@ export interface RelayOptions {
 const ACCOUNT_SETTING = 'default_account_id';
 const TOKEN_KEY_SETTING = 'event_token_key';
 
+/** This relay's identity, made at first start and kept with its data. */
+async function relayInstanceId(store: Store): Promise<string> {
+  const stored = await store.getSetting('relay_instance_id');
+  if (stored) return stored;
+  const id = randomBytes(6).toString('hex');
+  await store.putSetting('relay_instance_id', id);
+  return id;
+}
+
 /** The key that signs event-list tokens, made once and kept, so tokens survive restarts. */
 async function tokenKey(store: Store): Promise<Buffer> {
   const stored = await store.getSetting(TOKEN_KEY_SETTING);
@@ -134,7 +143,9 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       ...(broker ? { connectInProcess: () => broker.connectInProcess() } : {}),
       username: config.mqttUsername ?? broker?.relayCredential.username ?? '',
       password: config.mqttPassword ?? broker?.relayCredential.password ?? '',
-      clientId: `tps-relay-${process.pid}`,
+      // Stable across restarts of this relay (same data directory), so that an external
+      // broker keeps its session and what agents sent while it was down.
+      clientId: `tps-relay-${await relayInstanceId(store)}`,
       store,
       clock,
       logger: logger.child({ part: 'mqtt-link' }),
