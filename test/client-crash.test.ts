@@ -134,7 +134,9 @@ function relayTransactions(terminalId: string): Array<{ external_id: string; sta
   }
 }
 
-describe.concurrent('tps pos purchase killed with SIGKILL, then tps pos recover', () => {
+// One step after another: run concurrently, the 'reaches the relay after the kill' step
+// hung past 60 s under load (not yet understood; each step alone takes about 2 s).
+describe('tps pos purchase killed with SIGKILL, then tps pos recover', () => {
   it.each(STEPS)(
     '$name',
     async (step) => {
