@@ -172,12 +172,10 @@ export class MqttTerminalLink implements TerminalLink {
           this.lastReports.get(terminalId) ?? (await this.options.store.lastReport(terminalId));
         if (journal !== last.journal || seq > last.seq) {
           await handler(terminalId, report);
+          // Saved before the acknowledgement: a report applied twice is not always
+          // harmless (a pause report again after the continue would undo it).
+          await this.options.store.setLastReport(terminalId, journal, seq);
           this.lastReports.set(terminalId, { journal, seq });
-          // Saved behind the acknowledgement: should the relay stop before it is, the
-          // agent sends the report again and applying it again changes nothing.
-          this.options.store.setLastReport(terminalId, journal, seq).catch((error: unknown) => {
-            this.options.logger.warn({ err: error, terminalId }, 'report sequence not saved');
-          });
         }
         // Acknowledged after the commit, and again for a redelivered one.
         this.client?.publish(terminalTopics(terminalId).reportAck, JSON.stringify({ seq }), {
