@@ -3,29 +3,23 @@
  * node-serialport's BindingInterface): the card-reader driver over the serial link, the
  * emulated firmware, or a test's in-memory reader are all just implementations.
  *
- * The shapes are those of the serial message set (firmware-bridge/serial/messages.ts)
- * without their envelope, so an adapter to the driver only forwards.
+ * The shapes are the card-reader driver's (firmware-bridge/reader/card-reader.ts), so an
+ * adapter to the driver only forwards.
  */
-import type { z } from 'zod';
 import type {
-  CustomerIdentified,
   LastTransactionRecord,
-  StartTransaction,
-  StatusReport,
-  TransactionProgress,
-  TransactionResult,
-} from '../firmware-bridge/serial/messages.js';
+  ReaderCustomerIdentified,
+  ReaderProgress,
+  ReaderResult,
+  ReaderStart,
+  ReaderStatus,
+} from '../firmware-bridge/reader/card-reader.js';
 
-type Body<T> = Omit<T, 'v' | 'type'>;
-
-export type ReaderStart = Body<z.infer<typeof StartTransaction>>;
-export type ReaderProgress = Body<z.infer<typeof TransactionProgress>>;
-export type ReaderIdentified = Body<z.infer<typeof CustomerIdentified>>;
-/** COMPLETED: final, success or an error code. CANCELLED: stopped or reversed. */
-export type ReaderResult = Body<z.infer<typeof TransactionResult>>;
+export type { ReaderProgress, ReaderResult, ReaderStart };
+export type ReaderIdentified = ReaderCustomerIdentified;
 /** The reader's own record of its last transaction, for reconciliation. */
-export type ReaderRecord = z.infer<typeof LastTransactionRecord>;
-export type ReaderReadings = Omit<Body<z.infer<typeof StatusReport>>, 'query_id'>;
+export type ReaderRecord = LastTransactionRecord;
+export type ReaderReadings = ReaderStatus;
 
 export interface ReaderEvents {
   /** Screen text while a transaction runs. */
