@@ -3,6 +3,7 @@
  * check in a child process. Latencies come from autocannon's per-response times
  * (sub-millisecond), not from its histogram, which rounds to whole milliseconds.
  */
+import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
 import { BenchChild } from './child.js';
 import { cpuWindow, type CpuShares } from './machine.js';
@@ -22,7 +23,8 @@ export interface BareResult {
 }
 
 const PATH = '/pos/v1/transaction/get';
-const CREDENTIAL = { username: 'bench-bare', password: 'bench-bare-password' };
+/** Made for each run: nothing the bench uses outlives it. */
+const CREDENTIAL = { username: 'bench-bare', password: randomBytes(18).toString('base64url') };
 
 export async function runBareCeiling(options: BenchOptions): Promise<BareResult> {
   const authorization = basicAuth(CREDENTIAL);

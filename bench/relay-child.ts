@@ -1,4 +1,5 @@
 /** Starts bench/relay-process.ts as a child with a fresh data directory, and cleans up after it. */
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,7 +23,11 @@ export interface RelayChildOptions {
   env?: Record<string, string>;
 }
 
-const ACCOUNT: Credential = { username: 'bench-account', password: 'bench-account-password' };
+/** Made for each run: nothing the bench uses outlives it. */
+const ACCOUNT: Credential = {
+  username: 'bench-account',
+  password: randomBytes(18).toString('base64url'),
+};
 
 export async function startRelayChild(options: RelayChildOptions): Promise<RelayChild> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-bench-'));
