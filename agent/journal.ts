@@ -215,6 +215,17 @@ export class Journal {
       .map((row) => ({ seq: row.seq, report: JSON.parse(row.body) as TerminalReport }));
   }
 
+  /** The newest report still in the outbox before `seq` (0: none). */
+  previousReport(seq: number): number {
+    return (
+      this.db
+        .prepare<[number], { seq: number | null }>(
+          'SELECT max(seq) AS seq FROM outbox WHERE seq < ?',
+        )
+        .get(seq)?.seq ?? 0
+    );
+  }
+
   /** The relay committed this report: it leaves the outbox. */
   dropReport(seq: number): boolean {
     return this.db.prepare('DELETE FROM outbox WHERE seq = ?').run(seq).changes > 0;

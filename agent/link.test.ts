@@ -60,7 +60,12 @@ describe('agent link reconnects', () => {
         password: 'x',
         keepalive_s: 30,
       },
-      journal: { id: '0123456789abcdef', pendingReports: () => [], dropReport: () => false },
+      journal: {
+        id: '0123456789abcdef',
+        pendingReports: () => [],
+        previousReport: () => 0,
+        dropReport: () => false,
+      },
       onCommand: () => {},
       logger: pino({ level: 'silent' }),
       clock: { now: () => new Date(now) },

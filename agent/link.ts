@@ -34,7 +34,7 @@ import type { CommandOutcome, Journal } from './journal.js';
 export interface AgentLinkOptions {
   terminalId: string;
   broker: BrokerConfig;
-  journal: Pick<Journal, 'pendingReports' | 'dropReport' | 'id'>;
+  journal: Pick<Journal, 'pendingReports' | 'previousReport' | 'dropReport' | 'id'>;
   /** Journals (and acts on) a valid command; called before the broker's PUBACK. */
   onCommand: (message: CommandMessage) => void;
   onConnectionChange?: (connected: boolean) => void;
@@ -129,8 +129,10 @@ export class AgentLink {
     if (!this.client.connected || this.stopped) return;
     for (;;) {
       const rows = this.options.journal.pendingReports(this.sentUpTo, FLUSH_BATCH);
+      let prev = rows[0] ? this.options.journal.previousReport(rows[0].seq) : 0;
       for (const row of rows) {
-        const message: ReportMessage = { journal: this.journalId, ...row };
+        const message: ReportMessage = { journal: this.journalId, ...row, prev };
+        prev = row.seq;
         this.client.publish(this.topics.report, JSON.stringify(message), { qos: 1 });
         this.sentUpTo = row.seq;
       }

@@ -66,6 +66,12 @@ export const ReportMessage = z.object({
   journal: z.string().regex(/^[0-9a-f]{16,64}$/),
   /** Grows with every report of this journal (gaps allowed), across agent restarts. */
   seq: z.number().int().min(1),
+  /**
+   * The report before this one still in the agent's outbox when it was sent (0 or absent:
+   * none). The relay applies this one only after that one: with several relays sharing
+   * the agents' traffic, reports of one agent can arrive through different relays.
+   */
+  prev: z.number().int().min(0).optional(),
   report: TerminalReport,
 });
 export type ReportMessage = z.infer<typeof ReportMessage>;

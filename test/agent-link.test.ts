@@ -243,7 +243,7 @@ describe.each(BROKERS)('agent link on $name', ({ open }) => {
     });
   });
 
-  it('answers fast: Nagle is off on the link (sequential round trips well under 10 ms)', async () => {
+  it('answers fast: Nagle is off on the link (sequential round trips well under the 40 ms of a delayed ACK)', async () => {
     const a = await agent();
     const times: number[] = [];
     for (let i = 0; i < 15; i++) {
@@ -254,6 +254,6 @@ describe.each(BROKERS)('agent link on $name', ({ open }) => {
       times.push(performance.now() - began);
     }
     times.sort((x, y) => x - y);
-    expect(times[Math.floor(times.length / 2)]).toBeLessThan(10);
+    expect(times[Math.floor(times.length / 2)]).toBeLessThan(25);
   });
 });

@@ -18,8 +18,15 @@ import {
   type TerminalCommand,
 } from '../../protocol/index.js';
 import type { Clock } from '../clock.js';
-import type { Store } from '../store/store.js';
+import { ReportOutOfOrder, checkReport, type ReportPosition, type Store } from '../store/store.js';
 import type { ReportHandler, TerminalLink } from '../terminals/link.js';
+
+/**
+ * How long a report that arrived ahead of an earlier one waits for it (with several
+ * relays sharing the agents' traffic, the earlier one may be on its way through another)
+ * before it is dropped unacknowledged, for the agent to send both again.
+ */
+const GAP_WAIT_MS = 3000;
 
 export interface MqttLinkOptions {
   /** An external broker's address; or, with `connectInProcess`, only a name for logs. */
@@ -34,7 +41,12 @@ export interface MqttLinkOptions {
   logger: Logger;
   /** Unacknowledged commands are published again this often. */
   resendMs?: number;
-  /** With several relays on one broker: share agent traffic (MQTT 5 shared subscription). */
+  /**
+   * With several relays on one broker: share agent traffic (a `$share/<group>/`
+   * subscription). The session is then a clean one: a broker keeps a shared message
+   * queued for a member that died rather than give it to another (Mosquitto); agents
+   * send what was not acknowledged again instead.
+   */
   shareGroup?: string;
 }
 
@@ -52,8 +64,11 @@ export class MqttTerminalLink implements TerminalLink {
   private readonly handlerSet: Promise<void>;
   private resolveHandlerSet: () => void = () => {};
   private readonly pending = new Map<string, PendingCommand>();
-  /** The newest report applied per terminal, as saved in the store. */
-  private readonly lastReports = new Map<string, { journal: string | undefined; seq: number }>();
+  /** The newest report this link applied per terminal: a cheap filter for redeliveries. */
+  private readonly lastReports = new Map<string, ReportPosition>();
+  /** Reports waiting for an earlier one to be applied by another relay, per terminal. */
+  private readonly gapWaiters = new Map<string, Set<() => void>>();
+  private unwatch: () => void = () => {};
   /** Messages of one terminal are handled one after another, in arrival order. */
   private readonly queues = new Map<string, Promise<void>>();
 
@@ -68,7 +83,7 @@ export class MqttTerminalLink implements TerminalLink {
       password,
       clientId,
       // MQTT 3.1.1: what aedes speaks; Mosquitto and EMQX take $share filters from it too.
-      clean: false,
+      clean: shareGroup !== undefined,
       protocolVersion: 4 as const,
       reconnectPeriod: 1000,
       connectTimeout: 10_000,
@@ -77,6 +92,12 @@ export class MqttTerminalLink implements TerminalLink {
       ? new MqttClient(connectInProcess, options)
       : mqtt.connect(url, options);
     this.client = client;
+    this.unwatch = this.options.store.watch((change) => {
+      if (change.kind === 'command-acked') this.settle(change.commandId);
+      if (change.kind === 'report') {
+        for (const wake of this.gapWaiters.get(change.terminalId) ?? []) wake();
+      }
+    });
     client.on('connect', () => {
       // Nagle off (PLATFORM-NOTES): mqtt.js builds each connection's socket itself.
       (client.stream as { setNoDelay?: (noDelay: boolean) => void }).setNoDelay?.(true);
@@ -158,24 +179,25 @@ export class MqttTerminalLink implements TerminalLink {
         const ack = CommandAckMessage.safeParse(json);
         if (!ack.success) return this.invalid(terminalId, kind);
         const pending = this.pending.get(ack.data.command_id);
-        if (pending?.terminalId !== terminalId) return;
-        clearInterval(pending.timer);
-        this.pending.delete(ack.data.command_id);
-        pending.resolve();
+        if (pending) {
+          if (pending.terminalId === terminalId) this.settle(ack.data.command_id);
+          return;
+        }
+        // Sent by another relay sharing the agents' traffic (or before a restart).
+        await this.options.store.ackCommand(
+          ack.data.command_id,
+          this.options.clock.now().toISOString(),
+        );
         return;
       }
       case 'report': {
         const message = ReportMessage.safeParse(json);
         if (!message.success) return this.invalid(terminalId, kind);
-        const { journal, seq, report } = message.data;
-        const last =
-          this.lastReports.get(terminalId) ?? (await this.options.store.lastReport(terminalId));
-        if (journal !== last.journal || seq > last.seq) {
-          await handler(terminalId, report);
-          // Saved before the acknowledgement: a report applied twice is not always
-          // harmless (a pause report again after the continue would undo it).
-          await this.options.store.setLastReport(terminalId, journal, seq);
-          this.lastReports.set(terminalId, { journal, seq });
+        const { journal, seq, prev, report } = message.data;
+        const position = { journal, seq, ...(prev !== undefined ? { prev } : {}) };
+        const last = this.lastReports.get(terminalId);
+        if (!last || checkReport(last, position) !== 'duplicate') {
+          if (!(await this.applyInOrder(terminalId, report, position))) return;
         }
         // Acknowledged after the commit, and again for a redelivered one.
         this.client?.publish(terminalTopics(terminalId).reportAck, JSON.stringify({ seq }), {
@@ -201,11 +223,61 @@ export class MqttTerminalLink implements TerminalLink {
     }
   }
 
+  /**
+   * Applies a report (the store records its seq in the same commit). One that arrived
+   * ahead of an earlier one waits for it, woken when another relay applies a report of
+   * the terminal; answers false if the gap did not close in time.
+   */
+  private async applyInOrder(
+    terminalId: string,
+    report: ReportMessage['report'],
+    position: ReportPosition,
+  ): Promise<boolean> {
+    const deadline = Date.now() + GAP_WAIT_MS;
+    for (;;) {
+      let wake: () => void = () => {};
+      const woken = new Promise<void>((resolve) => (wake = resolve));
+      const waiters = this.gapWaiters.get(terminalId) ?? new Set();
+      this.gapWaiters.set(terminalId, waiters.add(wake));
+      try {
+        await this.handler!(terminalId, report, position);
+        this.lastReports.set(terminalId, position);
+        return true;
+      } catch (error) {
+        if (!(error instanceof ReportOutOfOrder)) throw error;
+        if (error.reason === 'duplicate') return true;
+        const remaining = deadline - Date.now();
+        if (remaining <= 0) {
+          this.options.logger.warn(
+            { terminalId, ...position },
+            'report ahead of a missing one: left for the agent to send again',
+          );
+          return false;
+        }
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([woken, new Promise((r) => (timer = setTimeout(r, remaining)))]);
+        clearTimeout(timer);
+      } finally {
+        waiters.delete(wake);
+        if (waiters.size === 0) this.gapWaiters.delete(terminalId);
+      }
+    }
+  }
+
+  private settle(commandId: string): void {
+    const pending = this.pending.get(commandId);
+    if (!pending) return;
+    clearInterval(pending.timer);
+    this.pending.delete(commandId);
+    pending.resolve();
+  }
+
   private invalid(terminalId: string, kind: string): void {
     this.options.logger.warn({ terminalId, kind }, 'invalid message from agent ignored');
   }
 
   async close(): Promise<void> {
+    this.unwatch();
     for (const pending of this.pending.values()) clearInterval(pending.timer);
     this.pending.clear();
     await Promise.all(this.queues.values());

@@ -18,7 +18,16 @@ import type {
   TransactionRecord,
   WebhookRecord,
 } from './records.js';
-import type { ChangeContext, ChangeKey, Decide, Store } from './store.js';
+import {
+  ReportOutOfOrder,
+  checkReport,
+  type ChangeContext,
+  type ChangeKey,
+  type Decide,
+  type Leadership,
+  type ReportPosition,
+  type Store,
+} from './store.js';
 import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
 
 const UNCONFIRMED_STATES = `('PROCESSING','AWAITING_CONTINUE','AWAITING_CONFIRM')`;
@@ -164,11 +173,8 @@ export class SqliteStore implements Store {
       lastReport: db.prepare<[string], { journal: string | null; seq: number }>(
         'SELECT last_report_journal AS journal, last_report_seq AS seq FROM terminals WHERE id = ?',
       ),
-      setLastReport: db.prepare<[string, number, number, string, string]>(
-        `UPDATE terminals SET
-           last_report_seq = CASE WHEN last_report_journal IS ? THEN max(last_report_seq, ?) ELSE ? END,
-           last_report_journal = ?
-         WHERE id = ?`,
+      setLastReport: db.prepare<[string, number, string]>(
+        'UPDATE terminals SET last_report_journal = ?, last_report_seq = ? WHERE id = ?',
       ),
       updateTerminalStatus: db.prepare('UPDATE terminals SET status = ? WHERE id = ?'),
     };
@@ -314,10 +320,19 @@ export class SqliteStore implements Store {
     return { journal: row?.journal ?? undefined, seq: row?.seq ?? 0 };
   }
 
-  setLastReport(terminalId: string, journal: string, seq: number): Promise<void> {
-    return this.write(() => {
-      this.statements.setLastReport.run(journal, seq, seq, journal, terminalId);
-    });
+  recordReport(terminalId: string, position: ReportPosition): Promise<void> {
+    return this.write(() => this.takeReport(terminalId, position));
+  }
+
+  /** Within a write: records the report as applied, or throws ReportOutOfOrder. */
+  private takeReport(terminalId: string, position: ReportPosition): void {
+    const row = this.statements.lastReport.get(terminalId);
+    const verdict = checkReport(
+      { journal: row?.journal ?? undefined, seq: row?.seq ?? 0 },
+      position,
+    );
+    if (verdict !== 'apply') throw new ReportOutOfOrder(verdict);
+    this.statements.setLastReport.run(position.journal, position.seq, terminalId);
   }
 
   async getTerminal(terminalId: string): Promise<TerminalRecord | undefined> {
@@ -339,8 +354,10 @@ export class SqliteStore implements Store {
     readings: TerminalReadings,
     at: string,
     eventId: string,
+    report?: ReportPosition,
   ): Promise<EventRecord | undefined> {
     return this.write(() => {
+      if (report) this.takeReport(terminalId, report);
       const row = this.statements.terminal.get(terminalId);
       if (!row) return undefined;
       const current: TerminalStatus = JSON.parse(row.status);
@@ -404,6 +421,7 @@ export class SqliteStore implements Store {
 
   changeTransaction<R>(key: ChangeKey, decide: Decide<R>): Promise<R> {
     return this.write(() => {
+      if (key.report) this.takeReport(key.terminalId, key.report);
       const s = this.statements;
       const current = s.transactionByKey.get(key.terminalId, key.externalId);
       const active = key.forCreate
@@ -585,6 +603,15 @@ export class SqliteStore implements Store {
         )
         .run(key, value);
     });
+  }
+
+  /** One process owns the file: no other relay commits to it. */
+  watch(): () => void {
+    return () => {};
+  }
+
+  leadership(): Leadership {
+    return { start: (onLead) => onLead(), stop: async () => {} };
   }
 }
 

@@ -292,19 +292,82 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       await store.close();
     });
 
-    it('keeps agent credentials and the newest report applied, which grows within a journal', async () => {
+    it('keeps agent credentials', async () => {
       const store = await withTerminal(factory);
       expect(await store.findAgentCredential('t-1')).toBeUndefined();
       await store.putAgentCredential('t-1', 'scrypt$a', NOW);
       await store.putAgentCredential('t-1', 'scrypt$b', NOW);
       expect(await store.findAgentCredential('t-1')).toBe('scrypt$b');
+      await store.close();
+    });
+
+    it('applies each report of a journal once and after the one before it, a new journal from nothing', async () => {
+      const store = await withTerminal(factory);
       expect(await store.lastReport('t-1')).toEqual({ journal: undefined, seq: 0 });
-      await store.setLastReport('t-1', 'aaaa', 7);
-      await store.setLastReport('t-1', 'aaaa', 5);
-      expect(await store.lastReport('t-1')).toEqual({ journal: 'aaaa', seq: 7 });
+      await store.recordReport('t-1', { journal: 'aaaa', seq: 7 });
+      await store.recordReport('t-1', { journal: 'aaaa', seq: 8 });
+      await expect(store.recordReport('t-1', { journal: 'aaaa', seq: 8 })).rejects.toMatchObject({
+        reason: 'duplicate',
+      });
+      await expect(store.recordReport('t-1', { journal: 'aaaa', seq: 5 })).rejects.toMatchObject({
+        reason: 'duplicate',
+      });
+      await expect(
+        store.recordReport('t-1', { journal: 'aaaa', seq: 10, prev: 9 }),
+      ).rejects.toMatchObject({
+        reason: 'gap',
+      });
+      expect(await store.lastReport('t-1')).toEqual({ journal: 'aaaa', seq: 8 });
+      // 9 was a status the agent replaced before sending it: 10 follows 8.
+      await store.recordReport('t-1', { journal: 'aaaa', seq: 10, prev: 8 });
+      expect(await store.lastReport('t-1')).toEqual({ journal: 'aaaa', seq: 10 });
       // A new journal (the agent reinstalled) starts over.
-      await store.setLastReport('t-1', 'bbbb', 2);
+      await store.recordReport('t-1', { journal: 'bbbb', seq: 2 });
       expect(await store.lastReport('t-1')).toEqual({ journal: 'bbbb', seq: 2 });
+      await store.close();
+    });
+
+    it('applies a report and the change it carries in one commit, or neither', async () => {
+      const store = await withTerminal(factory);
+      const report = { journal: 'jjjj', seq: 1 };
+      await store.changeTransaction({ terminalId: 't-1', externalId: 'e-1', report }, () => ({
+        write: transaction('t-1', 'e-1', 'tx-1'),
+        result: undefined,
+      }));
+      let decided = false;
+      await expect(
+        store.changeTransaction({ terminalId: 't-1', externalId: 'e-2', report }, () => {
+          decided = true;
+          return { write: transaction('t-1', 'e-2', 'tx-2'), result: undefined };
+        }),
+      ).rejects.toMatchObject({ reason: 'duplicate' });
+      expect(decided).toBe(false);
+      expect(await store.getTransaction('t-1', 'e-2')).toBeUndefined();
+      // A decision that throws takes the report back with it.
+      await expect(
+        store.changeTransaction(
+          { terminalId: 't-1', externalId: 'e-3', report: { ...report, seq: 2 } },
+          () => {
+            throw new Error('refused');
+          },
+        ),
+      ).rejects.toThrow('refused');
+      expect(await store.lastReport('t-1')).toEqual(report);
+      const event = await store.updateTerminalStatus(
+        't-1',
+        { battery_percentage: 40 },
+        NOW,
+        'ev-status',
+        { ...report, seq: 2 },
+      );
+      expect(event?.kind).toBe('TerminalStatus');
+      await expect(
+        store.updateTerminalStatus('t-1', { battery_percentage: 41 }, NOW, 'ev-2', {
+          ...report,
+          seq: 2,
+        }),
+      ).rejects.toMatchObject({ reason: 'duplicate' });
+      expect((await store.getTerminal('t-1'))?.status.battery_percentage).toBe(40);
       await store.close();
     });
 

@@ -24,6 +24,58 @@ export interface ChangeKey {
   forCreate?: boolean;
   /** A referenced refund also sees its original purchase and the refunds made against it. */
   original?: { terminalId: string; externalId: string };
+  /** The change applies an agent's report: applied once, in order, in the same commit. */
+  report?: ReportPosition;
+}
+
+/** Where a report stands in its agent's outbox (docs/mqtt.md). */
+export interface ReportPosition {
+  journal: string;
+  seq: number;
+  /** The report that must be applied before this one (0 or absent: none). */
+  prev?: number;
+}
+
+/**
+ * A report the store did not apply: one applied before (`duplicate`), or one that arrived
+ * ahead of an earlier one still missing (`gap`: with several relays sharing the agents'
+ * traffic, the earlier one may still be on its way through another).
+ */
+export class ReportOutOfOrder extends Error {
+  constructor(readonly reason: 'duplicate' | 'gap') {
+    super(`report ${reason}`);
+  }
+}
+
+/**
+ * Where a report at `position` stands after `last`: within one journal each seq applies
+ * once, and only after the report the agent sent before it; a new journal (a wiped
+ * agent) starts from nothing.
+ */
+export function checkReport(
+  last: { journal: string | undefined; seq: number },
+  position: ReportPosition,
+): 'apply' | ReportOutOfOrder['reason'] {
+  const applied = last.journal === position.journal ? last.seq : 0;
+  if (position.seq <= applied) return 'duplicate';
+  return (position.prev ?? 0) <= applied ? 'apply' : 'gap';
+}
+
+/** A change committed by another relay process sharing the store. */
+export type StoreChange =
+  | { kind: 'transaction'; terminalId: string; externalId: string; version: number; dueAt?: string }
+  | { kind: 'events' }
+  | { kind: 'command-acked'; commandId: string }
+  | { kind: 'report'; terminalId: string };
+
+/**
+ * Background work (deadlines, re-sending commands, webhook delivery, retention) runs in
+ * one relay process at a time. `onLead` is called when this process takes the lead,
+ * `onLose` when it loses it (its database session dropped).
+ */
+export interface Leadership {
+  start(onLead: () => void, onLose: () => void): void;
+  stop(): Promise<void>;
 }
 
 export interface ChangeContext {
@@ -60,19 +112,24 @@ export interface Store {
   findAgentCredential(terminalId: string): Promise<string | undefined>;
   /** The journal and sequence number of the newest report applied from the terminal's agent. */
   lastReport(terminalId: string): Promise<{ journal: string | undefined; seq: number }>;
-  /** Records an applied report: the seq only grows within a journal; a new journal starts over. */
-  setLastReport(terminalId: string, journal: string, seq: number): Promise<void>;
+  /**
+   * Records a report that changes nothing else (its transaction is unknown); throws
+   * ReportOutOfOrder as a change carrying the report would.
+   */
+  recordReport(terminalId: string, position: ReportPosition): Promise<void>;
   getTerminal(terminalId: string): Promise<TerminalRecord | undefined>;
   listTerminals(kind?: TerminalRecord['kind']): Promise<TerminalRecord[]>;
   /**
    * Merges readings into the terminal's status and, when anything changed, appends its
-   * TerminalStatus event in the same commit. Answers the event, or undefined.
+   * TerminalStatus event in the same commit. Answers the event, or undefined. With a
+   * report position, records it in the same commit or throws ReportOutOfOrder.
    */
   updateTerminalStatus(
     terminalId: string,
     readings: TerminalReadings,
     at: string,
     eventId: string,
+    report?: ReportPosition,
   ): Promise<EventRecord | undefined>;
 
   getTransaction(terminalId: string, externalId: string): Promise<TransactionRecord | undefined>;
@@ -83,6 +140,7 @@ export interface Store {
   listDue(until: string, limit: number): Promise<TransactionRecord[]>;
   /** The earliest deadline of any transaction, if one has any. */
   nextDueAt(): Promise<string | undefined>;
+  /** Throws ReportOutOfOrder, deciding nothing, when `key.report` is not next in line. */
   changeTransaction<R>(key: ChangeKey, decide: Decide<R>): Promise<R>;
 
   /** Queues a command that belongs to no transaction (a print job). */
@@ -107,4 +165,9 @@ export interface Store {
 
   getSetting(key: string): Promise<string | undefined>;
   putSetting(key: string, value: string): Promise<void>;
+
+  /** Listens for changes committed by other relay processes (an embedded store has none). */
+  watch(listener: (change: StoreChange) => void): () => void;
+  /** Decides which relay process runs the background work (an embedded store: this one). */
+  leadership(): Leadership;
 }

@@ -3,8 +3,17 @@
  * an in-process simulator and the MQTT link to real agents are interchangeable.
  */
 import type { TerminalCommand, TerminalReport } from '../../protocol/index.js';
+import type { ReportPosition } from '../store/store.js';
 
-export type ReportHandler = (terminalId: string, report: TerminalReport) => Promise<void>;
+/**
+ * Applies a report. With its position in the agent's outbox, the store applies it once
+ * and in order, or the handler throws ReportOutOfOrder.
+ */
+export type ReportHandler = (
+  terminalId: string,
+  report: TerminalReport,
+  position?: ReportPosition,
+) => Promise<void>;
 
 export interface TerminalLink {
   /**

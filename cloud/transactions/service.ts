@@ -16,7 +16,7 @@ import { ApiError } from '../errors.js';
 import type { EventFeed } from '../events/event-feed.js';
 import { newCommandId, newEventId, newTransactionId } from '../ids.js';
 import type { NewEvent, TransactionRecord } from '../store/records.js';
-import type { ChangeKey, Decide, Store } from '../store/store.js';
+import type { ChangeKey, Decide, ReportPosition, Store } from '../store/store.js';
 import type { TerminalLink } from '../terminals/link.js';
 import { ChangeFeed } from './change-feed.js';
 import {
@@ -69,7 +69,9 @@ export class TransactionService {
     this.logger = deps.logger;
     this.events = deps.events;
     this.due = new DueScheduler(deps.store, deps.clock, (record) => this.fallDue(record));
-    this.link.onReport((terminalId, report) => this.onReport(terminalId, report));
+    this.link.onReport((terminalId, report, position) =>
+      this.onReport(terminalId, report, position),
+    );
   }
 
   /** Re-arms what falls due and re-sends what terminals have not acknowledged, after a restart. */
@@ -322,13 +324,18 @@ export class TransactionService {
     });
   }
 
-  private async onReport(terminalId: string, report: TerminalReport): Promise<void> {
+  private async onReport(
+    terminalId: string,
+    report: TerminalReport,
+    position?: ReportPosition,
+  ): Promise<void> {
     if (report.type === 'status') {
       const event = await this.store.updateTerminalStatus(
         terminalId,
         report.readings,
         report.at,
         newEventId(),
+        position,
       );
       if (event) this.events.publish([event]);
       return;
@@ -339,10 +346,11 @@ export class TransactionService {
         { terminalId, transactionId: report.transaction_id },
         'report for an unknown transaction',
       );
+      if (position) await this.store.recordReport(terminalId, position);
       return;
     }
     await this.change(
-      { terminalId, externalId: record.txn.external_id },
+      { terminalId, externalId: record.txn.external_id, ...(position ? { report: position } : {}) },
       decideReport(report, this.env()),
     );
   }
