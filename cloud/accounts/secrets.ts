@@ -5,7 +5,8 @@
  * per hash that the allocator keeps afterwards. A secret the service generated (24
  * random bytes) cannot be guessed, so a salted SHA-256 is as safe and costs microseconds.
  * A secret verified once is remembered as a keyed digest for the life of the process:
- * later requests cost one HMAC. Hashes made by scrypt earlier still verify.
+ * later requests cost one HMAC. Hashes made by scrypt earlier still verify. Agents' broker
+ * credentials have their own format, Mosquitto's (mosquitto-hash.ts).
  */
 import { createHash, createHmac, pbkdf2, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
@@ -75,6 +76,11 @@ export class VerifiedSecretCache {
   /** Verifications under way, so that a burst of requests with a new secret pays one scrypt. */
   private readonly inflight = new Map<string, Promise<boolean>>();
 
+  /** `verifier` checks a secret against a stored hash (agents' hashes: verifyAgentSecret). */
+  constructor(
+    private readonly verifier: (secret: string, stored: string) => Promise<boolean> = verifySecret,
+  ) {}
+
   private digest(secret: string): Buffer {
     return createHmac('sha256', this.key).update(secret).digest();
   }
@@ -88,7 +94,7 @@ export class VerifiedSecretCache {
     const key = `${username}\u0000${storedHash}\u0000${digest.toString('hex')}`;
     let verification = this.inflight.get(key);
     if (!verification) {
-      verification = verifySecret(secret, storedHash).finally(() => this.inflight.delete(key));
+      verification = this.verifier(secret, storedHash).finally(() => this.inflight.delete(key));
       this.inflight.set(key, verification);
     }
     if (!(await verification)) return false;

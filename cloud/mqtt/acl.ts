@@ -1,14 +1,15 @@
 /**
  * Who may use which topic. An agent, connected with its terminal id as username, reaches
  * only its own terminal's topics, in its own direction; the relay reaches all. The same
- * rules generate broker configuration for external brokers.
+ * rules generate broker configuration for external brokers (broker-files.ts).
  */
 import { parseTopic } from '../../protocol/index.js';
 
 export type MqttIdentity = { role: 'relay' } | { role: 'agent'; terminalId: string };
 
-const AGENT_PUBLISHES = new Set(['cmd-ack', 'report', 'presence']);
-const AGENT_SUBSCRIBES = new Set(['cmd', 'report-ack']);
+/** The topic kinds (protocol/mqtt.ts) an agent publishes to, and subscribes to, for its own terminal. */
+export const AGENT_PUBLISHES: ReadonlySet<string> = new Set(['cmd-ack', 'report', 'presence']);
+export const AGENT_SUBSCRIBES: ReadonlySet<string> = new Set(['cmd', 'report-ack']);
 
 export function mayPublish(identity: MqttIdentity, topic: string): boolean {
   if (identity.role === 'relay') return true;

@@ -1,6 +1,7 @@
 /**
  * The MQTT broker inside the relay process (aedes), listening for agents. Agents sign
- * in with their terminal id and agent secret; the relay with a secret made for this
+ * in with their terminal id and agent secret, checked against the stored hash an external
+ * Mosquitto reads too (`tps broker mosquitto`); the relay with a secret made for this
  * process. Nagle is off on every socket: with it, each QoS 1 round trip waits for the
  * peer's delayed ACK (≈ 40-90 ms instead of ≈ 0.1 ms).
  */
@@ -9,6 +10,7 @@ import { Duplex, PassThrough } from 'node:stream';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { Aedes, type AuthenticateError, type Client } from 'aedes';
 import type { Logger } from 'pino';
+import { verifyAgentSecret } from '../accounts/mosquitto-hash.js';
 import { VerifiedSecretCache } from '../accounts/secrets.js';
 import type { Store } from '../store/store.js';
 import { mayPublish, maySubscribe, type MqttIdentity } from './acl.js';
@@ -41,7 +43,8 @@ export async function startEmbeddedBroker(options: {
   const { store, logger } = options;
   const relayPassword = randomBytes(24).toString('base64url');
   const identities = new WeakMap<Client, MqttIdentity>();
-  const secrets = new VerifiedSecretCache();
+  // Agents' hashes are Mosquitto's `$7$` (or, made before it, salted SHA-256).
+  const secrets = new VerifiedSecretCache(verifyAgentSecret);
 
   const broker = await Aedes.createBroker({
     authenticate: (client, username, password, done) => {

@@ -16,7 +16,7 @@ import { DriverPrinter } from '../../agent/printer-adapter.js';
 import { FileReaderMemory } from '../../firmware-bridge/emulator/file-reader-memory.js';
 import { EmulatedPrinter } from '../../firmware-bridge/printer/emulated-printer.js';
 import { createStreamPair } from '../../firmware-bridge/serial/stream-pair.js';
-import { hashGeneratedSecret } from '../accounts/secrets.js';
+import { hashForBroker } from '../accounts/mosquitto-hash.js';
 import type { Clock } from '../clock.js';
 import { newSecret } from '../ids.js';
 import type { TerminalRecord } from '../store/records.js';
@@ -67,11 +67,7 @@ export class AgentSimulators implements SimulatorFleet {
     fs.mkdirSync(dir, { recursive: true });
     // The relay holds both ends, so it issues the agent a fresh secret at every start.
     const secret = newSecret();
-    await store.putAgentCredential(
-      terminal.id,
-      hashGeneratedSecret(secret),
-      clock.now().toISOString(),
-    );
+    await store.putAgentCredential(terminal.id, hashForBroker(secret), clock.now().toISOString());
     const stateFile = path.join(dir, 'reader.jsonl');
     const memory = new FileReaderMemory(stateFile);
     const reader = emulatedReader({

@@ -1,5 +1,6 @@
 /** Creates terminals and the credentials that reach them. */
 import type { SimulatorCreateResponse, TerminalReadings } from '../../protocol/index.js';
+import { hashForBroker } from '../accounts/mosquitto-hash.js';
 import { hashGeneratedSecret } from '../accounts/secrets.js';
 import type { Clock } from '../clock.js';
 import { newAgentTerminalId, newSecret, newSimulatorTerminalId, newUsername } from '../ids.js';
@@ -39,7 +40,8 @@ export class TerminalRegistry {
     };
     await this.store.createTerminal(terminal);
     const agentSecret = newSecret();
-    await this.store.putAgentCredential(id, hashGeneratedSecret(agentSecret), now);
+    // Mosquitto's own hash format: `tps broker mosquitto` writes it into a password file as is.
+    await this.store.putAgentCredential(id, hashForBroker(agentSecret), now);
     return { terminal, issued: await this.issuePosCredential(accountId, id, now), agentSecret };
   }
 

@@ -1,0 +1,98 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { terminalTopics } from '../../protocol/index.js';
+import { mayPublish, maySubscribe } from './acl.js';
+import {
+  checkRelayUsername,
+  emqxAclFile,
+  mosquittoAclFile,
+  mosquittoPasswordFile,
+  writeFileAtomic,
+} from './broker-files.js';
+
+/** The topics of terminal `t` an agent may publish to / subscribe to, as acl.ts decides. */
+function allowed(check: typeof mayPublish, t: string) {
+  const topics = terminalTopics(t);
+  return Object.values(topics)
+    .filter((topic) => check({ role: 'agent', terminalId: t }, topic))
+    .map((topic) => topic.replace(`/${t}/`, '/%u/'));
+}
+
+describe('broker files', () => {
+  it('Mosquitto ACL: the embedded broker’s rules, as patterns on the username', () => {
+    const acl = mosquittoAclFile('tps-relay');
+    const lines = acl.split('\n').filter((l) => l && !l.startsWith('#'));
+    expect(lines.filter((l) => l.startsWith('pattern write ')).map((l) => l.slice(14))).toEqual(
+      allowed(mayPublish, 't-2000000001'),
+    );
+    expect(lines.filter((l) => l.startsWith('pattern read ')).map((l) => l.slice(13))).toEqual(
+      allowed(maySubscribe, 't-2000000001'),
+    );
+    expect(lines.slice(-2)).toEqual(['user tps-relay', 'topic readwrite tps/v1/#']);
+    expect(lines).toHaveLength(7);
+  });
+
+  it('EMQX ACL: the same rules with ${username}, everything else denied', () => {
+    const acl = emqxAclFile('tps-relay');
+    expect(acl).toContain('{allow, {username, "tps-relay"}, all, ["tps/v1/#"]}.');
+    expect(acl).toContain(
+      '{allow, all, publish, ["tps/v1/t/${username}/cmd-ack", "tps/v1/t/${username}/report", "tps/v1/t/${username}/presence"]}.',
+    );
+    expect(acl).toContain(
+      '{allow, all, subscribe, ["tps/v1/t/${username}/cmd", "tps/v1/t/${username}/report-ack"]}.',
+    );
+    expect(acl.trim().endsWith('{deny, all}.')).toBe(true);
+  });
+
+  it('password file lines are username:hash', () => {
+    expect(
+      mosquittoPasswordFile([
+        { username: 'tps-relay', hash: '$7$101$a$b' },
+        { username: 't-2000000001', hash: '$7$101$c$d' },
+      ]),
+    ).toBe('tps-relay:$7$101$a$b\nt-2000000001:$7$101$c$d\n');
+  });
+
+  it('refuses a relay username that would break a broker file', () => {
+    for (const bad of ['', 'a b', 'a:b', 'a"b', 'a#', 'a+b', 'a/b', 'x'.repeat(65)]) {
+      expect(() => checkRelayUsername(bad), bad).toThrow(/relay username/);
+    }
+    expect(() => checkRelayUsername('tps-relay.eu-1@example')).not.toThrow();
+  });
+
+  it('writes a file whole, mode 0600, replacing the old one and leaving no temporary file', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-broker-files-'));
+    try {
+      const file = path.join(dir, 'passwd');
+      fs.writeFileSync(file, 'old\n', { mode: 0o644 });
+      const inode = fs.statSync(file).ino;
+      expect(writeFileAtomic(file, 'new\n')).toBe(true);
+      expect(fs.readFileSync(file, 'utf8')).toBe('new\n');
+      expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+      expect(fs.statSync(file).ino).not.toBe(inode);
+      expect(fs.readdirSync(dir)).toEqual(['passwd']);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it.skipIf(process.getuid?.() !== 0)(
+    'run as root, keeps the owner of the file it replaces (the broker’s user)',
+    () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-broker-files-'));
+      try {
+        const file = path.join(dir, 'acl');
+        fs.writeFileSync(file, 'old\n', { mode: 0o600 });
+        fs.chownSync(file, 4242, 4343);
+        expect(writeFileAtomic(file, 'new\n')).toBe(true);
+        const stat = fs.statSync(file);
+        expect([stat.uid, stat.gid, stat.mode & 0o777]).toEqual([4242, 4343, 0o600]);
+        expect(fs.readFileSync(file, 'utf8')).toBe('new\n');
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
+});
