@@ -24,6 +24,9 @@ storeConformance('SQLite', {
     await store.close();
     return new SqliteStore(file);
   },
+  async peer(store) {
+    return new SqliteStore(files.get(store)!);
+  },
 });
 
 describe('SQLite store specifics', () => {

@@ -605,10 +605,23 @@ export class SqliteStore implements Store {
     });
   }
 
+  claimSetting(key: string, value: string): Promise<string> {
+    return this.write(() => {
+      this.db
+        .prepare('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING')
+        .run(key, value);
+      return this.db
+        .prepare<[string], { value: string }>('SELECT value FROM settings WHERE key = ?')
+        .get(key)!.value;
+    });
+  }
+
   /** One process owns the file: no other relay commits to it. */
   watch(): () => void {
     return () => {};
   }
+
+  async announce(): Promise<void> {}
 
   leadership(): Leadership {
     return { start: (onLead) => onLead(), stop: async () => {} };

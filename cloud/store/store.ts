@@ -61,12 +61,17 @@ export function checkReport(
   return (position.prev ?? 0) <= applied ? 'apply' : 'gap';
 }
 
-/** A change committed by another relay process sharing the store. */
+/** A change committed (or announced) by another relay process sharing the store. */
 export type StoreChange =
   | { kind: 'transaction'; terminalId: string; externalId: string; version: number; dueAt?: string }
-  | { kind: 'events' }
+  /** Events appended; without `events`, readers should simply read again. */
+  | { kind: 'events'; events?: Array<Pick<EventRecord, 'accountId' | 'subject' | 'kind'>> }
   | { kind: 'command-acked'; commandId: string }
-  | { kind: 'report'; terminalId: string };
+  | { kind: 'report'; terminalId: string }
+  /** Webhooks were created, deleted or re-enabled: the deliverer brings itself in line. */
+  | { kind: 'webhooks' }
+  /** A simulated terminal was created: the relay that hosts simulators starts it. */
+  | { kind: 'simulator'; terminalId: string };
 
 /**
  * Background work (deadlines, re-sending commands, webhook delivery, retention) runs in
@@ -165,9 +170,13 @@ export interface Store {
 
   getSetting(key: string): Promise<string | undefined>;
   putSetting(key: string, value: string): Promise<void>;
+  /** Stores `value` unless the key has one; answers the value kept (relays starting at once agree). */
+  claimSetting(key: string, value: string): Promise<string>;
 
   /** Listens for changes committed by other relay processes (an embedded store has none). */
   watch(listener: (change: StoreChange) => void): () => void;
+  /** Tells the other relay processes of a change made outside a transaction's commit. */
+  announce(change: StoreChange): Promise<void>;
   /** Decides which relay process runs the background work (an embedded store: this one). */
   leadership(): Leadership;
 }
