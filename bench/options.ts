@@ -12,6 +12,7 @@ export const PHASES = [
   'events',
   'parked',
   'agents1000',
+  'cluster',
 ] as const;
 export type Phase = (typeof PHASES)[number];
 

@@ -2,6 +2,7 @@
 import type { AgentPathResult } from './agent-path.js';
 import type { AgentsResult } from './agents1000.js';
 import type { BareResult } from './bare-ceiling.js';
+import type { ClusterResult, ClusterSetup } from './cluster.js';
 import type { EventsResult, WindowResult } from './events.js';
 import type { CpuShares } from './machine.js';
 import type { FlowsResult } from './pos-clients.js';
@@ -17,6 +18,7 @@ export interface Results {
   events?: EventsResult;
   parked?: ParkedResult;
   agents?: AgentsResult;
+  cluster?: ClusterResult;
 }
 
 const TARGETS = {
@@ -412,4 +414,33 @@ export function renderNoise({ bare, flows, agentpath, wakeup, events }: Results)
     `WARNING: other processes took ${list} of one core while measuring: ` +
     'throughput and latency read low. Run again on a quiet machine.'
   );
+}
+
+const SETUP_NAMES: Record<ClusterSetup, string> = {
+  embedded: 'embedded (SQLite, aedes)',
+  'postgres-1': '1 relay, PostgreSQL',
+  'postgres-2': '2 relays, PostgreSQL',
+};
+
+/** Flows through the agent path on the embedded default, one and two relays on PostgreSQL. */
+export function renderCluster(cluster: ClusterResult): string {
+  if ('skipped' in cluster) return `skipped: ${cluster.skipped}`;
+  const setups = (Object.keys(SETUP_NAMES) as ClusterSetup[]).filter((k) => cluster.setups[k]);
+  const cells = (v: (f: FlowsResult) => string) => setups.map((k) => v(cluster.setups[k]!));
+  const rows = [
+    ['', ...setups.map((k) => SETUP_NAMES[k])],
+    ['POS clients / agents', ...cells((f) => count(f.clients))],
+    ['flows/s', ...cells((f) => perSecond(f.flowsPerSecond))],
+    [
+      'purchase p50 / p99',
+      ...cells((f) => `${ms(f.latency.purchase.p50)} / ${ms(f.latency.purchase.p99)}`),
+    ],
+    ['flow p50 / p99', ...cells((f) => `${ms(f.latency.flow.p50)} / ${ms(f.latency.flow.p99)}`)],
+    ['errors', ...cells((f) => count(f.errors))],
+    ['first relay CPU (of one core)', ...cells((f) => pct(f.cpu.server))],
+    ['agents CPU (fleet)', ...cells((f) => (f.cpu.fleet !== undefined ? pct(f.cpu.fleet) : '-'))],
+    ['POS clients CPU', ...cells((f) => pct(f.cpu.client))],
+    ['everything else (PostgreSQL, broker, 2nd relay)', ...cells((f) => pct(f.cpu.others))],
+  ];
+  return `${table(rows)}\nbroker of the PostgreSQL set-ups: ${cluster.broker}`;
 }

@@ -8,6 +8,7 @@
 import { runAgentPath } from './agent-path.js';
 import { runAgents } from './agents1000.js';
 import { runBareCeiling } from './bare-ceiling.js';
+import { runCluster } from './cluster.js';
 import { runEvents } from './events.js';
 import { probeDisk } from './disk-probe.js';
 import { describeMachine } from './machine.js';
@@ -18,6 +19,7 @@ import {
   renderAgentPath,
   renderAgents,
   renderBareVsProduct,
+  renderCluster,
   renderEvents,
   renderFlowLatencies,
   renderNoise,
@@ -124,6 +126,15 @@ async function main(): Promise<void> {
   if (agents) {
     results.agents = agents;
     log(renderAgents(agents));
+  }
+
+  const cluster = await phase('cluster', options, () => runCluster(options));
+  if (cluster) {
+    results.cluster = cluster;
+    log(renderCluster(cluster));
+    for (const f of 'setups' in cluster ? Object.values(cluster.setups) : []) {
+      if (f.errors) log(`errors: ${f.errorKinds}`);
+    }
   }
 
   log(`\n== targets ==\n${renderTargets(results)}`);

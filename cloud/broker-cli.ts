@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { emqxUserRecord, hashForBroker, isBrokerHash } from './accounts/mosquitto-hash.js';
-import { loadCloudConfig, type CloudConfig } from './config.js';
+import { loadCloudConfig } from './config.js';
 import {
   DEFAULT_RELAY_USERNAME,
   checkRelayUsername,
@@ -17,7 +17,7 @@ import {
   type BrokerUser,
 } from './mqtt/broker-files.js';
 import type { TerminalRecord } from './store/records.js';
-import { SqliteStore } from './store/sqlite.js';
+import { openStore } from './store/open.js';
 import type { Store } from './store/store.js';
 
 export const BROKER_USAGE = `Usage: tps broker mosquitto --out DIR [options]
@@ -40,17 +40,6 @@ again after every 'tps terminal create', then reload the broker (it prints how).
                           prefer the variable: a flag is visible to other users in ps)
   --data-dir DIR          the relay's data directory (default TPS_DATA_DIR, else ./data)
 `;
-
-/** Where the relay keeps its store: the same file `startRelay` opens. */
-function openStore(config: CloudConfig): Store {
-  const file = path.join(config.dataDir, 'relay.sqlite');
-  if (!fs.existsSync(file)) {
-    throw new Error(
-      `no relay store at ${file}: point --data-dir or TPS_DATA_DIR at the relay's data directory`,
-    );
-  }
-  return new SqliteStore(file);
-}
 
 interface AgentCredentials {
   /** Agents whose stored hash the broker reads. */
@@ -134,7 +123,7 @@ export async function runBroker(argv: string[]): Promise<void> {
     );
   }
 
-  const store = openStore(config);
+  const store = await openStore(config, { mustExist: true });
   let credentials: AgentCredentials;
   try {
     credentials = await agentCredentials(store);

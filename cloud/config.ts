@@ -57,6 +57,11 @@ export const CloudConfigSchema = z
     webhookRetryBaseMs: z.coerce.number().int().min(1).max(600_000).default(1000),
     webhookRetryCapMs: z.coerce.number().int().min(1).max(86_400_000).default(600_000),
     webhookDisableAfterS: seconds.max(30 * 86_400).default(3 * 86_400),
+    databaseUrl: z
+      .string()
+      .regex(/^postgres(ql)?:\/\/[^\s]+$/, 'must be a postgres:// or postgresql:// address')
+      .optional(),
+    shutdownDelayS: seconds.max(600).default(0),
     /** Create one simulated terminal on first start. */
     defaultSimulator: z
       .enum(['true', 'false'])
@@ -79,7 +84,21 @@ export type CloudConfigInput = z.input<typeof CloudConfigSchema>;
 export const CLOUD_SETTINGS = {
   host: { env: 'TPS_HOST', flag: 'host', doc: 'Address the HTTP API listens on.' },
   port: { env: 'TPS_PORT', flag: 'port', doc: 'HTTP port; 0 picks a free one.' },
-  dataDir: { env: 'TPS_DATA_DIR', flag: 'data-dir', doc: 'Directory of the SQLite store.' },
+  dataDir: {
+    env: 'TPS_DATA_DIR',
+    flag: 'data-dir',
+    doc: 'Directory of the SQLite store and of hosted simulators’ journals.',
+  },
+  databaseUrl: {
+    env: 'TPS_DATABASE_URL',
+    flag: 'database-url',
+    doc: 'PostgreSQL address; the store then lives there, and several relays may share it (docs/deploy.md).',
+  },
+  shutdownDelayS: {
+    env: 'TPS_SHUTDOWN_DELAY_S',
+    flag: 'shutdown-delay-s',
+    doc: 'Seconds between a stop signal (GET /ready then answers 503) and closing, for the load balancer to move away.',
+  },
   accountUsername: {
     env: 'TPS_ACCOUNT_USERNAME',
     flag: 'account-username',

@@ -2,7 +2,6 @@
  * Assembles the relay: store, terminal link, transaction service and HTTP API, and
  * the first-start bootstrap (account credential, one simulated terminal).
  */
-import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import type { SimulatorCreateResponse } from '../protocol/index.js';
@@ -24,8 +23,10 @@ import { MqttTerminalLink } from './mqtt/mqtt-link.js';
 import type { SimulatorFleet } from './simulator/fleet.js';
 import { SimulatorHost } from './simulator/host.js';
 import { LinkRouter } from './terminals/link-router.js';
-import { SqliteStore } from './store/sqlite.js';
-import type { Store } from './store/store.js';
+import { openStore } from './store/open.js';
+import type { Store, StoreChange } from './store/store.js';
+import { BackgroundWork } from './cluster/background.js';
+import { RelayMetrics } from './ops/metrics.js';
 import { PrintSpooler } from './terminals/print-spooler.js';
 import { TerminalRegistry } from './terminals/registry.js';
 import { TransactionService } from './transactions/service.js';
@@ -57,6 +58,14 @@ export interface Relay {
   webhooks: Webhooks;
   retention: EventRetention;
   logger: Logger;
+  /** Runs the background work (deadlines, re-sending, webhooks, retention, simulators). */
+  background: BackgroundWork;
+  metrics: RelayMetrics;
+  /**
+   * Stops taking traffic (GET /ready answers 503) for `TPS_SHUTDOWN_DELAY_S`, so the load
+   * balancer moves away, then closes: parked long polls answer the current state and their
+   * clients poll again, through another relay.
+   */
   close(): Promise<void>;
 }
 
@@ -68,28 +77,29 @@ export interface RelayOptions {
 const ACCOUNT_SETTING = 'default_account_id';
 const TOKEN_KEY_SETTING = 'event_token_key';
 
-/** This relay's identity, made at first start and kept with its data. */
-async function relayInstanceId(store: Store): Promise<string> {
-  const stored = await store.getSetting('relay_instance_id');
-  if (stored) return stored;
-  const id = randomBytes(6).toString('hex');
-  await store.putSetting('relay_instance_id', id);
-  return id;
+/**
+ * The relay's MQTT client id. Alone on a broker, it is stable across restarts (kept with
+ * the data), so the broker keeps its session; relays sharing a store also share agent
+ * traffic in clean sessions, and each process needs an id of its own.
+ */
+async function mqttClientId(store: Store, shared: boolean): Promise<string> {
+  const stored = await store.claimSetting('relay_instance_id', randomBytes(6).toString('hex'));
+  return shared ? `tps-relay-${stored}-${randomBytes(4).toString('hex')}` : `tps-relay-${stored}`;
 }
+
+/** Agents' traffic is shared among the relays of one store through this group. */
+const SHARE_GROUP = 'tps-relay';
 
 /** The key that signs event-list tokens, made once and kept, so tokens survive restarts. */
 async function tokenKey(store: Store): Promise<Buffer> {
-  const stored = await store.getSetting(TOKEN_KEY_SETTING);
-  if (stored) return Buffer.from(stored, 'base64');
-  const key = randomBytes(32);
-  await store.putSetting(TOKEN_KEY_SETTING, key.toString('base64'));
-  return key;
+  const stored = await store.claimSetting(TOKEN_KEY_SETTING, randomBytes(32).toString('base64'));
+  return Buffer.from(stored, 'base64');
 }
 
 export async function startRelay(config: CloudConfig, options: RelayOptions = {}): Promise<Relay> {
   const logger = options.logger ?? pino(loggerOptions(config.logLevel));
   const clock = options.clock ?? systemClock;
-  const store = new SqliteStore(path.join(config.dataDir, 'relay.sqlite'));
+  const store = await openStore(config, { logger: logger.child({ part: 'store' }) });
   // What has started, to be stopped in reverse should a later part fail to start (a port
   // taken): a relay that cannot serve its API must exit, not run on half started.
   const started: Array<() => Promise<void> | void> = [() => store.close()];
@@ -134,6 +144,9 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       logger.child({ part: 'retention' }),
     );
 
+    let draining = false;
+    // Relays on one store and one external broker share the agents' traffic.
+    const shared = config.databaseUrl !== undefined && config.mqttUrl !== undefined;
     const broker: EmbeddedBroker | undefined = config.mqttUrl
       ? undefined
       : await startEmbeddedBroker({ store, logger: logger.child({ part: 'broker' }) });
@@ -143,12 +156,20 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       ...(broker ? { connectInProcess: () => broker.connectInProcess() } : {}),
       username: config.mqttUsername ?? broker?.relayCredential.username ?? '',
       password: config.mqttPassword ?? broker?.relayCredential.password ?? '',
-      // Stable across restarts of this relay (same data directory), so that an external
-      // broker keeps its session and what agents sent while it was down.
-      clientId: `tps-relay-${await relayInstanceId(store)}`,
+      clientId: await mqttClientId(store, shared),
+      ...(shared ? { shareGroup: SHARE_GROUP } : {}),
+      onReportOutcome: (outcome) => metrics.reportsApplied.inc({ outcome }),
       store,
       clock,
       logger: logger.child({ part: 'mqtt-link' }),
+    });
+    const metrics = new RelayMetrics({
+      parkedTransactionPolls: () => service.feed.size,
+      parkedEventWaits: () => eventFeed.size,
+      commandsAwaitingAck: () => mqttLink.awaitingAck,
+      leading: () => background.isLeading,
+      ready: () => !draining && mqttLink.connected,
+      brokerConnected: () => mqttLink.connected,
     });
     // Subscribed before agents can connect to the embedded broker (see connectInProcess).
     await mqttLink.connect();
@@ -199,12 +220,48 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       }),
     );
 
-    await service.start();
-    started.push(
-      () => service.stop(),
-      () => simulators.close(),
+    const background = new BackgroundWork(
+      [
+        { name: 'transactions', start: () => service.lead(), stop: () => service.unlead() },
+        { name: 'webhooks', start: () => webhooks.start(), stop: () => webhooks.stop() },
+        { name: 'retention', start: () => retention.start(), stop: () => retention.stop() },
+        {
+          name: 'simulators',
+          start: async () => {
+            const terminals = await store.listTerminals('SIMULATOR');
+            await Promise.all(terminals.map((t) => simulators.attach(t)));
+          },
+          stop: () => simulators.close(),
+        },
+      ],
+      logger.child({ part: 'background' }),
     );
-    await Promise.all((await store.listTerminals('SIMULATOR')).map((t) => simulators.attach(t)));
+    started.push(() => background.stop());
+    // Changes committed by other relays on the same store wake what waits here.
+    const unwatch = store.watch((change: StoreChange) => {
+      switch (change.kind) {
+        case 'transaction':
+          void service.applyRemote(change).catch((error: unknown) => {
+            logger.warn({ err: error }, 'could not apply a change from another relay');
+          });
+          return;
+        case 'events':
+          if (change.events) eventFeed.publish(change.events);
+          else eventFeed.nudge();
+          return;
+        case 'webhooks':
+          void webhooks.reconcile();
+          return;
+        case 'simulator':
+          if (background.isLeading) {
+            void store.getTerminal(change.terminalId).then((t) => t && simulators.attach(t));
+          }
+          return;
+        default:
+          return;
+      }
+    });
+    started.push(unwatch);
 
     const app = buildHttpServer({
       logger,
@@ -214,7 +271,27 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       spooler,
       events,
       webhooks,
-      startSimulator: (terminal) => simulators.attach(terminal),
+      // The leading relay hosts simulated terminals; another one tells it of a new one.
+      startSimulator: async (terminal) => {
+        if (background.isLeading) await simulators.attach(terminal);
+        else await store.announce({ kind: 'simulator', terminalId: terminal.id });
+      },
+      ops: {
+        metrics,
+        readiness: {
+          async check() {
+            const store_ = await store.getSetting(ACCOUNT_SETTING).then(
+              () => true as const,
+              (error: unknown) => `store unreachable: ${String(error)}`,
+            );
+            return {
+              serving: draining ? 'shutting down' : true,
+              store: store_,
+              broker: mqttLink.connected ? true : 'not connected to the MQTT broker',
+            };
+          },
+        },
+      },
       agentBrokerUrl: () => agentBrokerUrl,
       defaultWaitSeconds: DEFAULT_WAIT_SECONDS,
       ...(config.tlsCert && config.tlsKey
@@ -227,12 +304,18 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
     const scheme = config.tlsCert ? 'https' : 'http';
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
     baseUrl = config.publicUrl ?? `${scheme}://${host}:${port}/pos`;
-    await webhooks.start();
-    retention.start();
-
+    const leadership = store.leadership();
+    leadership.start(
+      () => void background.lead(),
+      () => void background.lose(),
+    );
+    started.push(() => leadership.stop());
+    // An embedded store leads at once: its background work has started when start resolves.
+    await background.settled();
     if (config.defaultSimulator && (await store.listTerminals('SIMULATOR')).length === 0) {
       const { terminal, issued } = await registry.createSimulator(bootstrap.accountId);
-      await simulators.attach(terminal);
+      if (background.isLeading) await simulators.attach(terminal);
+      else await store.announce({ kind: 'simulator', terminalId: terminal.id });
       bootstrap.simulator = issued;
     }
 
@@ -250,16 +333,24 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       webhooks,
       retention,
       logger,
+      background,
+      metrics,
       async close() {
         if (closed) return;
         closed = true;
+        draining = true;
+        if (config.shutdownDelayS > 0) {
+          logger.info({ seconds: config.shutdownDelayS }, 'draining before shutdown');
+          await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayS * 1000));
+        }
         // Parked long polls answer the current state now, so the server can close.
         service.stop();
         events.stop();
         await app.close();
-        retention.stop();
-        await webhooks.stop();
-        await simulators.close();
+        unwatch();
+        // Work stops here before the lead is given up: no overlap with the next leader.
+        await background.stop();
+        await leadership.stop();
         await mqttLink.close();
         await broker?.close();
         await store.close();
@@ -276,11 +367,13 @@ async function bootstrapAccount(
 ): Promise<Bootstrap> {
   const now = clock.now().toISOString();
   let accountId = await store.getSetting(ACCOUNT_SETTING);
-  const firstStart = accountId === undefined;
+  let firstStart = false;
   if (!accountId) {
-    accountId = newAccountId();
-    await store.ensureAccount(accountId, now);
-    await store.putSetting(ACCOUNT_SETTING, accountId);
+    // Relays started together on a new store each propose an account; one is kept.
+    const candidate = newAccountId();
+    await store.ensureAccount(candidate, now);
+    accountId = await store.claimSetting(ACCOUNT_SETTING, candidate);
+    firstStart = accountId === candidate;
   }
   const bootstrap: Bootstrap = { accountId, cohortId: cohortOf(accountId) };
   if (config.accountUsername && config.accountPassword) {

@@ -6,7 +6,8 @@ import type { EventRecord } from '../store/records.js';
 
 /** What a parked reader needs to know to decide whether to read again. */
 export type EventNotice = Pick<EventRecord, 'accountId' | 'subject' | 'kind'>;
-type Listener = (event: EventNotice) => void;
+/** `undefined`: events of unknown kind may have been committed (another relay's). */
+type Listener = (event: EventNotice | undefined) => void;
 
 export class EventFeed {
   private readonly listeners = new Map<string, Set<Listener>>();
@@ -31,6 +32,11 @@ export class EventFeed {
       const set = this.listeners.get(event.accountId);
       if (set) for (const listener of [...set]) listener(event);
     }
+  }
+
+  /** Wakes every parked reader to read again. */
+  nudge(): void {
+    for (const set of this.listeners.values()) for (const listener of [...set]) listener(undefined);
   }
 
   get size(): number {

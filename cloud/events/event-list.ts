@@ -182,7 +182,7 @@ export class EventLog {
         }, reject);
       };
       const unsubscribe = feed.subscribe(query.accountId, (notice) => {
-        if (matches(notice)) read();
+        if (!notice || matches(notice)) read();
       });
       const timer = setTimeout(() => finish([]), waitMs);
       const undoGone = gone.onCancel(() => finish([]));

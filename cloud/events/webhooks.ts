@@ -53,15 +53,36 @@ export class Webhooks {
 
   constructor(private readonly options: WebhookOptions) {}
 
+  /** Deliveries run only in the leading relay: one deliverer per receiver across relays. */
+  private leading = false;
+
   async start(): Promise<void> {
-    for (const hook of await this.options.store.listWebhooks()) {
-      if (hook.enabled) this.run(hook.id);
-    }
+    this.leading = true;
+    await this.reconcile();
   }
 
   async stop(): Promise<void> {
+    this.leading = false;
     await Promise.all([...this.deliverers.values()].map((d) => d.stop()));
     this.deliverers.clear();
+  }
+
+  /**
+   * Brings the deliverers in line with the stored receivers, after another relay created,
+   * deleted or re-enabled one.
+   */
+  async reconcile(): Promise<void> {
+    if (!this.leading) return;
+    const enabled = new Set(
+      (await this.options.store.listWebhooks()).filter((h) => h.enabled).map((h) => h.id),
+    );
+    for (const [id, deliverer] of this.deliverers) {
+      if (!enabled.has(id)) {
+        this.deliverers.delete(id);
+        await deliverer.stop();
+      }
+    }
+    for (const id of enabled) this.run(id);
   }
 
   async create(principal: Principal, request: WebhookCreateRequest) {
@@ -85,7 +106,7 @@ export class Webhooks {
       createdAt: this.options.clock.now().toISOString(),
     };
     await this.options.store.createWebhook(hook);
-    this.run(hook.id);
+    await this.started(hook.id);
     return { webhook: { ...(await this.view(hook)), secret: hook.secret } };
   }
 
@@ -102,6 +123,7 @@ export class Webhooks {
     await this.deliverers.get(id)?.stop();
     this.deliverers.delete(id);
     await this.options.store.deleteWebhook(id);
+    if (!this.leading) await this.options.store.announce({ kind: 'webhooks' });
     return { webhook: { ...(await this.view(hook)), enabled: false } };
   }
 
@@ -113,7 +135,7 @@ export class Webhooks {
       disabledReason: undefined,
       failingSince: undefined,
     });
-    this.run(id);
+    await this.started(id);
     return { webhook: await this.view((await this.options.store.getWebhook(id))!) };
   }
 
@@ -169,8 +191,14 @@ export class Webhooks {
     };
   }
 
+  /** Delivers to a receiver from now on: here when leading, else in the leading relay. */
+  private async started(id: string): Promise<void> {
+    if (this.leading) this.run(id);
+    else await this.options.store.announce({ kind: 'webhooks' });
+  }
+
   private run(id: string): void {
-    if (this.deliverers.has(id)) return;
+    if (!this.leading || this.deliverers.has(id)) return;
     const deliverer = new Deliverer(id, this, this.options);
     this.deliverers.set(id, deliverer);
     void deliverer.loop().finally(() => {
@@ -290,8 +318,9 @@ class Deliverer {
       const unsubscribe = query
         ? this.options.feed.subscribe(query.accountId, (notice) => {
             if (
-              (query.subject === undefined || notice.subject === query.subject) &&
-              (query.kind === undefined || notice.kind === query.kind)
+              !notice ||
+              ((query.subject === undefined || notice.subject === query.subject) &&
+                (query.kind === undefined || notice.kind === query.kind))
             ) {
               finish();
             }

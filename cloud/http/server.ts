@@ -16,6 +16,8 @@ import {
 import type { Authenticator } from '../accounts/authenticator.js';
 import { Cancellation } from '../cancellation.js';
 import type { Principal } from '../transactions/service.js';
+import { registerOpsRoutes, type Readiness } from '../ops/ops-routes.js';
+import type { RelayMetrics } from '../ops/metrics.js';
 import { handleError, sendError } from './errors.js';
 import { openApiDocument } from './openapi.js';
 import { operationHandlers, type OperationDeps } from './operations.js';
@@ -26,6 +28,8 @@ export interface HttpServerOptions extends OperationDeps {
   tls?: { certFile: string; keyFile: string };
   /** Public base address without the version segment, for the OpenAPI `servers`. */
   publicUrl?: string;
+  /** /health, /ready and /metrics for load balancers and operators. */
+  ops?: { readiness: Readiness; metrics: RelayMetrics };
 }
 
 /** A print body is at most 262,143 base64 characters; this leaves room for the rest. */
@@ -63,6 +67,8 @@ export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
     const path = request.url.split('?')[0] ?? '';
     return sendError(reply, 'ROUTE_NOT_FOUND', `no operation ${request.method} ${path}`);
   });
+
+  if (options.ops) registerOpsRoutes(app, options.ops);
 
   const handlers = operationHandlers(options);
   for (const revision of REVISIONS) {

@@ -48,6 +48,8 @@ export interface MqttLinkOptions {
    * send what was not acknowledged again instead.
    */
   shareGroup?: string;
+  /** Counts what became of each report (for metrics). */
+  onReportOutcome?: (outcome: 'applied' | 'duplicate' | 'gap') => void;
 }
 
 interface PendingCommand {
@@ -115,6 +117,15 @@ export class MqttTerminalLink implements TerminalLink {
       Object.values(RELAY_SUBSCRIPTIONS).map((topic) => `${prefix}${topic}`),
       { qos: 1 },
     );
+  }
+
+  get connected(): boolean {
+    return this.client?.connected ?? false;
+  }
+
+  /** Commands sent and not yet acknowledged (for metrics). */
+  get awaitingAck(): number {
+    return this.pending.size;
   }
 
   onReport(handler: ReportHandler): void {
@@ -242,12 +253,17 @@ export class MqttTerminalLink implements TerminalLink {
       try {
         await this.handler!(terminalId, report, position);
         this.lastReports.set(terminalId, position);
+        this.options.onReportOutcome?.('applied');
         return true;
       } catch (error) {
         if (!(error instanceof ReportOutOfOrder)) throw error;
-        if (error.reason === 'duplicate') return true;
+        if (error.reason === 'duplicate') {
+          this.options.onReportOutcome?.('duplicate');
+          return true;
+        }
         const remaining = deadline - Date.now();
         if (remaining <= 0) {
+          this.options.onReportOutcome?.('gap');
           this.options.logger.warn(
             { terminalId, ...position },
             'report ahead of a missing one: left for the agent to send again',

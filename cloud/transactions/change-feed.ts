@@ -31,6 +31,10 @@ export class ChangeFeed {
     for (const listener of [...set]) listener(record);
   }
 
+  has(terminalId: string, externalId: string): boolean {
+    return this.listeners.has(keyOf(terminalId, externalId));
+  }
+
   /** Parked listeners, for metrics and leak tests. */
   get size(): number {
     let n = 0;

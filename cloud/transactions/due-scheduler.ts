@@ -27,6 +27,7 @@ export class DueScheduler {
   ) {}
 
   async start(): Promise<void> {
+    this.stopped = false;
     const next = await this.store.nextDueAt();
     if (next) this.note(next);
   }
@@ -68,5 +69,6 @@ export class DueScheduler {
   stop(): void {
     this.stopped = true;
     clearTimeout(this.timer);
+    this.target = Number.POSITIVE_INFINITY;
   }
 }

@@ -16,7 +16,7 @@ import { ApiError } from '../errors.js';
 import type { EventFeed } from '../events/event-feed.js';
 import { newCommandId, newEventId, newTransactionId } from '../ids.js';
 import type { NewEvent, TransactionRecord } from '../store/records.js';
-import type { ChangeKey, Decide, ReportPosition, Store } from '../store/store.js';
+import type { ChangeKey, Decide, ReportPosition, Store, StoreChange } from '../store/store.js';
 import type { TerminalLink } from '../terminals/link.js';
 import { ChangeFeed } from './change-feed.js';
 import {
@@ -45,6 +45,8 @@ export interface TransactionServiceDeps {
   settings: MachineSettings;
   logger: Logger;
   events: EventFeed;
+  /** How often the leading relay looks for commands nobody is sending any more. */
+  resendMs?: number;
 }
 
 export class TransactionService {
@@ -60,6 +62,10 @@ export class TransactionService {
   private readonly closing = new Cancellation();
   /** What never changes about a terminal: whose it is. */
   private readonly owners = new Map<string, string>();
+  /** Commands handed to the link and not yet acknowledged, by id. */
+  private readonly sending = new Set<string>();
+  private readonly resendMs: number;
+  private resendTimer: NodeJS.Timeout | undefined;
 
   constructor(deps: TransactionServiceDeps) {
     this.store = deps.store;
@@ -68,22 +74,52 @@ export class TransactionService {
     this.settings = deps.settings;
     this.logger = deps.logger;
     this.events = deps.events;
+    this.resendMs = deps.resendMs ?? 10_000;
     this.due = new DueScheduler(deps.store, deps.clock, (record) => this.fallDue(record));
     this.link.onReport((terminalId, report, position) =>
       this.onReport(terminalId, report, position),
     );
   }
 
-  /** Re-arms what falls due and re-sends what terminals have not acknowledged, after a restart. */
-  async start(): Promise<void> {
+  /**
+   * Background work of the leading relay: arms what falls due, and re-sends what terminals
+   * have not acknowledged: now (after a restart, or another relay's death) and then every
+   * `resendMs` for commands no process of this relay is still sending.
+   */
+  async lead(): Promise<void> {
     await this.due.start();
+    await this.resendPending();
+    this.resendTimer = setInterval(() => {
+      this.resendPending().catch((error: unknown) =>
+        this.logger.error({ err: error }, 're-sending pending commands failed'),
+      );
+    }, this.resendMs);
+    this.resendTimer.unref();
+  }
+
+  unlead(): void {
+    this.due.stop();
+    clearInterval(this.resendTimer);
+  }
+
+  private async resendPending(): Promise<void> {
     for (const { terminalId, command } of await this.store.pendingCommands()) {
+      if (this.sending.has(command.command_id)) continue;
       if (await this.superseded(command)) {
         await this.store.ackCommand(command.command_id, this.clock.now().toISOString());
       } else {
         this.dispatch(terminalId, command);
       }
     }
+  }
+
+  /** A change another relay committed: wakes the long polls parked on it here. */
+  async applyRemote(change: StoreChange): Promise<void> {
+    if (change.kind !== 'transaction') return;
+    if (change.dueAt) this.due.note(change.dueAt);
+    if (!this.feed.has(change.terminalId, change.externalId)) return;
+    const record = await this.store.getTransaction(change.terminalId, change.externalId);
+    if (record) this.feed.publish(record);
   }
 
   /**
@@ -100,7 +136,7 @@ export class TransactionService {
 
   stop(): void {
     this.closing.cancel();
-    this.due.stop();
+    this.unlead();
   }
 
   private env(): DecisionEnv {
@@ -172,9 +208,11 @@ export class TransactionService {
   }
 
   private dispatch(terminalId: string, command: TerminalCommand): void {
+    this.sending.add(command.command_id);
     this.link
       .send(terminalId, command)
       .then(() => this.store.ackCommand(command.command_id, this.clock.now().toISOString()))
+      .finally(() => this.sending.delete(command.command_id))
       .catch((error: unknown) => {
         // The command stays pending in the store and is sent again after a restart.
         this.logger.warn(

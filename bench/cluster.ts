@@ -1,0 +1,160 @@
+/**
+ * Phase cluster: the agentpath load (POS clients → relay → MQTT → agents with instant
+ * emulated readers in the fleet child) on three set-ups measured in one run: the embedded
+ * default (SQLite, embedded broker), one relay on PostgreSQL with an external Mosquitto,
+ * and two relays on the same PostgreSQL and Mosquitto with the POS clients split between
+ * them (as a load balancer would). Needs DATABASE_URL (a database the bench may create
+ * databases from) and a `mosquitto` binary, or MQTT_URL; skipped with the reason otherwise.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { Pool } from 'undici';
+import { startFleetChild, untilAgentsConnected, untilRelaySeesConnected } from './fleet-child.js';
+import type { BenchOptions } from './options.js';
+import { Pos } from './pos-api.js';
+import { measureFlows, type FlowsResult } from './pos-clients.js';
+import { startRelayChild, type RelayChild } from './relay-child.js';
+
+export type ClusterSetup = 'embedded' | 'postgres-1' | 'postgres-2';
+export type ClusterResult =
+  { skipped: string } | { setups: Partial<Record<ClusterSetup, FlowsResult>>; broker: string };
+
+export async function runCluster(options: BenchOptions): Promise<ClusterResult> {
+  const databaseUrl = process.env.DATABASE_URL;
+  if (!databaseUrl) {
+    return {
+      skipped: 'DATABASE_URL is not set (e.g. postgres://postgres@127.0.0.1:5432/postgres)',
+    };
+  }
+  const broker = process.env.MQTT_URL ? undefined : await startMosquitto();
+  const mqttUrl = process.env.MQTT_URL ?? broker?.url;
+  if (!mqttUrl) return { skipped: 'neither MQTT_URL nor a mosquitto binary' };
+  try {
+    const setups: Partial<Record<ClusterSetup, FlowsResult>> = {};
+    setups.embedded = await measure(options, []);
+    for (const instances of [1, 2] as const) {
+      const database = await freshDatabase(databaseUrl);
+      try {
+        const env = { TPS_DATABASE_URL: database.url, TPS_MQTT_URL: mqttUrl };
+        const relays: RelayChild[] = [];
+        try {
+          // One after the other: the first applies the migrations alone.
+          for (let i = 0; i < instances; i++) {
+            relays.push(await startRelayChild({ simulatorDelayMs: 2000, env }));
+          }
+          setups[instances === 1 ? 'postgres-1' : 'postgres-2'] = await measure(options, relays);
+        } finally {
+          for (const relay of relays) await relay.dispose();
+        }
+      } finally {
+        await database.drop();
+      }
+    }
+    return {
+      setups,
+      broker: broker ? `a Mosquitto of the bench's own (${mqttUrl}, Nagle off)` : mqttUrl,
+    };
+  } finally {
+    broker?.stop();
+  }
+}
+
+/** The agentpath measurement, against `relays` (none: a relay with its embedded defaults). */
+async function measure(options: BenchOptions, given: RelayChild[]): Promise<FlowsResult> {
+  const own = given.length === 0 ? await startRelayChild({ simulatorDelayMs: 2000 }) : undefined;
+  const relays = own ? [own] : given;
+  const pools = relays.map(
+    (relay) =>
+      new Pool(relay.origin, {
+        connections: Math.ceil(options.clients / relays.length),
+        pipelining: 1,
+        keepAliveTimeout: 60_000,
+      }),
+  );
+  const fleet = await startFleetChild(relays[0]!);
+  try {
+    const registered = await fleet.process.fleetRegister(options.clients, 4);
+    const terminals = registered.terminals ?? [];
+    await fleet.process.fleetConnect({
+      ratePerSecond: options.agentsRate,
+      delayMs: 0,
+      heartbeatS: 3600,
+    });
+    const up = await untilAgentsConnected(fleet, terminals.length, 60_000);
+    const missing = await untilRelaySeesConnected(pools[0]!, relays[0]!.account, terminals, 10_000);
+    if (!up.connected || missing > 0) {
+      throw new Error(
+        `agents not connected: ${up.sample.agents?.connected ?? 0} of ${terminals.length}`,
+      );
+    }
+    // Each POS talks to one relay, the clients spread evenly, as behind a load balancer.
+    const poses = terminals.map((t, i) => new Pos(pools[i % pools.length]!, t.terminal_id, t));
+    return await measureFlows(relays[0]!, poses, options, {
+      fleet: fleet.process,
+      phase: `-cluster${relays.length}`,
+    });
+  } finally {
+    await Promise.all(pools.map((p) => p.close()));
+    await fleet.dispose();
+    await own?.dispose();
+  }
+}
+
+async function freshDatabase(baseUrl: string) {
+  const name = `tps_bench_${process.pid}_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: baseUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(baseUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    },
+  };
+}
+
+/** A Mosquitto configured as the product needs it (Nagle off), on a free port. */
+async function startMosquitto(): Promise<{ url: string; stop(): void } | undefined> {
+  if (spawnSync('mosquitto', ['-h']).error) return undefined;
+  const port = await new Promise<number>((resolve) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-bench-mosquitto-'));
+  const conf = path.join(dir, 'mosquitto.conf');
+  fs.writeFileSync(
+    conf,
+    `listener ${port} 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\npersistence false\nmax_queued_messages 100000\n`,
+  );
+  fs.chmodSync(dir, 0o755);
+  fs.chmodSync(conf, 0o644);
+  const child: ChildProcess = spawn('mosquitto', ['-c', conf], { stdio: 'ignore' });
+  for (let i = 0; i < 50; i++) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1', () => {
+        socket.end();
+        resolve(true);
+      });
+      socket.on('error', () => resolve(false));
+    });
+    if (open) break;
+    await sleep(100);
+  }
+  return {
+    url: `mqtt://127.0.0.1:${port}`,
+    stop() {
+      child.kill();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

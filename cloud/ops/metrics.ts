@@ -1,0 +1,77 @@
+/**
+ * What an operator scrapes (Prometheus text format, GET /metrics): the process's own
+ * figures, HTTP traffic per operation, and the relay's live state read at scrape time.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Live figures read at each scrape. */
+export interface RelayGauges {
+  parkedTransactionPolls(): number;
+  parkedEventWaits(): number;
+  commandsAwaitingAck(): number;
+  leading(): boolean;
+  ready(): boolean;
+  brokerConnected(): boolean;
+}
+
+export class RelayMetrics {
+  readonly registry = new Registry();
+  readonly httpRequests: Counter<'method' | 'route' | 'status'>;
+  readonly httpDuration: Histogram<'route'>;
+  readonly reportsApplied: Counter<'outcome'>;
+
+  constructor(gauges: RelayGauges) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: 'tps_' });
+    this.httpRequests = new Counter({
+      name: 'tps_http_requests_total',
+      help: 'HTTP requests answered, by method, route and status code.',
+      labelNames: ['method', 'route', 'status'],
+      registers,
+    });
+    this.httpDuration = new Histogram({
+      name: 'tps_http_request_duration_seconds',
+      help: 'Time to answer an HTTP request, long polls included, by route.',
+      labelNames: ['route'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30, 180],
+      registers,
+    });
+    this.reportsApplied = new Counter({
+      name: 'tps_agent_reports_total',
+      help: 'Reports received from agents, by outcome (applied, duplicate, gap).',
+      labelNames: ['outcome'],
+      registers,
+    });
+    const gauge = (name: string, help: string, read: () => number | boolean) =>
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(Number(read()));
+        },
+      });
+    gauge(
+      'tps_parked_transaction_polls',
+      'Long polls waiting for a transaction to leave PROCESSING.',
+      gauges.parkedTransactionPolls,
+    );
+    gauge(
+      'tps_parked_event_waits',
+      'Event-list waits and idle webhook deliverers parked.',
+      gauges.parkedEventWaits,
+    );
+    gauge(
+      'tps_commands_awaiting_ack',
+      'Commands this relay has sent to terminals and not yet seen acknowledged.',
+      gauges.commandsAwaitingAck,
+    );
+    gauge('tps_leader', '1 when this relay runs the background work.', gauges.leading);
+    gauge('tps_ready', '1 when this relay takes traffic (GET /ready answers 200).', gauges.ready);
+    gauge(
+      'tps_broker_connected',
+      '1 when the relay is connected to the MQTT broker.',
+      gauges.brokerConnected,
+    );
+  }
+}

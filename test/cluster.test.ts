@@ -1,0 +1,326 @@
+/**
+ * Scale-out end to end: two relay processes (`tps cloud`) on one PostgreSQL
+ * (TPS_DATABASE_URL) and one Mosquitto (TPS_MQTT_URL), simulated terminals on the real
+ * agent path (hosted by the leading relay, journals in the shared data directory), and a
+ * POS whose requests go to either relay, as behind a load balancer.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SimulatorCreateResponse } from '../protocol/index.js';
+import { forgetOnBroker } from './support/e2e-external-broker.js';
+import {
+  eventually,
+  fileText,
+  readerRecord,
+  readerRuns,
+  startRelayChild,
+  type RelayChild,
+} from './support/e2e-parts.js';
+import { post, type ApiResponse } from './support/relay.js';
+
+const DATABASE_URL = process.env.DATABASE_URL;
+const MQTT_URL = process.env.MQTT_URL;
+const ACCOUNT = { username: 'cluster-account', password: 'cluster-account-password' };
+
+describe('two relays on one PostgreSQL and one Mosquitto', () => {
+  if (!DATABASE_URL || !MQTT_URL) {
+    it.skip(`SKIPPED, ${!DATABASE_URL ? 'DATABASE_URL' : 'MQTT_URL'} is not set (e.g. DATABASE_URL=postgres://postgres@127.0.0.1:5432/test MQTT_URL=mqtt://127.0.0.1:1883): purchases alternating between relays, long polls woken across relays, duplicate creates over both, a relay killed mid-payment`, () => {});
+    return;
+  }
+  const dir = mkdtempSync(path.join(tmpdir(), 'tps-cluster-'));
+  const database = `tps_cluster_${process.pid}_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: DATABASE_URL });
+  const databaseUrl = (() => {
+    const url = new URL(DATABASE_URL);
+    url.pathname = `/${database}`;
+    return url.toString();
+  })();
+  const env = {
+    TPS_DATA_DIR: dir,
+    TPS_DATABASE_URL: databaseUrl,
+    TPS_MQTT_URL: MQTT_URL,
+    TPS_ACCOUNT_USERNAME: ACCOUNT.username,
+    TPS_ACCOUNT_PASSWORD: ACCOUNT.password,
+    TPS_DEFAULT_SIMULATOR: 'false',
+    TPS_SIMULATOR_DELAY_MS: '1500',
+    ...(process.env.TEST_LOG ? { TPS_LOG_LEVEL: 'debug' } : {}),
+  };
+  const relays: RelayChild[] = [];
+  const terminals: string[] = [];
+  const output = () => relays.map((r, i) => `--- relay ${i} ---\n${r.output()}`).join('\n');
+
+  beforeAll(async () => {
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${database}`);
+    // Started together, as an orchestrator would: migrations and first-start set-up race.
+    relays.push(...(await Promise.all([startRelayChild(env), startRelayChild(env)])));
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all(relays.map((r) => r.stop()));
+    await forgetOnBroker(MQTT_URL, {
+      clientIds: terminals.map((t) => `agent-${t}`),
+      terminalIds: terminals,
+    });
+    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await admin.end();
+    rmSync(dir, { recursive: true, force: true });
+  }, 60_000);
+
+  const live = () => relays.filter((r) => r.running);
+  async function metric(relay: RelayChild, series: string): Promise<number> {
+    const text = await (await fetch(`${relay.baseUrl.replace(/\/pos$/, '')}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+    return line === undefined ? 0 : Number(line.slice(series.length + 1));
+  }
+
+  async function newTerminal(via: RelayChild): Promise<SimulatorCreateResponse> {
+    const res = await post(via.baseUrl, 'v1', '/simulator/create', {}, ACCOUNT);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const sim = res.body as SimulatorCreateResponse;
+    terminals.push(sim.terminal_id);
+    // Hosted by whichever relay leads; connected once its agent is on the broker.
+    await eventually(
+      () => call(live()[0]!, sim, '/terminal/status', {}),
+      (r) => r.body?.status?.connected === true,
+      { ms: 20_000, what: `terminal ${sim.terminal_id} to connect`, context: output },
+    );
+    return sim;
+  }
+
+  function call(
+    via: RelayChild,
+    sim: SimulatorCreateResponse,
+    operation: string,
+    body: Record<string, unknown>,
+  ): Promise<ApiResponse> {
+    return post(via.baseUrl, 'v1', operation, { terminal_id: sim.terminal_id, ...body }, sim);
+  }
+
+  it('pays with requests alternating between the relays; long polls wake for changes the other ingested', async () => {
+    const [a, b] = relays as [RelayChild, RelayChild];
+    const sims = await Promise.all([
+      newTerminal(a),
+      newTerminal(b),
+      newTerminal(a),
+      newTerminal(b),
+    ]);
+    const appliedBefore = await Promise.all(
+      relays.map((r) => metric(r, 'tps_agent_reports_total{outcome="applied"}')),
+    );
+    await Promise.all(
+      sims.map(async (sim, i) => {
+        for (let round = 0; round < 3; round++) {
+          const [first, second] = (i + round) % 2 === 0 ? [a, b] : [b, a];
+          const externalId = `alt-${round}`;
+          const created = await call(first, sim, '/transaction/purchase', {
+            external_id: externalId,
+            requested_amount: 1000 + round,
+            currency: 'EUR',
+            wait_seconds: 0,
+          });
+          expect(created.status, JSON.stringify(created.body)).toBe(200);
+          // Parked on the other relay for up to 60 s: the reader's result arrives through
+          // either relay (shared subscription) and must wake it within seconds.
+          const began = Date.now();
+          const polled = await call(second, sim, '/transaction/get', {
+            external_id: externalId,
+            wait_seconds: 60,
+          });
+          expect(polled.body.transaction, output()).toMatchObject({
+            state: 'AWAITING_CONFIRM',
+            result_code: 'SUCCESS',
+            total_amount: 1000 + round,
+          });
+          expect(Date.now() - began).toBeLessThan(20_000);
+          const confirmed = await call(first, sim, '/transaction/confirm', {
+            external_id: externalId,
+            result_code: 'SUCCESS',
+          });
+          expect(confirmed.body.transaction.state).toBe('CONFIRMED');
+          const seen = await call(second, sim, '/transaction/get', { external_id: externalId });
+          expect(seen.body.transaction.state).toBe('CONFIRMED');
+        }
+      }),
+    );
+    // Both relays took agent traffic.
+    const appliedAfter = await Promise.all(
+      relays.map((r) => metric(r, 'tps_agent_reports_total{outcome="applied"}')),
+    );
+    expect(appliedAfter[0]! - appliedBefore[0]!).toBeGreaterThan(0);
+    expect(appliedAfter[1]! - appliedBefore[1]!).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('wakes an event-list wait on one relay for a transaction created through the other', async () => {
+    const [a, b] = relays as [RelayChild, RelayChild];
+    const sim = await newTerminal(a);
+    const type = 'eu.vendor.api.pos.v0.Transaction';
+    const first = await post(
+      b.baseUrl,
+      'v1',
+      '/event/list',
+      { filter: { type: { eq: type } } },
+      sim,
+    );
+    expect(first.status).toBe(200);
+    const waiting = post(
+      b.baseUrl,
+      'v1',
+      '/event/list',
+      { next_token: first.body.next_token, wait_seconds: 60 },
+      sim,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const began = Date.now();
+    await call(a, sim, '/transaction/purchase', {
+      external_id: 'event-wake',
+      requested_amount: 500,
+      currency: 'EUR',
+      wait_seconds: 0,
+    });
+    const woken = await waiting;
+    expect(Date.now() - began).toBeLessThan(5000);
+    expect(
+      woken.body.events.map((e: { data: { external_id: string } }) => e.data.external_id),
+    ).toContain('event-wake');
+  }, 60_000);
+
+  it('makes one transaction of 50 concurrent duplicate creates spread over both relays', async () => {
+    const sim = await newTerminal(relays[1]!);
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        call(relays[i % 2]!, sim, '/transaction/purchase', {
+          external_id: 'dup-1',
+          requested_amount: 700,
+          currency: 'EUR',
+          wait_seconds: 0,
+        }),
+      ),
+    );
+    expect(answers.map((r) => r.status)).toEqual(answers.map(() => 200));
+    const ids = new Set(answers.map((r) => r.body.transaction.id));
+    expect(ids.size).toBe(1);
+    const unconfirmed = await call(relays[0]!, sim, '/transaction/unconfirmed', {});
+    expect(unconfirmed.body.transactions).toHaveLength(1);
+    const done = await call(relays[0]!, sim, '/transaction/get', {
+      external_id: 'dup-1',
+      wait_seconds: 30,
+    });
+    expect(done.body.transaction.state).toBe('AWAITING_CONFIRM');
+    const stateFile = path.join(dir, 'simulators', sim.terminal_id, 'reader.jsonl');
+    expect(readerRuns(stateFile, [...ids][0] as string)).toHaveLength(1);
+  }, 60_000);
+
+  /** A POS behind a load balancer: a request that fails on a dead relay goes to a live one. */
+  async function balanced(
+    sim: SimulatorCreateResponse,
+    preferred: number,
+    operation: string,
+    body: Record<string, unknown>,
+  ): Promise<ApiResponse> {
+    for (let attempt = 0; ; attempt++) {
+      const pool = live();
+      const via = pool[(preferred + attempt) % pool.length]!;
+      try {
+        return await call(via, sim, operation, body);
+      } catch (error) {
+        if (attempt > 50) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+  }
+
+  /** Pays on each terminal through both relays, and SIGKILLs `victim()` mid-payment. */
+  async function payThroughAKill(
+    sims: SimulatorCreateResponse[],
+    externalId: string,
+    victim: () => Promise<RelayChild>,
+  ) {
+    const payments = sims.map(async (sim, i) => {
+      const created = await balanced(sim, i, '/transaction/purchase', {
+        external_id: externalId,
+        requested_amount: 2000 + i,
+        currency: 'EUR',
+        wait_seconds: 0,
+      });
+      expect(created.status).toBe(200);
+      const result = await eventually(
+        () =>
+          balanced(sim, i + 1, '/transaction/get', { external_id: externalId, wait_seconds: 5 }),
+        (r) => r.status === 200 && r.body.transaction.state !== 'PROCESSING',
+        { ms: 90_000, every: 100, what: `${sim.terminal_id} to finish`, context: output },
+      );
+      // The POS confirms what it was told: SUCCESS keeps the sale, anything else ends it.
+      const confirmed = await balanced(sim, i, '/transaction/confirm', {
+        external_id: externalId,
+        result_code: result.body.transaction.result_code,
+      });
+      return { sim, result: result.body.transaction, confirmed: confirmed.body.transaction };
+    });
+    // Mid-payment: the readers work for 1.5 s.
+    const killed = await victim();
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    await killed.stop('SIGKILL');
+    const outcomes = await Promise.all(payments);
+    for (const { sim, result } of outcomes) {
+      // Nothing doubled, nothing left behind.
+      const stateFile = path.join(dir, 'simulators', sim.terminal_id, 'reader.jsonl');
+      expect(readerRuns(stateFile, result.id), fileText(stateFile)).toHaveLength(1);
+      const unconfirmed = await call(live()[0]!, sim, '/transaction/unconfirmed', {});
+      expect(unconfirmed.body.transactions).toEqual([]);
+    }
+    return outcomes;
+  }
+
+  const leaderOf = async (pool: RelayChild[]) => {
+    const flags = await Promise.all(pool.map((r) => metric(r, 'tps_leader')));
+    expect(flags.reduce((a, b) => a + b, 0)).toBe(1);
+    return pool[flags.indexOf(1)]!;
+  };
+
+  it('completes every payment through the survivor when a relay is killed mid-payment', async () => {
+    const sims = await Promise.all([0, 1, 2, 3, 4, 5].map((i) => newTerminal(relays[i % 2]!)));
+    // The follower dies: the terminals (hosted by the leader) carry on, and every request,
+    // report and acknowledgement it had in hand is taken up by the survivor.
+    const outcomes = await payThroughAKill(sims, 'follower-killed', async () => {
+      const leader = await leaderOf(relays);
+      return relays.find((r) => r !== leader)!;
+    });
+    for (const { result, confirmed } of outcomes) {
+      expect(result, output()).toMatchObject({ state: 'AWAITING_CONFIRM', result_code: 'SUCCESS' });
+      expect(confirmed.state).toBe('CONFIRMED');
+    }
+  }, 150_000);
+
+  it('moves the background work and the simulated terminals when the leading relay is killed mid-payment', async () => {
+    relays.push(await startRelayChild(env));
+    const sims = await Promise.all([0, 1, 2, 3].map((i) => newTerminal(live()[i % 2]!)));
+    const outcomes = await payThroughAKill(sims, 'leader-killed', () => leaderOf(live()));
+    // The terminals lost power with their host: each payment ends as its reader recorded it
+    // (finished, or aborted by the power cut), once, and the POS was told exactly that.
+    for (const { sim, result, confirmed } of outcomes) {
+      const stateFile = path.join(dir, 'simulators', sim.terminal_id, 'reader.jsonl');
+      const record = readerRecord(stateFile, result.id);
+      const charged = record?.phase === 'COMPLETED' && record.result_code === 'SUCCESS';
+      expect(result.state, output()).toBe('AWAITING_CONFIRM');
+      expect(result.result_code === 'SUCCESS', fileText(stateFile)).toBe(charged);
+      expect(confirmed.state).toBe(charged ? 'CONFIRMED' : 'COMMITTED');
+    }
+    expect(live()).toHaveLength(1);
+    expect(await metric(live()[0]!, 'tps_leader')).toBe(1);
+    // The survivor hosts the terminals now: a new payment goes through.
+    const again = await call(live()[0]!, sims[0]!, '/transaction/purchase', {
+      external_id: 'after-failover',
+      requested_amount: 900,
+      currency: 'EUR',
+      wait_seconds: 30,
+    });
+    expect(again.body.transaction).toMatchObject({
+      state: 'AWAITING_CONFIRM',
+      result_code: 'SUCCESS',
+    });
+  }, 150_000);
+});
