@@ -6,6 +6,8 @@
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,6 +25,7 @@ import { post, type ApiResponse } from './support/relay.js';
 
 const DATABASE_URL = process.env.DATABASE_URL;
 const MQTT_URL = process.env.MQTT_URL;
+const TRANSACTION_EVENT = 'eu.vendor.api.pos.v0.Transaction';
 const ACCOUNT = { username: 'cluster-account', password: 'cluster-account-password' };
 
 describe('two relays on one PostgreSQL and one Mosquitto', () => {
@@ -46,13 +49,28 @@ describe('two relays on one PostgreSQL and one Mosquitto', () => {
     TPS_ACCOUNT_PASSWORD: ACCOUNT.password,
     TPS_DEFAULT_SIMULATOR: 'false',
     TPS_SIMULATOR_DELAY_MS: '1500',
+    // Short deadlines, so that the leader's background work shows within the test.
+    TPS_PAUSE_TIMEOUT_S: '3',
+    TPS_GRACE_PERIOD_S: '4',
+    TPS_WEBHOOK_ALLOW_HTTP: 'true',
     ...(process.env.TEST_LOG ? { TPS_LOG_LEVEL: 'debug' } : {}),
   };
   const relays: RelayChild[] = [];
   const terminals: string[] = [];
   const output = () => relays.map((r, i) => `--- relay ${i} ---\n${r.output()}`).join('\n');
+  /** What the webhook receiver got, in arrival order: each delivered CloudEvent. */
+  const delivered: Array<{ id: string; type: string; data: { id?: string; state?: string } }> = [];
+  const receiver: Server = createServer((request, response) => {
+    let body = '';
+    request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    request.on('end', () => {
+      delivered.push(JSON.parse(body));
+      response.writeHead(204).end();
+    });
+  });
 
   beforeAll(async () => {
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     await admin.connect();
     await admin.query(`CREATE DATABASE ${database}`);
     // Started together, as an orchestrator would: migrations and first-start set-up race.
@@ -61,6 +79,7 @@ describe('two relays on one PostgreSQL and one Mosquitto', () => {
 
   afterAll(async () => {
     await Promise.all(relays.map((r) => r.stop()));
+    receiver.close();
     await forgetOnBroker(MQTT_URL, {
       clientIds: terminals.map((t) => `agent-${t}`),
       terminalIds: terminals,
@@ -188,6 +207,88 @@ describe('two relays on one PostgreSQL and one Mosquitto', () => {
     ).toContain('event-wake');
   }, 60_000);
 
+  it('runs background work once: webhook deliveries, pause time-outs and grace-period commits', async () => {
+    const [leader, follower] = (await leaderFirst()) as [RelayChild, RelayChild];
+    // Registered through the relay that does not deliver: the leader takes it up.
+    const hook = await post(
+      follower.baseUrl,
+      'v1',
+      '/webhook/create',
+      { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook` },
+      ACCOUNT,
+    );
+    if (hook.status !== 200) throw new Error(JSON.stringify(hook.body));
+    const [sim, other] = await Promise.all([newTerminal(follower), newTerminal(leader)]);
+    const paused = await call(follower, sim, '/transaction/purchase', {
+      external_id: 'left-paused',
+      requested_amount: 1200,
+      currency: 'EUR',
+      options: { on_customer_identified: { pause: true } },
+      wait_seconds: 20,
+    });
+    expect(paused.body.transaction.state).toBe('AWAITING_CONTINUE');
+    const bought = await call(leader, other, '/transaction/purchase', {
+      external_id: 'left-confirmed',
+      requested_amount: 1300,
+      currency: 'EUR',
+      wait_seconds: 0,
+    });
+    expect(bought.status).toBe(200);
+    // The pause times out (3 s) in the leader: aborted once.
+    const aborted = await eventually(
+      () => call(follower, sim, '/transaction/get', { external_id: 'left-paused' }),
+      (r) => r.body.transaction.state !== 'AWAITING_CONTINUE',
+      { ms: 15_000, what: 'the pause to time out', context: output },
+    );
+    expect(aborted.body.transaction).toMatchObject({
+      state: 'AWAITING_CONFIRM',
+      result_code: 'ABORTED',
+    });
+    await eventually(
+      () =>
+        call(follower, other, '/transaction/get', {
+          external_id: 'left-confirmed',
+          wait_seconds: 5,
+        }),
+      (r) => r.body.transaction.state === 'AWAITING_CONFIRM',
+      { ms: 15_000, what: 'the purchase to finish' },
+    );
+    await call(follower, other, '/transaction/confirm', {
+      external_id: 'left-confirmed',
+      result_code: 'SUCCESS',
+    });
+    // The grace period (4 s) ends in the leader: committed once.
+    await eventually(
+      () => call(follower, other, '/transaction/get', { external_id: 'left-confirmed' }),
+      (r) => r.body.transaction.state === 'COMMITTED',
+      { ms: 20_000, what: 'the grace period to commit it', context: output },
+    );
+    // Every state each transaction went through reached the receiver exactly once.
+    const ids = [paused.body.transaction.id, bought.body.transaction.id] as string[];
+    const transitions = () =>
+      delivered
+        .filter((e) => ids.includes(e.data.id ?? ''))
+        .map((e) => `${e.data.id === ids[0] ? 'paused' : 'bought'} ${e.data.state}`);
+    await eventually(
+      () => transitions(),
+      (t) => t.includes('bought COMMITTED') && t.includes('paused AWAITING_CONFIRM'),
+      { ms: 15_000, what: 'the deliveries', context: () => JSON.stringify(transitions()) },
+    );
+    expect(transitions().sort()).toEqual(
+      [
+        'paused PROCESSING',
+        'paused AWAITING_CONTINUE',
+        'paused AWAITING_CONFIRM',
+        'bought PROCESSING',
+        'bought AWAITING_CONFIRM',
+        'bought CONFIRMED',
+        'bought COMMITTED',
+      ].sort(),
+    );
+    const eventIds = delivered.map((e) => e.id);
+    expect(new Set(eventIds).size).toBe(eventIds.length);
+  }, 90_000);
+
   it('makes one transaction of 50 concurrent duplicate creates spread over both relays', async () => {
     const sim = await newTerminal(relays[1]!);
     const answers = await Promise.all(
@@ -275,6 +376,12 @@ describe('two relays on one PostgreSQL and one Mosquitto', () => {
     return outcomes;
   }
 
+  /** The live relays, the one leading first. */
+  async function leaderFirst(): Promise<RelayChild[]> {
+    const leader = await leaderOf(live());
+    return [leader, ...live().filter((r) => r !== leader)];
+  }
+
   const leaderOf = async (pool: RelayChild[]) => {
     const flags = await Promise.all(pool.map((r) => metric(r, 'tps_leader')));
     expect(flags.reduce((a, b) => a + b, 0)).toBe(1);
@@ -323,4 +430,35 @@ describe('two relays on one PostgreSQL and one Mosquitto', () => {
       result_code: 'SUCCESS',
     });
   }, 150_000);
+
+  it('resumes webhook deliveries in the new leader: every event of the log reaches the receiver', async () => {
+    const survivor = live()[0]!;
+    const log: string[] = [];
+    let token: string | undefined;
+    for (;;) {
+      const page = await post(
+        survivor.baseUrl,
+        'v1',
+        '/event/list',
+        token
+          ? { next_token: token, wait_seconds: 0 }
+          : { filter: { type: { eq: TRANSACTION_EVENT } }, wait_seconds: 0 },
+        ACCOUNT,
+      );
+      expect(page.status).toBe(200);
+      log.push(...page.body.events.map((e: { id: string }) => e.id));
+      token = page.body.next_token;
+      if (page.body.events.length === 0) break;
+    }
+    // From the first transaction event the webhook got (registered in an earlier test) on.
+    const firstDelivered = delivered.find((e) => e.type === TRANSACTION_EVENT);
+    expect(firstDelivered).toBeDefined();
+    const expected = log.slice(log.indexOf(firstDelivered!.id));
+    expect(expected.length).toBeGreaterThan(10);
+    await eventually(
+      () => new Set(delivered.map((e) => e.id)),
+      (got) => expected.every((id) => got.has(id)),
+      { ms: 30_000, what: 'every event to be delivered', context: output },
+    );
+  }, 60_000);
 });
