@@ -442,5 +442,10 @@ export function renderCluster(cluster: ClusterResult): string {
     ['POS clients CPU', ...cells((f) => pct(f.cpu.client))],
     ['everything else (PostgreSQL, broker, 2nd relay)', ...cells((f) => pct(f.cpu.others))],
   ];
-  return `${table(rows)}\nbroker of the PostgreSQL set-ups: ${cluster.broker}`;
+  const wake = cluster.crossWake;
+  const wakeLine = wake
+    ? `\nevent wait on relay 2 woken by a purchase through relay 1 (${count(wake.count)} samples): ` +
+      `p50 ${ms(wake.p50)}, p99 ${ms(wake.p99)}, max ${ms(wake.max)}`
+    : '';
+  return `${table(rows)}\nbroker of the PostgreSQL set-ups: ${cluster.broker}${wakeLine}`;
 }
