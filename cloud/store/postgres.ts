@@ -17,10 +17,38 @@
  *   Both are scoped to the schema: relays of another schema in the database are not
  *   this store's peers.
  *
- * Connections are pipelined: the statements of a step go out together in one write (BEGIN
- * with the locks; the writes with COMMIT), so a change takes three round trips: the locks,
- * what the decision sees (read after the locks, so it shows the commits that held them
- * before), the writes.
+ * Writes commit in groups, as SQLite's do (see GroupCommit): the changes, status updates,
+ * reports and acknowledgements that arrive while batches are running, or in the same turn
+ * of the event loop, run together as one transaction on one connection, and each is
+ * answered only once that commits. Commits that append events or notify follow one
+ * another through their WAL flush (at the counter's lock, and at PostgreSQL's
+ * notification queue): with a batch per flush rather than a write, many more get through.
+ *
+ * - A write goes one step after the last earlier write of its batch that shares a
+ *   terminal (or command) with it, so that it reads what that one wrote; a step's writes
+ *   are independent of each other and take their locks in terminal order. Connections
+ *   are pipelined: a step's statements go out together in one write (its locks, then
+ *   what its decisions see, each read after its own locks, in a statement of its own, so
+ *   that its snapshot shows every commit that held them before; with the rows of the
+ *   step before), and the last step's rows with the events, the notifications and
+ *   COMMIT: a batch takes one round trip per step, and one more.
+ * - A decision that throws, or a report out of order, has written nothing: that write is
+ *   refused alone. A statement of one write that fails on its data (a duplicate id)
+ *   aborts the transaction: it rolls back and runs again without that write. A batch a
+ *   deadlock with another process picked as its victim runs again too (decisions depend
+ *   only on what they read). No savepoints: each would be a subtransaction, and past 64
+ *   in one transaction every snapshot taken beside it gets slower. Anything else (the
+ *   connection, COMMIT) refuses the whole batch.
+ * - The counter is taken once per batch, as its last step, numbering its events in
+ *   order; the notifications (one per change) go out in the same statement.
+ *   PostgreSQL delivers identical ones of one transaction once, which loses nothing.
+ * - Up to batchConcurrency batches (default 2) run at once, each on a connection of the
+ *   pool, on disjoint terminals: one takes its locks and decides while the one before
+ *   waits for its flush. A write that shares a terminal with a running batch waits for a
+ *   later one, in arrival order. At most batchSize writes (default 200) go in one batch,
+ *   whose transaction holds their locks to its end.
+ *
+ * Reads go to the pool directly, outside the batches.
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
@@ -59,6 +87,13 @@ export interface PostgresStoreOptions {
   schema?: string;
   /** Connections of the pool (default 8); watch() and each leadership use one more. */
   poolSize?: number;
+  /**
+   * Batches of writes committing at once, each on a connection of the pool (default 2;
+   * at most poolSize).
+   */
+  batchConcurrency?: number;
+  /** Writes in one batch at most (default 200): one transaction holds their locks. */
+  batchSize?: number;
   /** How often leadership tries again to take the lock, in ms (default 1000). */
   leaderRetryMs?: number;
   /** Told of what the store recovers from or ignores (a lost connection, a foreign notification). */
@@ -206,7 +241,7 @@ interface ContextRow {
   refunds?: TransactionRow[];
 }
 
-/** What one commit writes (see writeQueries). */
+/** What one write of a batch changes in its rows, and what it adds to the batch's last step. */
 interface WritePlan {
   terminalId: string;
   /** The terminal's new status (JSON). */
@@ -214,7 +249,7 @@ interface WritePlan {
   report?: ReportPosition;
   transaction?: TransactionRecord;
   commands?: TerminalCommand[];
-  events?: NewEvent[];
+  events: NewEvent[];
   notes: StoreChange[];
 }
 
@@ -234,14 +269,11 @@ class StatementBuilder {
 }
 
 /**
- * The writes of a commit, as at most two statements sent with COMMIT: the rows first
- * (terminal, transaction, commands), then the event counter with the events and the
- * notifications, so that the counter's row lock is held only from there to the commit.
- * The SQL depends only on which parts are present (lists travel as arrays), so each is a
- * named, prepared statement.
+ * The rows a write changes (terminal, transaction, commands), as one statement or none.
+ * The SQL depends only on which parts are present (lists travel as arrays), so each
+ * variant is a named, prepared statement.
  */
-function writeQueries(plan: WritePlan, envelope: (change: StoreChange) => string) {
-  const queries: pg.QueryConfig[] = [];
+function rowsQuery(plan: WritePlan): pg.QueryConfig | undefined {
   const rows = new StatementBuilder('tps_rows_');
   const { $ } = rows;
   if (plan.status !== undefined || plan.report) {
@@ -292,10 +324,17 @@ function writeQueries(plan: WritePlan, envelope: (change: StoreChange) => string
     );
     rows.name += 'c';
   }
-  if (rows.parts.length > 0) queries.push(rows.build('SELECT NULL::bigint AS last'));
+  return rows.parts.length > 0 ? rows.build('SELECT 1') : undefined;
+}
 
+/**
+ * A batch's last step before COMMIT, as one statement or none: the event counter, taken
+ * once for the batch, with all its events in order, then the notifications (pg_notify
+ * takes effect only if the transaction commits). Answers the counter's new value.
+ */
+function logQuery(events: NewEvent[], notes: string[]): pg.QueryConfig | undefined {
+  if (events.length === 0 && notes.length === 0) return undefined;
   const log = new StatementBuilder('tps_log_');
-  const events = plan.events ?? [];
   if (events.length > 0) {
     const n = log.$(events.length, '::bigint');
     const column = (pick: (e: NewEvent) => string) => log.$(events.map(pick), '::text[]');
@@ -314,22 +353,14 @@ function writeQueries(plan: WritePlan, envelope: (change: StoreChange) => string
     );
     log.name += 'e';
   }
-  if (plan.notes.length > 0) log.name += 'n';
-  if (events.length > 0 || plan.notes.length > 0) {
-    const last = events.length > 0 ? '(SELECT last FROM pos)' : 'NULL::bigint';
-    // pg_notify takes effect only if the transaction commits.
-    queries.push(
-      log.build(
-        plan.notes.length > 0
-          ? `SELECT ${last} AS last, pg_notify('${CHANNEL}', note) FROM unnest(${log.$(
-              plan.notes.map(envelope),
-              '::text[]',
-            )}) AS note`
-          : `SELECT ${last} AS last`,
-      ),
-    );
-  }
-  return queries;
+  const last = events.length > 0 ? '(SELECT last FROM pos)' : 'NULL::bigint';
+  if (notes.length === 0) return log.build(`SELECT ${last} AS last`);
+  log.name += 'n';
+  // One row, however many notes: count(pg_notify(...)) calls it once per note.
+  return log.build(
+    `SELECT ${last} AS last, count(pg_notify('${CHANNEL}', note)) AS notified
+     FROM unnest(${log.$(notes, '::text[]')}) AS note`,
+  );
 }
 
 /**
@@ -382,6 +413,404 @@ const Notification = z.object({ origin: z.string(), schema: z.string(), change: 
 /** Well below NOTIFY's 8000 bytes: past it, an events notice leaves out which events. */
 const NOTICE_MAX_BYTES = 2000;
 
+/** One write of a batch (see GroupCommit). */
+interface Write {
+  /**
+   * What it locks or reads ('t:' a terminal, 'c:' a command); the first orders the
+   * writes of a step. Writes that share a key run in the order they arrived, and never
+   * in two batches at once.
+   */
+  keys: string[];
+  /** The terminal whose row it locks, and the original purchase a refund locks after it. */
+  locks?: { terminal: string; original?: ChangeKey['original'] };
+  /** Sends its locks, then its reads (through `query`); answers their results. */
+  lead(query: (config: pg.QueryConfig) => Promise<pg.QueryResult>): Array<Promise<pg.QueryResult>>;
+  /** Decides on what lead() answered; throws to refuse the write, which then writes nothing. */
+  decide(results: pg.QueryResult[]): Decided;
+}
+
+interface Decided {
+  plan: WritePlan;
+  /** The write's answer once committed, given the position of its first event. */
+  answer(firstPosition: number): unknown;
+}
+
+interface Queued extends Write {
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+/** Why an attempt at a batch did not commit; its transaction is left to roll back. */
+interface Failure {
+  error: unknown;
+  /** The write whose statement failed (none: one of the batch's own). */
+  owner?: Queued;
+  /** The batch's last step failed (the events, the notifications). */
+  log?: boolean;
+  /** The batch's first locks failed. */
+  upfront?: boolean;
+  decided: Array<[Queued, Decided]>;
+}
+
+/** A deadlock with another process's batch: the batch runs again, at most this often. */
+const MAX_RETRIES = 5;
+/** Errors of one write's own data (class 22: data exception; 23: integrity violation). */
+const OWN_ERROR = /^2[23]/;
+const sqlState = (error: unknown) =>
+  typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string'
+    ? error.code
+    : undefined;
+
+/**
+ * Orders a batch in steps: a write goes one step after the last earlier write it shares
+ * a key with, so that its reads see that one's rows, and writes of one step are
+ * independent of each other. Within a step, by key: batches take their terminals' locks
+ * in one order, which keeps two processes' batches from deadlocking on them.
+ */
+function steps(writes: Queued[]): Queued[][] {
+  const stepOf = new Map<string, number>();
+  const steps: Queued[][] = [];
+  for (const write of writes) {
+    const step = 1 + Math.max(-1, ...write.keys.map((key) => stepOf.get(key) ?? -1));
+    for (const key of write.keys) stepOf.set(key, step);
+    (steps[step] ??= []).push(write);
+  }
+  for (const step of steps) step.sort((a, b) => (a.keys[0]! < b.keys[0]! ? -1 : 1));
+  return steps;
+}
+
+/**
+ * Group commit: the writes that arrive while batches are running (or in the same turn of
+ * the event loop) run together, as one transaction on one connection, answered once it
+ * commits. Up to `concurrency` batches run at once, on writes of disjoint keys: one
+ * takes its locks and decides while the one before waits for its commit to be flushed.
+ */
+class GroupCommit {
+  private queue: Queued[] = [];
+  /** The keys of the batches running. */
+  private readonly held = new Set<string>();
+  private running = 0;
+  private scheduled = false;
+  private waiters: Array<() => void> = [];
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly envelope: (change: StoreChange) => string,
+    private readonly concurrency: number,
+    private readonly maxSize: number,
+    private readonly logger: Logger,
+  ) {}
+
+  write<T>(write: Write): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ ...write, resolve: resolve as (value: unknown) => void, reject });
+      this.schedule();
+    });
+  }
+
+  /** Resolves once every write queued has been answered. */
+  async drain(): Promise<void> {
+    while (this.running > 0 || this.queue.length > 0) {
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.queue.length === 0 || this.running >= this.concurrency) return;
+    this.scheduled = true;
+    // The writes of this turn of the event loop join the batch.
+    setImmediate(() => {
+      this.scheduled = false;
+      this.start();
+    });
+  }
+
+  private start(): void {
+    while (this.running < this.concurrency) {
+      const batch = this.take();
+      if (batch.length === 0) return;
+      const keys = new Set(batch.flatMap((write) => write.keys));
+      for (const key of keys) this.held.add(key);
+      this.running++;
+      void this.run(batch).finally(() => {
+        for (const key of keys) this.held.delete(key);
+        this.running--;
+        this.schedule();
+        for (const waiter of this.waiters.splice(0)) waiter();
+      });
+    }
+  }
+
+  /**
+   * The next batch: queued writes in arrival order, up to maxSize, but none that shares a
+   * key with a running batch (it would wait for that one's locks) or with a write left
+   * behind (they keep their order).
+   */
+  private take(): Queued[] {
+    const batch: Queued[] = [];
+    const rest: Queued[] = [];
+    const blocked = new Set<string>();
+    for (const write of this.queue) {
+      if (
+        batch.length < this.maxSize &&
+        !write.keys.some((key) => this.held.has(key) || blocked.has(key))
+      ) {
+        batch.push(write);
+      } else {
+        rest.push(write);
+        for (const key of write.keys) blocked.add(key);
+      }
+    }
+    this.queue = rest;
+    return batch;
+  }
+
+  /**
+   * Runs a batch until it commits, then answers its writes. A statement of one write that
+   * fails on its data refuses that write alone: the transaction rolls back and runs again
+   * without it, as does a batch chosen as a deadlock's victim (the decisions depend only on
+   * what they read). Anything else (the connection, COMMIT) refuses the whole batch.
+   */
+  private async run(batch: Queued[]): Promise<void> {
+    const refused = new Map<Queued, unknown>();
+    let live = batch;
+    const answer = (outcomes: Map<Queued, Outcome> | unknown) => {
+      for (const [write, error] of refused) write.reject(error);
+      for (const write of live) {
+        const outcome = outcomes instanceof Map ? outcomes.get(write) : undefined;
+        if (!outcome) write.reject(outcomes);
+        else if (outcome.ok) write.resolve(outcome.value);
+        else write.reject(outcome.error);
+      }
+    };
+    let client: pg.PoolClient;
+    try {
+      client = await checkout(this.pool, this.logger);
+    } catch (error) {
+      answer(error);
+      return;
+    }
+    let retries = 0;
+    let upfront = true;
+    try {
+      for (;;) {
+        const result = live.length > 0 ? await this.attempt(client, live, upfront) : new Map();
+        if (result instanceof Map) {
+          client.release();
+          answer(result);
+          return;
+        }
+        // A no-op (with a warning from the server) when COMMIT has ended the transaction.
+        await client.query('ROLLBACK').catch(() => {
+          throw result.error;
+        });
+        const code = sqlState(result.error);
+        let culprits: Queued[] = [];
+        if (code === '40P01' || code === '40001') {
+          if (++retries > MAX_RETRIES) throw result.error;
+        } else if (result.owner && code && OWN_ERROR.test(code)) {
+          culprits = [result.owner];
+        } else if (result.upfront && code && OWN_ERROR.test(code)) {
+          // Each write's own locks tell whose data it was.
+          upfront = false;
+        } else if (result.log && code === '23505') {
+          culprits = await this.duplicateEvents(client, result.decided);
+          if (culprits.length === 0) throw result.error;
+        } else {
+          throw result.error;
+        }
+        for (const write of culprits) refused.set(write, result.error);
+        live = live.filter((write) => !refused.has(write));
+      }
+    } catch (error) {
+      // A connection that failed, or one left in a transaction, is not reused.
+      client.release(error instanceof Error ? error : new Error(String(error)));
+      answer(error);
+    }
+  }
+
+  /**
+   * One attempt at the batch: BEGIN, with the locks of all its terminals in the order of
+   * their ids, then those of the original purchases (see upfrontLocks()); then, step by step, the locks and reads of the step's
+   * writes, sent together with the rows of the step before (which they may read); each
+   * decision on its results; and last the rows of the last step, the events and the
+   * notifications, and COMMIT. Answers each write's outcome once committed.
+   */
+  private async attempt(
+    client: pg.PoolClient,
+    writes: Queued[],
+    upfront: boolean,
+  ): Promise<Map<Queued, Outcome> | Failure> {
+    const outcomes = new Map<Queued, Outcome>();
+    const decided: Array<[Queued, Decided]> = [];
+    let rows: Array<{ config: pg.QueryConfig; owner: Queued }> = [];
+    for (const [i, step] of steps(writes).entries()) {
+      const leads = new Map<Queued, Array<Promise<pg.QueryResult>>>();
+      const failed = await exchange(client, (query) => {
+        if (i === 0) {
+          query('BEGIN');
+          if (upfront) for (const lock of upfrontLocks(writes)) query(lock, undefined, 'upfront');
+        }
+        for (const { config, owner } of rows) query(config, owner);
+        for (const write of step) {
+          leads.set(
+            write,
+            write.lead((config) => query(config, write)),
+          );
+        }
+      });
+      if (failed) return { ...failed, decided };
+      rows = [];
+      for (const write of step) {
+        try {
+          const done = write.decide(await Promise.all(leads.get(write)!));
+          const query = rowsQuery(done.plan);
+          if (query) rows.push({ config: query, owner: write });
+          decided.push([write, done]);
+        } catch (error) {
+          outcomes.set(write, { ok: false, error });
+        }
+      }
+    }
+    const events: NewEvent[] = [];
+    const notes: string[] = [];
+    const offsets = new Map<Queued, number>();
+    for (const [write, { plan }] of decided) {
+      offsets.set(write, events.length);
+      events.push(...plan.events);
+      notes.push(...plan.notes.map(this.envelope));
+    }
+    const last = logQuery(events, notes);
+    let logged: Promise<pg.QueryResult> | undefined;
+    const failed = await exchange(client, (query) => {
+      for (const { config, owner } of rows) query(config, owner);
+      if (last) logged = query(last, undefined, 'log');
+      query('COMMIT');
+    });
+    if (failed) return { ...failed, decided };
+    const top: number = (logged && (await logged).rows[0]?.last) ?? 0;
+    for (const [write, { answer }] of decided) {
+      const position = top - events.length + offsets.get(write)! + 1;
+      try {
+        outcomes.set(write, { ok: true, value: answer(position) });
+      } catch (error) {
+        outcomes.set(write, { ok: false, error });
+      }
+    }
+    return outcomes;
+  }
+
+  /**
+   * The writes whose events' ids are taken, in the table or by an earlier write of the
+   * batch: the batch's last step failed on them.
+   */
+  private async duplicateEvents(
+    client: pg.PoolClient,
+    decided: Array<[Queued, Decided]>,
+  ): Promise<Queued[]> {
+    const ids = decided.flatMap(([, { plan }]) => plan.events.map((event) => event.id));
+    const { rows } = await client.query<{ id: string }>(
+      'SELECT id FROM events WHERE id = ANY($1::text[])',
+      [ids],
+    );
+    const taken = new Set(rows.map((row) => row.id));
+    const culprits: Queued[] = [];
+    for (const [write, { plan }] of decided) {
+      const mine = plan.events.map((event) => event.id);
+      if (mine.some((id) => taken.has(id)) || new Set(mine).size < mine.length) {
+        culprits.push(write);
+      } else {
+        for (const id of mine) taken.add(id);
+      }
+    }
+    return culprits;
+  }
+}
+
+/**
+ * A connection of the pool. Should it drop while checked out, its queries fail, and the
+ * error it emits is logged rather than left to end the process (the pool listens only
+ * while the connection is idle); release() takes the listener off again.
+ */
+async function checkout(pool: pg.Pool, logger: Logger): Promise<pg.PoolClient> {
+  const client = await pool.connect();
+  const lost = (error: Error) =>
+    logger.warn({ err: error }, 'PostgreSQL connection lost while in use');
+  client.on('error', lost);
+  const release = client.release.bind(client);
+  client.release = (error?: Error | boolean) => {
+    // A connection released with an error is ended: it may still report one.
+    if (!error) client.off('error', lost);
+    release(error);
+  };
+  return client;
+}
+
+/**
+ * Sends the statements `send` queries together (see together()) and waits for all of
+ * them; answers the first that failed (those after it fail as the transaction is aborted).
+ */
+async function exchange(
+  client: pg.PoolClient,
+  send: (
+    query: (
+      config: pg.QueryConfig | string,
+      owner?: Queued,
+      part?: 'upfront' | 'log',
+    ) => Promise<pg.QueryResult>,
+  ) => void,
+): Promise<Omit<Failure, 'decided'> | undefined> {
+  const sent: Array<{ result: Promise<pg.QueryResult>; owner?: Queued; part?: string }> = [];
+  together(client, () =>
+    send((config, owner, part) => {
+      const result = client.query(config);
+      sent.push({ result, ...(owner ? { owner } : {}), ...(part ? { part } : {}) });
+      return result;
+    }),
+  );
+  const settled = await Promise.allSettled(sent.map(({ result }) => result));
+  const i = settled.findIndex(({ status }) => status === 'rejected');
+  if (i < 0) return undefined;
+  const { owner, part } = sent[i]!;
+  return {
+    error: (settled[i] as PromiseRejectedResult).reason,
+    ...(owner ? { owner } : {}),
+    ...(part === 'log' ? { log: true } : part === 'upfront' ? { upfront: true } : {}),
+  };
+}
+
+/**
+ * A batch's first locks: all its terminals, then all the original purchases its refunds
+ * lock, each set in one statement that takes them in the order of their ids. Every batch
+ * taking them so, two batches (of this process or another) never wait for each other's
+ * terminals in a circle, as they could if each took them step by step. A write still
+ * takes its own locks again in its step (at once: they are held), for what they answer.
+ */
+function upfrontLocks(writes: Queued[]): pg.QueryConfig[] {
+  const terminals = [...new Set(writes.flatMap((write) => write.locks?.terminal ?? []))];
+  const originals = writes.flatMap((write) => write.locks?.original ?? []);
+  const locks: pg.QueryConfig[] = [];
+  if (terminals.length > 1) {
+    locks.push({
+      name: 'tps_lock_terminals',
+      text: 'SELECT 1 FROM terminals WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE',
+      values: [terminals],
+    });
+  }
+  if (originals.length > 1) {
+    locks.push({
+      name: 'tps_lock_originals',
+      text: `SELECT 1 FROM transactions t
+             JOIN unnest($1::text[], $2::text[]) AS k(terminal_id, external_id) USING (terminal_id, external_id)
+             ORDER BY t.id FOR UPDATE OF t`,
+      values: [originals.map((o) => o.terminalId), originals.map((o) => o.externalId)],
+    });
+  }
+  return locks;
+}
+
 type Logger = NonNullable<PostgresStoreOptions['logger']>;
 const silent: Logger = { warn: () => {} };
 
@@ -392,6 +821,7 @@ export class PostgresStore implements Store {
   private readonly leaderships = new Set<PostgresLeadership>();
   private changeFeed: ChangeFeed | undefined;
   private closed = false;
+  private readonly batches: GroupCommit;
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -401,7 +831,15 @@ export class PostgresStore implements Store {
     private readonly schema: string,
     private readonly options: PostgresStoreOptions,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.batches = new GroupCommit(
+      pool,
+      this.envelope,
+      Math.max(1, Math.min(options.batchConcurrency ?? 2, options.poolSize ?? 8)),
+      Math.max(1, options.batchSize ?? 200),
+      logger,
+    );
+  }
 
   static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
     const { schema } = options;
@@ -438,7 +876,7 @@ export class PostgresStore implements Store {
 
   /** Runs `work` on a connection of the pool; on failure rolls back what it left open. */
   private async withClient<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    const client = await checkout(this.pool, this.logger);
     try {
       const result = await work(client);
       client.release();
@@ -462,21 +900,11 @@ export class PostgresStore implements Store {
     return JSON.stringify({ origin: this.origin, schema: this.schema, change: { kind: 'events' } });
   };
 
-  /** The plan's statements and COMMIT, sent together; answers the newest event position. */
-  private async commit(client: pg.PoolClient, plan: WritePlan): Promise<number | null> {
-    const queries = writeQueries(plan, this.envelope);
-    const results = await together(client, () =>
-      Promise.all([
-        ...queries.map((query) => client.query<{ last: number | null }>(query)),
-        client.query('COMMIT'),
-      ]),
-    );
-    return results.at(-2)?.rows[0]?.last ?? null;
-  }
-
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // The writes queued are answered first.
+    await this.batches.drain();
     this.listeners.clear();
     await Promise.all([
       ...[...this.leaderships].map((leadership) => leadership.stop()),
@@ -563,30 +991,6 @@ export class PostgresStore implements Store {
     return lastReportOf(rows[0]);
   }
 
-  /** Locks the terminal (BEGIN sent with it); answers its row, if there is one. */
-  private async lockTerminal(
-    client: pg.PoolClient,
-    terminalId: string,
-    original?: ChangeKey['original'],
-  ): Promise<TerminalRow | undefined> {
-    const [, locked] = await together(client, () =>
-      Promise.all([
-        client.query('BEGIN'),
-        client.query<TerminalRow>({ ...LOCK_TERMINAL, values: [terminalId] }),
-        // After the terminal, never before: locks are taken in one order everywhere.
-        ...(original
-          ? [
-              client.query({
-                ...LOCK_TRANSACTION,
-                values: [original.terminalId, original.externalId],
-              }),
-            ]
-          : []),
-      ]),
-    );
-    return locked.rows[0];
-  }
-
   /** Throws ReportOutOfOrder unless the report is next after the locked row's last one. */
   private takeReport(row: TerminalRow | undefined, position: ReportPosition, plan: WritePlan) {
     const verdict = checkReport(lastReportOf(row), position);
@@ -598,11 +1002,15 @@ export class PostgresStore implements Store {
   }
 
   recordReport(terminalId: string, position: ReportPosition): Promise<void> {
-    return this.withClient(async (client) => {
-      const row = await this.lockTerminal(client, terminalId);
-      const plan: WritePlan = { terminalId, notes: [] };
-      this.takeReport(row, position, plan);
-      await this.commit(client, plan);
+    return this.batches.write({
+      keys: [`t:${terminalId}`],
+      locks: { terminal: terminalId },
+      lead: (query) => [query({ ...LOCK_TERMINAL, values: [terminalId] })],
+      decide: ([locked]) => {
+        const plan: WritePlan = { terminalId, events: [], notes: [] };
+        this.takeReport(locked!.rows[0], position, plan);
+        return { plan, answer: () => undefined };
+      },
     });
   }
 
@@ -632,33 +1040,34 @@ export class PostgresStore implements Store {
     eventId: string,
     report?: ReportPosition,
   ): Promise<EventRecord | undefined> {
-    return this.withClient(async (client) => {
-      const row = await this.lockTerminal(client, terminalId);
-      const plan: WritePlan = { terminalId, notes: [] };
-      if (report) this.takeReport(row, report, plan);
-      let event: NewEvent | undefined;
-      if (row) {
+    return this.batches.write({
+      keys: [`t:${terminalId}`],
+      locks: { terminal: terminalId },
+      lead: (query) => [query({ ...LOCK_TERMINAL, values: [terminalId] })],
+      decide: ([locked]) => {
+        const row: TerminalRow | undefined = locked!.rows[0];
+        const plan: WritePlan = { terminalId, events: [], notes: [] };
+        if (report) this.takeReport(row, report, plan);
+        if (!row) return { plan, answer: () => undefined };
         const current: TerminalStatus = JSON.parse(row.status);
         const changed = Object.entries(readings).some(
           ([key, value]) => current[key as keyof TerminalStatus] !== value,
         );
-        if (changed) {
-          const status: TerminalStatus = { ...current, ...readings, updated_at: at };
-          event = {
-            id: eventId,
-            accountId: row.account_id,
-            subject: terminalId,
-            kind: 'TerminalStatus',
-            time: at,
-            data: status,
-          };
-          plan.status = JSON.stringify(status);
-          plan.events = [event];
-          plan.notes.push(eventsNotice(plan.events));
-        }
-      }
-      const last = await this.commit(client, plan);
-      return event && last !== null ? { ...event, position: last } : undefined;
+        if (!changed) return { plan, answer: () => undefined };
+        const status: TerminalStatus = { ...current, ...readings, updated_at: at };
+        const event: NewEvent = {
+          id: eventId,
+          accountId: row.account_id,
+          subject: terminalId,
+          kind: 'TerminalStatus',
+          time: at,
+          data: status,
+        };
+        plan.status = JSON.stringify(status);
+        plan.events.push(event);
+        plan.notes.push(eventsNotice(plan.events));
+        return { plan, answer: (position) => ({ ...event, position }) };
+      },
     });
   }
 
@@ -715,51 +1124,66 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * One transaction: BEGIN and the terminal's lock (and the original's); the report check;
-   * the context in one statement; the decision; the writes with the event counter and the
-   * notifications in one statement, sent with COMMIT. Resolves once committed.
+   * A write of a batch (see GroupCommit): the terminal's lock (and the original's, after
+   * it); the context in one statement, after the locks, so that its snapshot shows every
+   * commit that held them before; the report check; the decision; its rows.
    */
   changeTransaction<R>(key: ChangeKey, decide: Decide<R>): Promise<R> {
-    return this.withClient(async (client) => {
-      const terminal = await this.lockTerminal(client, key.terminalId, key.original);
-      const plan: WritePlan = { terminalId: key.terminalId, notes: [] };
-      if (key.report) this.takeReport(terminal, key.report, plan);
-      const query = CONTEXT_QUERIES.get(`${Boolean(key.forCreate)}/${Boolean(key.original)}`)!;
-      const values = [key.terminalId, key.externalId];
-      if (key.original) values.push(key.original.terminalId, key.original.externalId);
-      const { rows } = await client.query<ContextRow>({ ...query, values });
-      const row = rows[0]!;
-      const context: ChangeContext = {
-        terminal: terminal ? toTerminal(terminal) : undefined,
-        current: row.current ? toTransaction(row.current) : undefined,
-        active: row.active ? toTransaction(row.active) : undefined,
-        unconfirmedCount: key.forCreate ? (row.unconfirmed ?? 0) : 0,
-      };
-      if (key.original) {
-        context.original = {
-          record: row.original ? toTransaction(row.original) : undefined,
-          refunds: (row.refunds ?? []).map(toTransaction),
+    const query = CONTEXT_QUERIES.get(`${Boolean(key.forCreate)}/${Boolean(key.original)}`)!;
+    const values = [key.terminalId, key.externalId];
+    if (key.original) values.push(key.original.terminalId, key.original.externalId);
+    return this.batches.write({
+      keys: [`t:${key.terminalId}`, ...(key.original ? [`t:${key.original.terminalId}`] : [])],
+      locks: { terminal: key.terminalId, ...(key.original ? { original: key.original } : {}) },
+      lead: (send) => [
+        send({ ...LOCK_TERMINAL, values: [key.terminalId] }),
+        // After the terminal, never before: locks are taken in one order everywhere.
+        ...(key.original
+          ? [
+              send({
+                ...LOCK_TRANSACTION,
+                values: [key.original.terminalId, key.original.externalId],
+              }),
+            ]
+          : []),
+        send({ ...query, values }),
+      ],
+      decide: (results) => {
+        const terminal: TerminalRow | undefined = results[0]!.rows[0];
+        const row: ContextRow = results.at(-1)!.rows[0];
+        const plan: WritePlan = { terminalId: key.terminalId, events: [], notes: [] };
+        if (key.report) this.takeReport(terminal, key.report, plan);
+        const context: ChangeContext = {
+          terminal: terminal ? toTerminal(terminal) : undefined,
+          current: row.current ? toTransaction(row.current) : undefined,
+          active: row.active ? toTransaction(row.active) : undefined,
+          unconfirmedCount: key.forCreate ? (row.unconfirmed ?? 0) : 0,
         };
-      }
-      const change = decide(context);
-      if (change.write) {
-        const { txn, version, dueAt } = change.write;
-        plan.transaction = change.write;
-        plan.notes.push({
-          kind: 'transaction',
-          terminalId: txn.terminal_id,
-          externalId: txn.external_id,
-          version,
-          ...(dueAt ? { dueAt } : {}),
-        });
-      }
-      if (change.commands?.length) plan.commands = change.commands;
-      if (change.events?.length) {
-        plan.events = change.events;
-        plan.notes.push(eventsNotice(change.events));
-      }
-      await this.commit(client, plan);
-      return change.result;
+        if (key.original) {
+          context.original = {
+            record: row.original ? toTransaction(row.original) : undefined,
+            refunds: (row.refunds ?? []).map(toTransaction),
+          };
+        }
+        const change = decide(context);
+        if (change.write) {
+          const { txn, version, dueAt } = change.write;
+          plan.transaction = change.write;
+          plan.notes.push({
+            kind: 'transaction',
+            terminalId: txn.terminal_id,
+            externalId: txn.external_id,
+            version,
+            ...(dueAt ? { dueAt } : {}),
+          });
+        }
+        if (change.commands?.length) plan.commands = change.commands;
+        if (change.events?.length) {
+          plan.events = change.events;
+          plan.notes.push(eventsNotice(change.events));
+        }
+        return { plan, answer: () => change.result };
+      },
     });
   }
 
@@ -777,15 +1201,25 @@ export class PostgresStore implements Store {
     return rows.map((row) => ({ terminalId: row.terminal_id, command: JSON.parse(row.body) }));
   }
 
-  async ackCommand(commandId: string, at: string): Promise<void> {
-    // One statement, so one transaction: notifies only when it acknowledged a command.
-    await this.pool.query({
-      name: 'tps_ack_command',
-      text: `WITH acked AS (
-               UPDATE terminal_commands SET acked_at = $1 WHERE command_id = $2 AND acked_at IS NULL
-               RETURNING command_id)
-             SELECT pg_notify('${CHANNEL}', $3) FROM acked`,
-      values: [at, commandId, this.envelope({ kind: 'command-acked', commandId })],
+  ackCommand(commandId: string, at: string): Promise<void> {
+    return this.batches.write({
+      keys: [`c:${commandId}`],
+      lead: (query) => [
+        query({
+          name: 'tps_ack_command',
+          text: `UPDATE terminal_commands SET acked_at = $1 WHERE command_id = $2 AND acked_at IS NULL`,
+          values: [at, commandId],
+        }),
+      ],
+      // Tells the others only when it acknowledged a command.
+      decide: ([acked]) => ({
+        plan: {
+          terminalId: '',
+          events: [],
+          notes: acked!.rowCount ? [{ kind: 'command-acked', commandId }] : [],
+        },
+        answer: () => undefined,
+      }),
     });
   }
 
