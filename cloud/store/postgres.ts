@@ -80,6 +80,17 @@ import {
   type Store,
   type StoreChange,
 } from './store.js';
+import {
+  ACTIVE_STATES,
+  TRIMMED_SETTING,
+  UNCONFIRMED_STATES,
+  toEvent,
+  toTerminal,
+  toTransaction,
+  type EventRow,
+  type TransactionRow,
+  type TerminalRow as BaseTerminalRow,
+} from './rows.js';
 import { POSTGRES_MIGRATIONS } from './postgres-migrations.js';
 
 export interface PostgresStoreOptions {
@@ -109,9 +120,6 @@ const LEADER_LOCK_CLASS = 1953526529;
 const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 5000;
 
-const UNCONFIRMED_STATES = `('PROCESSING','AWAITING_CONTINUE','AWAITING_CONFIRM')`;
-const ACTIVE_STATES = `('PROCESSING','AWAITING_CONTINUE')`;
-const TRIMMED_SETTING = 'events_trimmed_through';
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /** int8 (counts, positions, sequence numbers) as numbers: they stay far below 2^53. */
@@ -123,60 +131,11 @@ const types: pg.CustomTypesConfig = {
       : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
 };
 
-interface TransactionRow {
-  id: string;
-  account_id: string;
-  original_id: string | null;
-  due_at: string | null;
-  version: number;
-  body: string;
-}
-interface TerminalRow {
-  id: string;
-  account_id: string;
-  kind: TerminalRecord['kind'];
-  capabilities: string;
-  status: string;
-  created_at: string;
+/** A terminal row with the newest report applied from its agent. */
+interface TerminalRow extends BaseTerminalRow {
   last_report_journal: string | null;
   last_report_seq: number;
 }
-interface EventRow {
-  position: number;
-  id: string;
-  account_id: string;
-  subject: string;
-  kind: EventRecord['kind'];
-  time: string;
-  data: string;
-}
-
-const toTransaction = (row: TransactionRow): TransactionRecord => ({
-  txn: JSON.parse(row.body),
-  accountId: row.account_id,
-  ...(row.original_id ? { originalId: row.original_id } : {}),
-  ...(row.due_at ? { dueAt: row.due_at } : {}),
-  version: row.version,
-});
-
-const toTerminal = (row: TerminalRow): TerminalRecord => ({
-  id: row.id,
-  accountId: row.account_id,
-  kind: row.kind,
-  capabilities: JSON.parse(row.capabilities),
-  status: JSON.parse(row.status),
-  createdAt: row.created_at,
-});
-
-const toEvent = (row: EventRow): EventRecord => ({
-  position: row.position,
-  id: row.id,
-  accountId: row.account_id,
-  subject: row.subject,
-  kind: row.kind,
-  time: row.time,
-  data: JSON.parse(row.data),
-});
 
 const lastReportOf = (row: TerminalRow | undefined) => ({
   journal: row?.last_report_journal ?? undefined,

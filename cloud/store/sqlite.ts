@@ -28,72 +28,24 @@ import {
   type ReportPosition,
   type Store,
 } from './store.js';
+import {
+  ACTIVE_STATES,
+  TRIMMED_SETTING,
+  UNCONFIRMED_STATES,
+  toEvent,
+  toTerminal,
+  toTransaction,
+  type EventRow,
+  type TransactionRow,
+  type TerminalRow,
+} from './rows.js';
 import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
-
-const UNCONFIRMED_STATES = `('PROCESSING','AWAITING_CONTINUE','AWAITING_CONFIRM')`;
-const ACTIVE_STATES = `('PROCESSING','AWAITING_CONTINUE')`;
-
-interface TransactionRow {
-  id: string;
-  account_id: string;
-  original_id: string | null;
-  due_at: string | null;
-  version: number;
-  body: string;
-}
-interface TerminalRow {
-  id: string;
-  account_id: string;
-  kind: TerminalRecord['kind'];
-  capabilities: string;
-  status: string;
-  created_at: string;
-}
-
-interface EventRow {
-  position: number;
-  id: string;
-  account_id: string;
-  subject: string;
-  kind: EventRecord['kind'];
-  time: string;
-  data: string;
-}
-
-const toEvent = (row: EventRow): EventRecord => ({
-  position: row.position,
-  id: row.id,
-  accountId: row.account_id,
-  subject: row.subject,
-  kind: row.kind,
-  time: row.time,
-  data: JSON.parse(row.data),
-});
-
-const TRIMMED_SETTING = 'events_trimmed_through';
 
 interface QueuedWrite {
   run: () => unknown;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
-
-const toTransaction = (row: TransactionRow): TransactionRecord => ({
-  txn: JSON.parse(row.body),
-  accountId: row.account_id,
-  ...(row.original_id ? { originalId: row.original_id } : {}),
-  ...(row.due_at ? { dueAt: row.due_at } : {}),
-  version: row.version,
-});
-
-const toTerminal = (row: TerminalRow): TerminalRecord => ({
-  id: row.id,
-  accountId: row.account_id,
-  kind: row.kind,
-  capabilities: JSON.parse(row.capabilities),
-  status: JSON.parse(row.status),
-  createdAt: row.created_at,
-});
 
 export class SqliteStore implements Store {
   private readonly db: Database.Database;

@@ -1,0 +1,65 @@
+/**
+ * The tables' rows as both stores read them (same columns in SQLite and PostgreSQL, the
+ * bodies as JSON text), and the records made from them.
+ */
+import type { EventRecord, TerminalRecord, TransactionRecord } from './records.js';
+
+export const UNCONFIRMED_STATES = `('PROCESSING','AWAITING_CONTINUE','AWAITING_CONFIRM')`;
+export const ACTIVE_STATES = `('PROCESSING','AWAITING_CONTINUE')`;
+/** Settings key of the position through which retention has deleted events. */
+export const TRIMMED_SETTING = 'events_trimmed_through';
+
+export interface TransactionRow {
+  id: string;
+  account_id: string;
+  original_id: string | null;
+  due_at: string | null;
+  version: number;
+  body: string;
+}
+
+export interface TerminalRow {
+  id: string;
+  account_id: string;
+  kind: TerminalRecord['kind'];
+  capabilities: string;
+  status: string;
+  created_at: string;
+}
+
+export interface EventRow {
+  position: number;
+  id: string;
+  account_id: string;
+  subject: string;
+  kind: EventRecord['kind'];
+  time: string;
+  data: string;
+}
+
+export const toTransaction = (row: TransactionRow): TransactionRecord => ({
+  txn: JSON.parse(row.body),
+  accountId: row.account_id,
+  ...(row.original_id ? { originalId: row.original_id } : {}),
+  ...(row.due_at ? { dueAt: row.due_at } : {}),
+  version: row.version,
+});
+
+export const toTerminal = (row: TerminalRow): TerminalRecord => ({
+  id: row.id,
+  accountId: row.account_id,
+  kind: row.kind,
+  capabilities: JSON.parse(row.capabilities),
+  status: JSON.parse(row.status),
+  createdAt: row.created_at,
+});
+
+export const toEvent = (row: EventRow): EventRecord => ({
+  position: row.position,
+  id: row.id,
+  accountId: row.account_id,
+  subject: row.subject,
+  kind: row.kind,
+  time: row.time,
+  data: JSON.parse(row.data),
+});
