@@ -1,7 +1,8 @@
 /**
  * Status reports: connected, transaction state, screen message, battery, charging,
- * plugged in. One goes out whenever a reading changes (changes in the same tick make one
- * report) and one every period even if nothing changed, the heartbeat that tells the relay
+ * plugged in. One goes out whenever a reading changes (changes within `coalesceMs` make
+ * one report: a payment's state and its screen text change a few ms apart, and each
+ * report costs the relay a commit) and one every period even if nothing changed, the heartbeat that tells the relay
  * the terminal is alive. Each goes through the outbox, where a newer status replaces any
  * older one not yet acknowledged: after an outage the relay gets the current status once.
  */
@@ -20,12 +21,14 @@ export interface HeartbeatOptions {
   periodMs: number;
   /** A status is in the outbox (the link publishes it). */
   reported: () => void;
+  /** Changes within this window go out as one report (default 20 ms). */
+  coalesceMs?: number;
 }
 
 export class Heartbeat {
   private readings: TerminalReadings = {};
   private lastSent = '';
-  private pending = false;
+  private pending: unknown;
   private timer: unknown;
   private stopped = false;
   private readonly onStatus = (status: ReaderReadings) => this.update(status);
@@ -42,17 +45,16 @@ export class Heartbeat {
     void this.beat();
   }
 
-  /** Merges new readings; reports them (once per tick) if anything changed. */
+  /** Merges new readings; reports them (once per window) if anything changed. */
   update(readings: TerminalReadings): void {
     const merged = { ...this.readings, ...defined(readings) };
     if (JSON.stringify(merged) === JSON.stringify(this.readings)) return;
     this.readings = merged;
-    if (this.pending) return;
-    this.pending = true;
-    queueMicrotask(() => {
-      this.pending = false;
+    if (this.pending !== undefined || this.stopped) return;
+    this.pending = this.options.timers.setTimeout(() => {
+      this.pending = undefined;
       if (JSON.stringify(this.readings) !== this.lastSent) this.send();
-    });
+    }, this.options.coalesceMs ?? 20);
   }
 
   get current(): TerminalReadings {
@@ -62,6 +64,8 @@ export class Heartbeat {
   stop(): void {
     this.stopped = true;
     this.options.timers.clearTimeout(this.timer);
+    this.options.timers.clearTimeout(this.pending);
+    this.pending = undefined;
     this.options.reader.off('status', this.onStatus);
     this.options.reader.off('progress', this.onProgress);
   }
