@@ -1,8 +1,9 @@
 /**
  * Status reports: connected, transaction state, screen message, battery, charging,
- * plugged in. One goes out whenever a reading changes (changes within `coalesceMs` make
- * one report: a payment's state and its screen text change a few ms apart, and each
- * report costs the relay a commit) and one every period even if nothing changed, the heartbeat that tells the relay
+ * plugged in. One goes out whenever a reading changes: at once for the transaction state,
+ * within `coalesceMs` for the rest (a payment's screen text changes several times in a few
+ * ms, and each report costs the relay a commit), changes of one tick or window together;
+ * and one every period even if nothing changed, the heartbeat that tells the relay
  * the terminal is alive. Each goes through the outbox, where a newer status replaces any
  * older one not yet acknowledged: after an outage the relay gets the current status once.
  */
@@ -29,6 +30,8 @@ export class Heartbeat {
   private readings: TerminalReadings = {};
   private lastSent = '';
   private pending: unknown;
+  /** A transaction state change goes out at the end of this tick. */
+  private immediate = false;
   private timer: unknown;
   private stopped = false;
   private readonly onStatus = (status: ReaderReadings) => this.update(status);
@@ -45,16 +48,35 @@ export class Heartbeat {
     void this.beat();
   }
 
-  /** Merges new readings; reports them (once per window) if anything changed. */
+  /**
+   * Merges new readings and reports them if anything changed: a new transaction state at
+   * once (in this tick), as the POS may ask the terminal's status right after the result;
+   * other readings (screen text, battery) within `coalesceMs`, together.
+   */
   update(readings: TerminalReadings): void {
     const merged = { ...this.readings, ...defined(readings) };
     if (JSON.stringify(merged) === JSON.stringify(this.readings)) return;
+    const stateChanged = merged.transaction_state !== this.readings.transaction_state;
     this.readings = merged;
-    if (this.pending !== undefined || this.stopped) return;
+    if (this.stopped) return;
+    if (stateChanged && !this.immediate) {
+      this.immediate = true;
+      queueMicrotask(() => {
+        this.immediate = false;
+        this.options.timers.clearTimeout(this.pending);
+        this.pending = undefined;
+        this.sendIfChanged();
+      });
+    }
+    if (this.pending !== undefined || this.immediate) return;
     this.pending = this.options.timers.setTimeout(() => {
       this.pending = undefined;
-      if (JSON.stringify(this.readings) !== this.lastSent) this.send();
+      this.sendIfChanged();
     }, this.options.coalesceMs ?? 20);
+  }
+
+  private sendIfChanged(): void {
+    if (JSON.stringify(this.readings) !== this.lastSent) this.send();
   }
 
   get current(): TerminalReadings {

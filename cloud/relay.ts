@@ -250,12 +250,18 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
           else eventFeed.nudge();
           return;
         case 'webhooks':
-          void webhooks.reconcile();
+          webhooks.reconcile().catch((error: unknown) => {
+            logger.warn({ err: error }, 'could not bring webhook deliveries in line');
+          });
           return;
         case 'simulator':
-          if (background.isLeading) {
-            void store.getTerminal(change.terminalId).then((t) => t && simulators.attach(t));
-          }
+          if (!background.isLeading) return;
+          store
+            .getTerminal(change.terminalId)
+            .then((terminal) => terminal && simulators.attach(terminal))
+            .catch((error: unknown) => {
+              logger.warn({ err: error, terminalId: change.terminalId }, 'simulator not started');
+            });
           return;
         default:
           return;
@@ -280,13 +286,13 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         metrics,
         readiness: {
           async check() {
-            const store_ = await store.getSetting(ACCOUNT_SETTING).then(
+            const storeCheck = await store.getSetting(ACCOUNT_SETTING).then(
               () => true as const,
               (error: unknown) => `store unreachable: ${String(error)}`,
             );
             return {
               serving: draining ? 'shutting down' : true,
-              store: store_,
+              store: storeCheck,
               broker: mqttLink.connected ? true : 'not connected to the MQTT broker',
             };
           },

