@@ -249,6 +249,12 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
           if (change.events) eventFeed.publish(change.events);
           else eventFeed.nudge();
           return;
+        case 'resync':
+          eventFeed.nudge();
+          service.recheckParked().catch((error: unknown) => {
+            logger.warn({ err: error }, 'could not re-read parked long polls');
+          });
+          return;
         case 'webhooks':
           webhooks.reconcile().catch((error: unknown) => {
             logger.warn({ err: error }, 'could not bring webhook deliveries in line');

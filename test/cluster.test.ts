@@ -207,6 +207,44 @@ describe('two relays on one PostgreSQL and one Mosquitto', () => {
     ).toContain('event-wake');
   }, 60_000);
 
+  it('re-reads what is parked after losing its LISTEN connection: a change made meanwhile still wakes it', async () => {
+    const [a, b] = relays as [RelayChild, RelayChild];
+    const sim = await newTerminal(a);
+    const first = await post(
+      b.baseUrl,
+      'v1',
+      '/event/list',
+      { filter: { subject: { eq: sim.terminal_id }, type: { eq: TRANSACTION_EVENT } } },
+      sim,
+    );
+    const waiting = post(
+      b.baseUrl,
+      'v1',
+      '/event/list',
+      { next_token: first.body.next_token, wait_seconds: 60 },
+      sim,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Both relays' listening sessions dropped; the purchase commits while they reconnect.
+    await admin.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+        WHERE query = 'LISTEN tps_changes' AND datname = $1`,
+      [database],
+    );
+    const began = Date.now();
+    await call(a, sim, '/transaction/purchase', {
+      external_id: 'missed-notify',
+      requested_amount: 100020, // the reader takes 30 s: no later event of it wakes the wait
+      currency: 'EUR',
+      wait_seconds: 0,
+    });
+    const woken = await waiting;
+    expect(Date.now() - began).toBeLessThan(10_000);
+    expect(
+      woken.body.events.map((e: { data: { external_id: string } }) => e.data.external_id),
+    ).toContain('missed-notify');
+  }, 60_000);
+
   it('runs background work once: webhook deliveries, pause time-outs and grace-period commits', async () => {
     const [leader, follower] = (await leaderFirst()) as [RelayChild, RelayChild];
     // Registered through the relay that does not deliver: the leader takes it up.

@@ -107,7 +107,7 @@ if (!DATABASE_URL) {
       const unwatch = mine.watch((change) => seen.push(change));
       // Listening: the first connection nudges, as one after a reconnect does.
       await until(() => seen.length > 0, 5000, 'the listening nudge');
-      expect(seen).toEqual([{ kind: 'events' }]);
+      expect(seen).toEqual([{ kind: 'resync' }]);
       seen.length = 0;
 
       const change = (store: Store, externalId: string) =>
@@ -223,10 +223,10 @@ if (!DATABASE_URL) {
       seen.length = 0;
       await admin((client) => client.query('SELECT pg_terminate_backend($1)', [ours[0]]));
       await until(() => seen.length > 0, 5000, 'the nudge after reconnecting');
-      expect(seen).toEqual([{ kind: 'events' }]);
+      expect(seen).toEqual([{ kind: 'resync' }]);
       await theirs.announce({ kind: 'webhooks' });
       await until(() => seen.length > 1, 5000, 'a change after reconnecting');
-      expect(seen).toEqual([{ kind: 'events' }, { kind: 'webhooks' }]);
+      expect(seen).toEqual([{ kind: 'resync' }, { kind: 'webhooks' }]);
       await Promise.all([mine.close(), theirs.close()]);
     });
 

@@ -360,6 +360,7 @@ const ChangeSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('report'), terminalId: z.string() }),
   z.object({ kind: z.literal('webhooks') }),
   z.object({ kind: z.literal('simulator'), terminalId: z.string() }),
+  z.object({ kind: z.literal('resync') }),
 ]);
 /** Fails to compile when StoreChange gains a member the schema does not know. */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -1330,7 +1331,7 @@ export class PostgresStore implements Store {
   /**
    * Calls `listener` with each change the other processes commit, from a connection of its
    * own that LISTENs (opened on the first call). Each time that connection is (re)opened,
-   * listeners get `{ kind: 'events' }`: a change may have been missed while it was not.
+   * listeners get `{ kind: 'resync' }`: a change may have been missed while it was not.
    */
   watch(listener: (change: StoreChange) => void): () => void {
     if (this.closed) return () => {};
@@ -1338,7 +1339,7 @@ export class PostgresStore implements Store {
     this.changeFeed ??= new ChangeFeed(
       this.connection,
       (payload) => this.deliver(payload),
-      () => this.notify({ kind: 'events' }),
+      () => this.notify({ kind: 'resync' }),
       this.logger,
     );
     return () => {

@@ -71,7 +71,9 @@ export type StoreChange =
   /** Webhooks were created, deleted or re-enabled: the deliverer brings itself in line. */
   | { kind: 'webhooks' }
   /** A simulated terminal was created: the relay that hosts simulators starts it. */
-  | { kind: 'simulator'; terminalId: string };
+  | { kind: 'simulator'; terminalId: string }
+  /** Listening (again) after a gap: changes may have been missed; read again what waits. */
+  | { kind: 'resync' };
 
 /**
  * Background work (deadlines, re-sending commands, webhook delivery, retention) runs in

@@ -31,6 +31,14 @@ export class ChangeFeed {
     for (const listener of [...set]) listener(record);
   }
 
+  /** The (terminal, external id) of every transaction something waits on. */
+  *waitedOn(): Iterable<[terminalId: string, externalId: string]> {
+    for (const key of this.listeners.keys()) {
+      const [terminalId, externalId] = key.split('\u0000') as [string, string];
+      yield [terminalId, externalId];
+    }
+  }
+
   has(terminalId: string, externalId: string): boolean {
     return this.listeners.has(keyOf(terminalId, externalId));
   }

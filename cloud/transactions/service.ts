@@ -113,6 +113,14 @@ export class TransactionService {
     }
   }
 
+  /** Changes of other relays may have been missed: every parked long poll reads again. */
+  async recheckParked(): Promise<void> {
+    for (const [terminalId, externalId] of [...this.feed.waitedOn()]) {
+      const record = await this.store.getTransaction(terminalId, externalId);
+      if (record) this.feed.publish(record);
+    }
+  }
+
   /** A change another relay committed: wakes the long polls parked on it here. */
   async applyRemote(change: StoreChange): Promise<void> {
     if (change.kind !== 'transaction') return;
