@@ -95,7 +95,7 @@ export class TestRelay {
   readonly client: MqttClient;
   /** Every report as received, duplicates included. */
   readonly received: ReportMessage[] = [];
-  /** Reports applied: those with a seq above the last applied one. */
+  /** Reports applied: those with a seq above the last applied one, after their `prev`. */
   readonly applied: Array<{ terminalId: string; seq: number; report: TerminalReport }> = [];
   readonly acks: CommandAckMessage[] = [];
   readonly presence: Array<PresenceMessage & { terminalId: string }> = [];
@@ -209,7 +209,10 @@ export class TestRelay {
     } else if (parsed.kind === 'report') {
       const message = ReportMessage.parse(json);
       this.received.push(message);
-      if (message.seq > (this.lastSeq.get(parsed.terminalId) ?? 0)) {
+      // The relay's rule (docs/mqtt.md): once each, and only after the report before it.
+      const last = this.lastSeq.get(parsed.terminalId) ?? 0;
+      if ((message.prev ?? 0) > last) return; // a gap: not acknowledged, the agent re-sends
+      if (message.seq > last) {
         this.lastSeq.set(parsed.terminalId, message.seq);
         this.applied.push({ ...message, terminalId: parsed.terminalId });
       }

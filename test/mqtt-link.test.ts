@@ -179,6 +179,61 @@ describe('relay ⇄ agent over MQTT', () => {
     await agent.endAsync();
   });
 
+  it('applies a report that overtook its predecessor after it, without holding up the terminal', async () => {
+    const t = await register();
+    const agent = await connectAgent(t.agent);
+    const topics = terminalTopics(t.terminal_id);
+    const commands: CommandMessage[] = [];
+    const reportAcks: number[] = [];
+    agent.on('message', (topic, payload) => {
+      if (topic === topics.command) commands.push(JSON.parse(payload.toString()));
+      if (topic === topics.reportAck) reportAcks.push(JSON.parse(payload.toString()).seq);
+    });
+    await agent.subscribeAsync([topics.command, topics.reportAck], { qos: 1 });
+    const created = await pos(t).call('/transaction/purchase', {
+      external_id: 'order-1',
+      requested_amount: 900,
+      currency: 'EUR',
+      options: { on_customer_identified: { pause: true } },
+      wait_seconds: 0,
+    });
+    const transactionId = created.body.transaction.id as string;
+    const journal = 'fedcba9876543210';
+    const paused = {
+      journal,
+      seq: 1,
+      report: { type: 'transaction', transaction_id: transactionId, phase: 'CUSTOMER_IDENTIFIED' },
+    };
+    const status = {
+      journal,
+      seq: 2,
+      prev: 1,
+      report: {
+        type: 'status',
+        at: new Date().toISOString(),
+        readings: { battery_percentage: 42 },
+      },
+    };
+    // The later one first (as a client re-sends what was in flight at a reconnect first):
+    // held, not applied, not acknowledged; applied once its predecessor is.
+    await agent.publishAsync(topics.report, JSON.stringify(status), { qos: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(reportAcks).toEqual([]);
+    const meanwhile = await pos(t).call('/terminal/status', {});
+    expect(meanwhile.body.status.battery_percentage).toBeUndefined();
+    await agent.publishAsync(topics.report, JSON.stringify(paused), { qos: 1 });
+    await until(
+      async () => reportAcks.length,
+      (n) => n >= 2,
+    );
+    expect(reportAcks).toEqual([1, 2]);
+    const got = await pos(t).call('/transaction/get', { external_id: 'order-1' });
+    expect(got.body.transaction.state).toBe('AWAITING_CONTINUE');
+    const after = await pos(t).call('/terminal/status', {});
+    expect(after.body.status.battery_percentage).toBe(42);
+    await agent.endAsync();
+  });
+
   it("marks the terminal disconnected by the agent's last will", async () => {
     const t = await register();
     const agent = await connectAgent(t.agent);

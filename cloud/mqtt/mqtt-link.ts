@@ -22,9 +22,8 @@ import { ReportOutOfOrder, checkReport, type ReportPosition, type Store } from '
 import type { ReportHandler, TerminalLink } from '../terminals/link.js';
 
 /**
- * How long a report that arrived ahead of an earlier one waits for it (with several
- * relays sharing the agents' traffic, the earlier one may be on its way through another)
- * before it is dropped unacknowledged, for the agent to send both again.
+ * How long a report that arrived ahead of an earlier one is held for it before it is
+ * dropped unacknowledged, for the agent to send it again.
  */
 const GAP_WAIT_MS = 3000;
 
@@ -52,6 +51,12 @@ export interface MqttLinkOptions {
   onReportOutcome?: (outcome: 'applied' | 'duplicate' | 'gap') => void;
 }
 
+interface HeldReport {
+  report: ReportMessage['report'];
+  position: ReportPosition;
+  timer: NodeJS.Timeout;
+}
+
 interface PendingCommand {
   terminalId: string;
   command: TerminalCommand;
@@ -68,8 +73,13 @@ export class MqttTerminalLink implements TerminalLink {
   private readonly pending = new Map<string, PendingCommand>();
   /** The newest report this link applied per terminal: a cheap filter for redeliveries. */
   private readonly lastReports = new Map<string, ReportPosition>();
-  /** Reports waiting for an earlier one to be applied by another relay, per terminal. */
-  private readonly gapWaiters = new Map<string, Set<() => void>>();
+  /**
+   * Reports that arrived ahead of their predecessor, per terminal, held (unacknowledged)
+   * while the terminal's later messages go on: the predecessor may come next on this
+   * connection (a client re-sends what was in flight at a reconnect first), or be applied
+   * by another relay sharing the traffic. Tried again after each report applied.
+   */
+  private readonly held = new Map<string, Map<number, HeldReport>>();
   private unwatch: () => void = () => {};
   /** Messages of one terminal are handled one after another, in arrival order. */
   private readonly queues = new Map<string, Promise<void>>();
@@ -96,8 +106,8 @@ export class MqttTerminalLink implements TerminalLink {
     this.client = client;
     this.unwatch = this.options.store.watch((change) => {
       if (change.kind === 'command-acked') this.settle(change.commandId);
-      if (change.kind === 'report') {
-        for (const wake of this.gapWaiters.get(change.terminalId) ?? []) wake();
+      if (change.kind === 'report' && this.held.has(change.terminalId)) {
+        this.enqueue(change.terminalId, () => this.retryHeld(change.terminalId));
       }
     });
     client.on('connect', () => {
@@ -169,12 +179,15 @@ export class MqttTerminalLink implements TerminalLink {
     const parsed = parseTopic(topic.replace(/^\$share\/[^/]+\//, ''));
     if (!parsed) return;
     const { terminalId, kind } = parsed;
+    this.enqueue(terminalId, () => this.apply(terminalId, kind, payload), kind);
+  }
+
+  /** Runs `work` after the terminal's earlier messages, in arrival order. */
+  private enqueue(terminalId: string, work: () => Promise<void>, kind = 'report'): void {
     const previous = this.queues.get(terminalId) ?? Promise.resolve();
-    const next = previous
-      .then(() => this.apply(terminalId, kind, payload))
-      .catch((error: unknown) => {
-        this.options.logger.error({ err: error, terminalId, kind }, 'agent message not applied');
-      });
+    const next = previous.then(work).catch((error: unknown) => {
+      this.options.logger.error({ err: error, terminalId, kind }, 'agent message not applied');
+    });
     this.queues.set(terminalId, next);
     void next.then(() => {
       if (this.queues.get(terminalId) === next) this.queues.delete(terminalId);
@@ -207,14 +220,15 @@ export class MqttTerminalLink implements TerminalLink {
         const { journal, seq, prev, report } = message.data;
         const position = { journal, seq, ...(prev !== undefined ? { prev } : {}) };
         const last = this.lastReports.get(terminalId);
-        if (!last || checkReport(last, position) !== 'duplicate') {
-          if (!(await this.applyInOrder(terminalId, report, position))) return;
+        if (last && checkReport(last, position) === 'duplicate') {
+          this.options.onReportOutcome?.('duplicate');
+          return this.ackReport(terminalId, seq);
         }
-        // Acknowledged after the commit, and again for a redelivered one.
-        this.client?.publish(terminalTopics(terminalId).reportAck, JSON.stringify({ seq }), {
-          qos: 1,
-        });
-        return;
+        if ((await this.tryReport(terminalId, report, position)) === 'gap') {
+          return this.hold(terminalId, report, position);
+        }
+        this.ackReport(terminalId, seq);
+        return this.retryHeld(terminalId);
       }
       case 'presence': {
         const presence = PresenceMessage.safeParse(json);
@@ -234,49 +248,66 @@ export class MqttTerminalLink implements TerminalLink {
     }
   }
 
-  /**
-   * Applies a report (the store records its seq in the same commit). One that arrived
-   * ahead of an earlier one waits for it, woken when another relay applies a report of
-   * the terminal; answers false if the gap did not close in time.
-   */
-  private async applyInOrder(
+  /** Applies a report; the store records its seq in the same commit, or refuses it. */
+  private async tryReport(
     terminalId: string,
     report: ReportMessage['report'],
     position: ReportPosition,
-  ): Promise<boolean> {
-    const deadline = Date.now() + GAP_WAIT_MS;
+  ): Promise<'applied' | 'duplicate' | 'gap'> {
+    try {
+      await this.handler!(terminalId, report, position);
+      this.lastReports.set(terminalId, position);
+      this.options.onReportOutcome?.('applied');
+      return 'applied';
+    } catch (error) {
+      if (!(error instanceof ReportOutOfOrder)) throw error;
+      if (error.reason === 'duplicate') this.options.onReportOutcome?.('duplicate');
+      return error.reason;
+    }
+  }
+
+  /** Acknowledged after the commit, and again for a redelivered one. */
+  private ackReport(terminalId: string, seq: number): void {
+    this.client?.publish(terminalTopics(terminalId).reportAck, JSON.stringify({ seq }), {
+      qos: 1,
+    });
+  }
+
+  private hold(terminalId: string, report: ReportMessage['report'], position: ReportPosition) {
+    const held = this.held.get(terminalId) ?? new Map<number, HeldReport>();
+    this.held.set(terminalId, held);
+    clearTimeout(held.get(position.seq)?.timer);
+    const timer = setTimeout(() => {
+      if (held.get(position.seq)?.timer !== timer) return;
+      held.delete(position.seq);
+      if (held.size === 0) this.held.delete(terminalId);
+      this.options.onReportOutcome?.('gap');
+      this.options.logger.warn(
+        { terminalId, ...position },
+        'report ahead of a missing one: left for the agent to send again',
+      );
+    }, GAP_WAIT_MS);
+    timer.unref();
+    held.set(position.seq, { report, position, timer });
+  }
+
+  /** Applies held reports whose predecessor has been applied since, in seq order. */
+  private async retryHeld(terminalId: string): Promise<void> {
     for (;;) {
-      let wake: () => void = () => {};
-      const woken = new Promise<void>((resolve) => (wake = resolve));
-      const waiters = this.gapWaiters.get(terminalId) ?? new Set();
-      this.gapWaiters.set(terminalId, waiters.add(wake));
-      try {
-        await this.handler!(terminalId, report, position);
-        this.lastReports.set(terminalId, position);
-        this.options.onReportOutcome?.('applied');
-        return true;
-      } catch (error) {
-        if (!(error instanceof ReportOutOfOrder)) throw error;
-        if (error.reason === 'duplicate') {
-          this.options.onReportOutcome?.('duplicate');
-          return true;
-        }
-        const remaining = deadline - Date.now();
-        if (remaining <= 0) {
-          this.options.onReportOutcome?.('gap');
-          this.options.logger.warn(
-            { terminalId, ...position },
-            'report ahead of a missing one: left for the agent to send again',
-          );
-          return false;
-        }
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([woken, new Promise((r) => (timer = setTimeout(r, remaining)))]);
-        clearTimeout(timer);
-      } finally {
-        waiters.delete(wake);
-        if (waiters.size === 0) this.gapWaiters.delete(terminalId);
+      const held = this.held.get(terminalId);
+      if (!held) return;
+      let progressed = false;
+      for (const seq of [...held.keys()].sort((a, b) => a - b)) {
+        const entry = held.get(seq)!;
+        const outcome = await this.tryReport(terminalId, entry.report, entry.position);
+        if (outcome === 'gap') continue;
+        clearTimeout(entry.timer);
+        held.delete(seq);
+        this.ackReport(terminalId, seq);
+        progressed = true;
       }
+      if (held.size === 0) this.held.delete(terminalId);
+      if (!progressed) return;
     }
   }
 
@@ -294,6 +325,9 @@ export class MqttTerminalLink implements TerminalLink {
 
   async close(): Promise<void> {
     this.unwatch();
+    for (const held of this.held.values())
+      for (const entry of held.values()) clearTimeout(entry.timer);
+    this.held.clear();
     for (const pending of this.pending.values()) clearInterval(pending.timer);
     this.pending.clear();
     await Promise.all(this.queues.values());
