@@ -173,26 +173,29 @@ describe('two relays on one PostgreSQL and one Mosquitto', () => {
     expect(appliedAfter[1]! - appliedBefore[1]!).toBeGreaterThan(0);
   }, 120_000);
 
-  it('wakes an event-list wait on one relay for a transaction created through the other', async () => {
-    const [a, b] = relays as [RelayChild, RelayChild];
-    const sim = await newTerminal(a);
-    const type = 'eu.vendor.api.pos.v0.Transaction';
-    const first = await post(
-      b.baseUrl,
-      'v1',
-      '/event/list',
-      { filter: { type: { eq: type } } },
-      sim,
-    );
+  /** An event-list wait for the terminal's transaction events, parked on `via`. */
+  async function parkEventWait(via: RelayChild, sim: SimulatorCreateResponse) {
+    const filter = { subject: { eq: sim.terminal_id }, type: { eq: TRANSACTION_EVENT } };
+    const first = await post(via.baseUrl, 'v1', '/event/list', { filter }, sim);
     expect(first.status).toBe(200);
     const waiting = post(
-      b.baseUrl,
+      via.baseUrl,
       'v1',
       '/event/list',
       { next_token: first.body.next_token, wait_seconds: 60 },
       sim,
     );
     await new Promise((resolve) => setTimeout(resolve, 300));
+    // Wrapped: an async function's returned promise would be awaited with it.
+    return { waiting };
+  }
+  const externalIdsOf = (answer: ApiResponse): string[] =>
+    answer.body.events.map((e: { data: { external_id: string } }) => e.data.external_id);
+
+  it('wakes an event-list wait on one relay for a transaction created through the other', async () => {
+    const [a, b] = relays as [RelayChild, RelayChild];
+    const sim = await newTerminal(a);
+    const { waiting } = await parkEventWait(b, sim);
     const began = Date.now();
     await call(a, sim, '/transaction/purchase', {
       external_id: 'event-wake',
@@ -202,29 +205,13 @@ describe('two relays on one PostgreSQL and one Mosquitto', () => {
     });
     const woken = await waiting;
     expect(Date.now() - began).toBeLessThan(5000);
-    expect(
-      woken.body.events.map((e: { data: { external_id: string } }) => e.data.external_id),
-    ).toContain('event-wake');
+    expect(externalIdsOf(woken)).toContain('event-wake');
   }, 60_000);
 
   it('re-reads what is parked after losing its LISTEN connection: a change made meanwhile still wakes it', async () => {
     const [a, b] = relays as [RelayChild, RelayChild];
     const sim = await newTerminal(a);
-    const first = await post(
-      b.baseUrl,
-      'v1',
-      '/event/list',
-      { filter: { subject: { eq: sim.terminal_id }, type: { eq: TRANSACTION_EVENT } } },
-      sim,
-    );
-    const waiting = post(
-      b.baseUrl,
-      'v1',
-      '/event/list',
-      { next_token: first.body.next_token, wait_seconds: 60 },
-      sim,
-    );
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    const { waiting } = await parkEventWait(b, sim);
     // Both relays' listening sessions dropped; the purchase commits while they reconnect.
     await admin.query(
       `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
@@ -240,9 +227,7 @@ describe('two relays on one PostgreSQL and one Mosquitto', () => {
     });
     const woken = await waiting;
     expect(Date.now() - began).toBeLessThan(10_000);
-    expect(
-      woken.body.events.map((e: { data: { external_id: string } }) => e.data.external_id),
-    ).toContain('missed-notify');
+    expect(externalIdsOf(woken)).toContain('missed-notify');
   }, 60_000);
 
   it('runs background work once: webhook deliveries, pause time-outs and grace-period commits', async () => {
