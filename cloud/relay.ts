@@ -251,8 +251,8 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
           return;
         case 'resync':
           eventFeed.nudge();
-          service.recheckParked().catch((error: unknown) => {
-            logger.warn({ err: error }, 'could not re-read parked long polls');
+          service.resync().catch((error: unknown) => {
+            logger.warn({ err: error }, 'could not re-read parked long polls and deadlines');
           });
           return;
         case 'webhooks':

@@ -32,6 +32,13 @@ export class DueScheduler {
     if (next) this.note(next);
   }
 
+  /** Looks at the store's earliest deadline again (another relay's may have been missed). */
+  async refresh(): Promise<void> {
+    if (this.stopped) return;
+    const next = await this.store.nextDueAt();
+    if (next) this.note(next);
+  }
+
   /** A committed change has something due at `dueAt`. */
   note(dueAt: string): void {
     const at = Date.parse(dueAt);

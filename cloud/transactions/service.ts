@@ -113,8 +113,12 @@ export class TransactionService {
     }
   }
 
-  /** Changes of other relays may have been missed: every parked long poll reads again. */
-  async recheckParked(): Promise<void> {
+  /**
+   * Changes of other relays may have been missed: every parked long poll reads again, and
+   * the deadlines (when this relay runs them) are looked up again.
+   */
+  async resync(): Promise<void> {
+    await this.due.refresh();
     for (const [terminalId, externalId] of [...this.feed.waitedOn()]) {
       const record = await this.store.getTransaction(terminalId, externalId);
       if (record) this.feed.publish(record);
