@@ -193,6 +193,8 @@ export class AgentLink {
         if (refused.length) logger.error({ topics: refused }, 'the broker refused a subscription');
         // Only now say "connected": the relay re-sends its pending commands when it hears
         // it, and a command published before the subscription would miss a new session.
+        // Not once stopping: stop() has said "disconnected" (retained), which must stay.
+        if (this.stopped) return;
         this.client.publish(this.topics.presence, JSON.stringify(presence), {
           qos: 1,
           retain: true,
