@@ -15,6 +15,14 @@ export const DEFAULT_BAUD_RATE = 115_200;
 export function openSerialPort(path: string, options: SerialPortOptions = {}): Promise<OpenPort> {
   const baudRate = options.baudRate ?? DEFAULT_BAUD_RATE;
   const port = new SerialPort({ path, baudRate, autoOpen: false });
+  let closing = false;
+  port.on('error', (error: Error & { disconnect?: boolean }) => {
+    // Whoever reads the port hears its errors while it listens. A write that races the
+    // close fails with EBADF ('disconnect') when no one listens any more: it must not
+    // crash the process. Any other error with no one listening still does.
+    if (closing || error.disconnect) return;
+    if (port.listenerCount('error') === 1) throw error;
+  });
   return new Promise((resolve, reject) => {
     port.open((error) => {
       if (error) {
@@ -26,6 +34,7 @@ export function openSerialPort(path: string, options: SerialPortOptions = {}): P
         description: `${path} (${baudRate} baud)`,
         close: () =>
           new Promise<void>((done) => {
+            closing = true;
             if (!port.isOpen) return done();
             port.close(() => done());
           }),
