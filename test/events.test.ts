@@ -379,7 +379,12 @@ describe('webhooks', () => {
       expect.objectContaining({ code: 'TIMESTAMP_OUTSIDE_TOLERANCE' }),
     );
 
-    const listed = await pos.call('/webhook/list', {});
+    // The cursor is saved once the receiver has answered: the backlog reaches 0 just after.
+    let listed = await pos.call('/webhook/list', {});
+    await until(async () => {
+      listed = await pos.call('/webhook/list', {});
+      return listed.body.webhooks[0]?.backlog === 0;
+    });
     expect(listed.body.webhooks).toEqual([
       expect.objectContaining({ id, enabled: true, backlog: 0 }),
     ]);
