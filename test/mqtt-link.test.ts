@@ -53,6 +53,20 @@ function connectAgent(agent: Registered['agent'], will = true): Promise<MqttClie
   });
 }
 
+/** An agent signed in and subscribed to its commands and report-acks, which it collects. */
+async function listeningAgent(t: Registered) {
+  const agent = await connectAgent(t.agent);
+  const topics = terminalTopics(t.terminal_id);
+  const commands: CommandMessage[] = [];
+  const reportAcks: number[] = [];
+  agent.on('message', (topic, payload) => {
+    if (topic === topics.command) commands.push(JSON.parse(payload.toString()));
+    if (topic === topics.reportAck) reportAcks.push(JSON.parse(payload.toString()).seq);
+  });
+  await agent.subscribeAsync([topics.command, topics.reportAck], { qos: 1 });
+  return { agent, topics, commands, reportAcks };
+}
+
 const pos = (t: Registered) => ({
   call: (op: string, body: object) =>
     post(relay.baseUrl, 'v1', op, { terminal_id: t.terminal_id, ...body }, t),
@@ -80,15 +94,7 @@ describe('relay ⇄ agent over MQTT', () => {
 
   it('runs a purchase: command until acknowledged, reports applied once and acknowledged', async () => {
     const t = await register();
-    const agent = await connectAgent(t.agent);
-    const topics = terminalTopics(t.terminal_id);
-    const commands: CommandMessage[] = [];
-    const reportAcks: number[] = [];
-    agent.on('message', (topic, payload) => {
-      if (topic === topics.command) commands.push(JSON.parse(payload.toString()));
-      if (topic === topics.reportAck) reportAcks.push(JSON.parse(payload.toString()).seq);
-    });
-    await agent.subscribeAsync([topics.command, topics.reportAck], { qos: 1 });
+    const { agent, topics, commands, reportAcks } = await listeningAgent(t);
     await agent.publishAsync(topics.presence, JSON.stringify({ connected: true }), {
       qos: 1,
       retain: true,
@@ -181,15 +187,7 @@ describe('relay ⇄ agent over MQTT', () => {
 
   it('applies a report that overtook its predecessor after it, without holding up the terminal', async () => {
     const t = await register();
-    const agent = await connectAgent(t.agent);
-    const topics = terminalTopics(t.terminal_id);
-    const commands: CommandMessage[] = [];
-    const reportAcks: number[] = [];
-    agent.on('message', (topic, payload) => {
-      if (topic === topics.command) commands.push(JSON.parse(payload.toString()));
-      if (topic === topics.reportAck) reportAcks.push(JSON.parse(payload.toString()).seq);
-    });
-    await agent.subscribeAsync([topics.command, topics.reportAck], { qos: 1 });
+    const { agent, topics, reportAcks } = await listeningAgent(t);
     const created = await pos(t).call('/transaction/purchase', {
       external_id: 'order-1',
       requested_amount: 900,
