@@ -52,7 +52,14 @@ const confirmedTransaction = (seen: PosEvent[]) =>
 describe('followEvents', () => {
   it("follows a payment's transaction and terminal events, in order, as they happen", async () => {
     const { pos, terminalId } = await newPos();
-    const following = collect(pos.events({ waitSeconds: 5 }), confirmedTransaction);
+    // Until the confirm and the reader's last screen text, which the agent reports within
+    // 20 ms of showing it: it may come after the confirm.
+    const following = collect(
+      pos.events({ waitSeconds: 5 }),
+      (seen) =>
+        confirmedTransaction(seen) &&
+        seen.some((e) => e.kind === 'TerminalStatus' && e.status.screen_message === 'Approved'),
+    );
     const paid = await pos.pay({ external_id: 'ev-1', requested_amount: 1000, currency: 'EUR' });
     await paid.settled;
     const seen = await following;
