@@ -57,10 +57,14 @@ async function readAll(pos: Pos, first: object, revision: 'v0' | 'v1' = 'v1') {
 }
 
 /** The simulator reports its status a moment after the result: wait until it is idle. */
+/**
+ * The terminal is idle again and shows the outcome: the agent reports a new state at once
+ * but a screen text within 20 ms, so the text may follow the state.
+ */
 async function settled(pos: Pos) {
   await until(async () => {
-    const status = await pos.call('/terminal/status', {});
-    return status.body.status.transaction_state === 'READY';
+    const { status } = (await pos.call('/terminal/status', {})).body;
+    return status.transaction_state === 'READY' && /approved/i.test(status.screen_message ?? '');
   });
 }
 

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { Store } from './store.js';
 import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
 import { SqliteStore } from './sqlite.js';
-import { storeConformance } from './store-conformance.js';
+import { storeConformance, terminalRecord } from './store-conformance.js';
 
 const files = new Map<Store, string>();
 const tempFile = () =>
@@ -44,6 +44,41 @@ describe('SQLite store specifics', () => {
     expect(
       (store as unknown as { db: Database.Database }).db.pragma('synchronous', { simple: true }),
     ).toBe(2);
+    await store.close();
+  });
+
+  it('a write that fails in a shared commit leaves the writes beside it committed', async () => {
+    const file = tempFile();
+    const store = new SqliteStore(file);
+    await store.ensureAccount('acct-1', 'now');
+    await store.createTerminal(terminalRecord('t-1'));
+    // The same turn: one commit. The duplicate terminal fails inside the database.
+    const writes = [
+      store.putSetting('before', '1'),
+      store.createTerminal(terminalRecord('t-1')),
+      store.createTerminal(terminalRecord('t-2')),
+      store.putSetting('after', '2'),
+    ];
+    const outcomes = await Promise.allSettled(writes);
+    expect(outcomes.map((o) => o.status)).toEqual([
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+      'fulfilled',
+    ]);
+    expect(outcomes[1]).toMatchObject({ reason: { code: 'SQLITE_CONSTRAINT_PRIMARYKEY' } });
+    await store.close();
+    const reopened = new SqliteStore(file);
+    expect(await reopened.getSetting('before')).toBe('1');
+    expect(await reopened.getSetting('after')).toBe('2');
+    expect((await reopened.listTerminals()).map((t) => t.id)).toEqual(['t-1', 't-2']);
+    await reopened.close();
+  });
+
+  it("the relay thread's connection cannot write: every write goes through the writer", async () => {
+    const store = new SqliteStore(tempFile());
+    const db = (store as unknown as { db: Database.Database }).db;
+    expect(() => db.prepare("INSERT INTO settings VALUES ('x', 'y')").run()).toThrow(/readonly/);
     await store.close();
   });
 

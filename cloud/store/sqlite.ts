@@ -1,19 +1,19 @@
 /**
  * The embedded store: one SQLite file in WAL mode with synchronous=FULL, so a resolved
- * write has reached the disk. Writes that arrive in the same turn of the event loop
- * share one commit (group commit): each runs in its own savepoint, so one refused
- * change does not undo its neighbours, and all of them are answered only after the
- * shared commit.
+ * write has reached the disk. Reads run here, on the relay's thread; every write runs on
+ * the writer thread (sqlite-writer-thread.ts), which groups the writes that arrive
+ * together into one commit. A transaction change is decided here on what the store
+ * holds and checked again inside the writer's commit: if the transaction moved in
+ * between (a concurrent change), it is decided again on the new state.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
-import type { TerminalCommand, TerminalReadings, TerminalStatus } from '../../protocol/index.js';
+import type Database from 'better-sqlite3';
+import type { TerminalCommand, TerminalReadings } from '../../protocol/index.js';
 import type {
   CredentialRecord,
   EventQuery,
   EventRecord,
-  NewEvent,
   TerminalRecord,
   TransactionRecord,
   WebhookRecord,
@@ -36,37 +36,28 @@ import {
   toTerminal,
   toTransaction,
   type EventRow,
-  type TransactionRow,
   type TerminalRow,
+  type TransactionRow,
 } from './rows.js';
 import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
+import { SqliteWriter } from './sqlite-writer.js';
+import { WriteConflict, openSqliteFile, type DecidedOn } from './sqlite-writes.js';
 
-interface QueuedWrite {
-  run: () => unknown;
-  resolve: (value: unknown) => void;
-  reject: (error: unknown) => void;
-}
+/** Decisions taken again after a conflict before giving up: conflicts need a racing change. */
+const MAX_DECISIONS = 50;
 
 export class SqliteStore implements Store {
+  /** The relay thread's connection: migrations at open, then reads only. */
   private readonly db: Database.Database;
-  private queue: QueuedWrite[] = [];
-  /** Runs one write in a savepoint of the shared transaction (made once: it is not free). */
-  private readonly inSavepoint: (run: () => unknown) => unknown;
-  private flushScheduled = false;
+  private readonly writer: SqliteWriter;
   private readonly statements;
 
   constructor(file: string) {
-    if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
-    this.db = new Database(file);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = FULL');
-    // Checkpoint the WAL into the database every ~16 MB rather than every 4 MB: fewer,
-    // larger copies under a steady stream of commits.
-    this.db.pragma('wal_autocheckpoint = 4000');
-    this.db.pragma('foreign_keys = ON');
-    this.db.pragma('busy_timeout = 5000');
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    this.db = openSqliteFile(file);
     this.migrate();
-    this.inSavepoint = this.db.transaction((run: () => unknown) => run());
+    this.db.pragma('query_only = ON');
+    this.writer = new SqliteWriter(file);
     const db = this.db;
     this.statements = {
       transactionByKey: db.prepare<[string, string], TransactionRow>(
@@ -103,32 +94,13 @@ export class SqliteStore implements Store {
           created_at: string;
         }
       >('SELECT * FROM credentials WHERE username = ?'),
-      upsertTransaction: db.prepare(
-        `INSERT INTO transactions (id, terminal_id, external_id, account_id, state, original_id, due_at, version, body)
-         VALUES (@id, @terminal_id, @external_id, @account_id, @state, @original_id, @due_at, @version, @body)
-         ON CONFLICT (id) DO UPDATE SET state = excluded.state, due_at = excluded.due_at,
-           version = excluded.version, body = excluded.body`,
-      ),
-      insertCommand: db.prepare(
-        'INSERT INTO terminal_commands (command_id, terminal_id, body, created_at) VALUES (?, ?, ?, ?)',
-      ),
       pendingCommands: db.prepare<[], { terminal_id: string; body: string }>(
         'SELECT terminal_id, body FROM terminal_commands WHERE acked_at IS NULL ORDER BY seq',
-      ),
-      ackCommand: db.prepare(
-        'UPDATE terminal_commands SET acked_at = ? WHERE command_id = ? AND acked_at IS NULL',
-      ),
-      insertEvent: db.prepare<[string, string, string, string, string, string]>(
-        'INSERT INTO events (id, account_id, subject, kind, time, data) VALUES (?, ?, ?, ?, ?, ?)',
       ),
       terminal: db.prepare<[string], TerminalRow>('SELECT * FROM terminals WHERE id = ?'),
       lastReport: db.prepare<[string], { journal: string | null; seq: number }>(
         'SELECT last_report_journal AS journal, last_report_seq AS seq FROM terminals WHERE id = ?',
       ),
-      setLastReport: db.prepare<[string, number, string]>(
-        'UPDATE terminals SET last_report_journal = ?, last_report_seq = ? WHERE id = ?',
-      ),
-      updateTerminalStatus: db.prepare('UPDATE terminals SET status = ? WHERE id = ?'),
     };
   }
 
@@ -153,70 +125,17 @@ export class SqliteStore implements Store {
     }
   }
 
-  /** Queues a write for the next shared commit. */
-  private write<T>(run: () => T): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ run, resolve: resolve as (value: unknown) => void, reject });
-      if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        setImmediate(() => this.flush());
-      }
-    });
-  }
-
-  private flush(): void {
-    this.flushScheduled = false;
-    const batch = this.queue;
-    this.queue = [];
-    const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
-    try {
-      this.db
-        .transaction(() => {
-          for (const item of batch) {
-            try {
-              // A nested transaction is a savepoint: a failing write rolls back alone.
-              outcomes.push({ ok: true, value: this.inSavepoint(item.run) });
-            } catch (error) {
-              outcomes.push({ ok: false, error });
-            }
-          }
-        })
-        .immediate();
-    } catch (error) {
-      for (const item of batch) item.reject(error);
-      return;
-    }
-    batch.forEach((item, i) => {
-      const outcome = outcomes[i]!;
-      if (outcome.ok) item.resolve(outcome.value);
-      else item.reject(outcome.error);
-    });
-  }
-
   async close(): Promise<void> {
-    if (this.queue.length > 0) this.flush();
+    await this.writer.close();
     this.db.close();
   }
 
   ensureAccount(accountId: string, createdAt: string): Promise<void> {
-    return this.write(() => {
-      this.db
-        .prepare('INSERT INTO accounts (id, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING')
-        .run(accountId, createdAt);
-    });
+    return this.writer.write({ op: 'ensureAccount', arg: { accountId, createdAt } });
   }
 
-  putCredential(c: CredentialRecord): Promise<void> {
-    return this.write(() => {
-      this.db
-        .prepare(
-          `INSERT INTO credentials (username, secret_hash, account_id, terminal_id, created_at)
-           VALUES (?, ?, ?, ?, ?)
-           ON CONFLICT (username) DO UPDATE SET secret_hash = excluded.secret_hash,
-             account_id = excluded.account_id, terminal_id = excluded.terminal_id`,
-        )
-        .run(c.username, c.secretHash, c.accountId, c.terminalId ?? null, c.createdAt);
-    });
+  putCredential(credential: CredentialRecord): Promise<void> {
+    return this.writer.write({ op: 'putCredential', arg: credential });
   }
 
   async findCredential(username: string): Promise<CredentialRecord | undefined> {
@@ -231,31 +150,14 @@ export class SqliteStore implements Store {
     };
   }
 
-  createTerminal(t: TerminalRecord): Promise<void> {
-    return this.write(() => {
-      this.db
-        .prepare(
-          'INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-        )
-        .run(
-          t.id,
-          t.accountId,
-          t.kind,
-          JSON.stringify(t.capabilities),
-          JSON.stringify(t.status),
-          t.createdAt,
-        );
-    });
+  createTerminal(terminal: TerminalRecord): Promise<void> {
+    return this.writer.write({ op: 'createTerminal', arg: terminal });
   }
 
   putAgentCredential(terminalId: string, secretHash: string, createdAt: string): Promise<void> {
-    return this.write(() => {
-      this.db
-        .prepare(
-          `INSERT INTO agent_credentials (terminal_id, secret_hash, created_at) VALUES (?, ?, ?)
-           ON CONFLICT (terminal_id) DO UPDATE SET secret_hash = excluded.secret_hash`,
-        )
-        .run(terminalId, secretHash, createdAt);
+    return this.writer.write({
+      op: 'putAgentCredential',
+      arg: { terminalId, secretHash, createdAt },
     });
   }
 
@@ -273,18 +175,7 @@ export class SqliteStore implements Store {
   }
 
   recordReport(terminalId: string, position: ReportPosition): Promise<void> {
-    return this.write(() => this.takeReport(terminalId, position));
-  }
-
-  /** Within a write: records the report as applied, or throws ReportOutOfOrder. */
-  private takeReport(terminalId: string, position: ReportPosition): void {
-    const row = this.statements.lastReport.get(terminalId);
-    const verdict = checkReport(
-      { journal: row?.journal ?? undefined, seq: row?.seq ?? 0 },
-      position,
-    );
-    if (verdict !== 'apply') throw new ReportOutOfOrder(verdict);
-    this.statements.setLastReport.run(position.journal, position.seq, terminalId);
+    return this.writer.write({ op: 'recordReport', arg: { terminalId, position } });
   }
 
   async getTerminal(terminalId: string): Promise<TerminalRecord | undefined> {
@@ -308,38 +199,10 @@ export class SqliteStore implements Store {
     eventId: string,
     report?: ReportPosition,
   ): Promise<EventRecord | undefined> {
-    return this.write(() => {
-      if (report) this.takeReport(terminalId, report);
-      const row = this.statements.terminal.get(terminalId);
-      if (!row) return undefined;
-      const current: TerminalStatus = JSON.parse(row.status);
-      const changed = Object.entries(readings).some(
-        ([key, value]) => current[key as keyof TerminalStatus] !== value,
-      );
-      if (!changed) return undefined;
-      const status: TerminalStatus = { ...current, ...readings, updated_at: at };
-      this.statements.updateTerminalStatus.run(JSON.stringify(status), terminalId);
-      return this.appendEvent({
-        id: eventId,
-        accountId: row.account_id,
-        subject: terminalId,
-        kind: 'TerminalStatus',
-        time: at,
-        data: status,
-      });
+    return this.writer.write({
+      op: 'updateTerminalStatus',
+      arg: { terminalId, readings, at, eventId, ...(report ? { report } : {}) },
     });
-  }
-
-  private appendEvent(event: NewEvent): EventRecord {
-    const { lastInsertRowid } = this.statements.insertEvent.run(
-      event.id,
-      event.accountId,
-      event.subject,
-      event.kind,
-      event.time,
-      JSON.stringify(event.data),
-    );
-    return { ...event, position: Number(lastInsertRowid) };
   }
 
   async getTransaction(
@@ -371,61 +234,70 @@ export class SqliteStore implements Store {
     return this.statements.nextDue.get()?.due_at;
   }
 
-  changeTransaction<R>(key: ChangeKey, decide: Decide<R>): Promise<R> {
-    return this.write(() => {
-      if (key.report) this.takeReport(key.terminalId, key.report);
-      const s = this.statements;
-      const current = s.transactionByKey.get(key.terminalId, key.externalId);
-      const active = key.forCreate
-        ? s.activeOnTerminal.get(key.terminalId, key.externalId)
-        : undefined;
-      const terminal = s.terminal.get(key.terminalId);
-      const context: ChangeContext = {
-        terminal: terminal ? toTerminal(terminal) : undefined,
-        current: current ? toTransaction(current) : undefined,
-        active: active ? toTransaction(active) : undefined,
-        unconfirmedCount: key.forCreate ? (s.unconfirmedCount.get(key.terminalId)?.n ?? 0) : 0,
-      };
-      if (key.original) {
-        const original = s.transactionByKey.get(key.original.terminalId, key.original.externalId);
-        context.original = {
-          record: original ? toTransaction(original) : undefined,
-          refunds: original ? s.refunds.all(original.id).map(toTransaction) : [],
-        };
+  async changeTransaction<R>(key: ChangeKey, decide: Decide<R>): Promise<R> {
+    for (let decisions = 1; ; decisions++) {
+      // A report applied before (or ahead of its predecessor) is not decided at all; the
+      // writer checks its position again in the commit.
+      if (key.report) {
+        const verdict = checkReport(await this.lastReport(key.terminalId), key.report);
+        if (verdict !== 'apply') throw new ReportOutOfOrder(verdict);
       }
+      const { context, decidedOn } = this.readChangeContext(key);
       const change = decide(context);
-      const now = new Date().toISOString();
-      if (change.write) {
-        const { txn } = change.write;
-        s.upsertTransaction.run({
-          id: txn.id,
-          terminal_id: txn.terminal_id,
-          external_id: txn.external_id,
-          account_id: change.write.accountId,
-          state: txn.state,
-          original_id: change.write.originalId ?? null,
-          due_at: change.write.dueAt ?? null,
-          version: change.write.version,
-          body: JSON.stringify(txn),
+      const commands = change.commands ?? [];
+      const events = change.events ?? [];
+      if (!change.write && commands.length === 0 && events.length === 0 && !key.report) {
+        return change.result;
+      }
+      try {
+        await this.writer.write({
+          op: 'applyChange',
+          arg: {
+            key,
+            decidedOn,
+            ...(change.write ? { write: change.write } : {}),
+            commands,
+            events,
+          },
         });
+        return change.result;
+      } catch (error) {
+        if (!(error instanceof WriteConflict) || decisions >= MAX_DECISIONS) throw error;
       }
-      for (const command of change.commands ?? []) {
-        s.insertCommand.run(command.command_id, key.terminalId, JSON.stringify(command), now);
-      }
-      for (const event of change.events ?? []) this.appendEvent(event);
-      return change.result;
-    });
+    }
+  }
+
+  /** What a change's decision sees, and the same in the terms the writer checks again. */
+  private readChangeContext(key: ChangeKey): { context: ChangeContext; decidedOn: DecidedOn } {
+    const s = this.statements;
+    const current = s.transactionByKey.get(key.terminalId, key.externalId);
+    const terminal = s.terminal.get(key.terminalId);
+    const context: ChangeContext = {
+      terminal: terminal ? toTerminal(terminal) : undefined,
+      current: current ? toTransaction(current) : undefined,
+      active: undefined,
+      unconfirmedCount: 0,
+    };
+    const decidedOn: DecidedOn = { currentVersion: current?.version ?? null };
+    if (key.forCreate) {
+      const active = s.activeOnTerminal.get(key.terminalId, key.externalId);
+      context.active = active ? toTransaction(active) : undefined;
+      context.unconfirmedCount = s.unconfirmedCount.get(key.terminalId)?.n ?? 0;
+      decidedOn.activeId = active?.id ?? null;
+      decidedOn.unconfirmedCount = context.unconfirmedCount;
+    }
+    if (key.original) {
+      const original = s.transactionByKey.get(key.original.terminalId, key.original.externalId);
+      const refunds = original ? s.refunds.all(original.id).map(toTransaction) : [];
+      context.original = { record: original ? toTransaction(original) : undefined, refunds };
+      decidedOn.originalVersion = original?.version ?? null;
+      decidedOn.refunds = refunds.map((r) => `${r.txn.id}:${r.version}`).join(',');
+    }
+    return { context, decidedOn };
   }
 
   queueCommand(terminalId: string, command: TerminalCommand): Promise<void> {
-    return this.write(() => {
-      this.statements.insertCommand.run(
-        command.command_id,
-        terminalId,
-        JSON.stringify(command),
-        new Date().toISOString(),
-      );
-    });
+    return this.writer.write({ op: 'queueCommand', arg: { terminalId, command } });
   }
 
   async pendingCommands() {
@@ -436,9 +308,7 @@ export class SqliteStore implements Store {
   }
 
   ackCommand(commandId: string, at: string): Promise<void> {
-    return this.write(() => {
-      this.statements.ackCommand.run(at, commandId);
-    });
+    return this.writer.write({ op: 'ackCommand', arg: { commandId, at } });
   }
 
   async readEvents(query: EventQuery): Promise<EventRecord[]> {
@@ -471,34 +341,11 @@ export class SqliteStore implements Store {
   }
 
   trimEvents(olderThan: string, keepFrom: number): Promise<number> {
-    return this.write(() => {
-      const last = this.db
-        .prepare<[string, number], { position: number | null }>(
-          'SELECT max(position) AS position FROM events WHERE time < ? AND position < ?',
-        )
-        .get(olderThan, keepFrom)?.position;
-      const previous = Number(
-        this.db
-          .prepare<[string], { value: string }>('SELECT value FROM settings WHERE key = ?')
-          .get(TRIMMED_SETTING)?.value ?? 0,
-      );
-      if (last === null || last === undefined || last <= previous) return previous;
-      this.db.prepare('DELETE FROM events WHERE position <= ?').run(last);
-      this.db
-        .prepare(
-          'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
-        )
-        .run(TRIMMED_SETTING, String(last));
-      return last;
-    });
+    return this.writer.write({ op: 'trimEvents', arg: { olderThan, keepFrom } });
   }
 
   createWebhook(webhook: WebhookRecord): Promise<void> {
-    return this.write(() => {
-      this.db
-        .prepare('INSERT INTO webhooks (id, account_id, body) VALUES (?, ?, ?)')
-        .run(webhook.id, webhook.accountId, JSON.stringify(webhook));
-    });
+    return this.writer.write({ op: 'createWebhook', arg: webhook });
   }
 
   async getWebhook(id: string): Promise<WebhookRecord | undefined> {
@@ -523,22 +370,11 @@ export class SqliteStore implements Store {
     id: string,
     patch: Partial<Omit<WebhookRecord, 'id' | 'accountId'>>,
   ): Promise<void> {
-    return this.write(() => {
-      const row = this.db
-        .prepare<[string], { body: string }>('SELECT body FROM webhooks WHERE id = ?')
-        .get(id);
-      if (!row) return;
-      const next: Record<string, unknown> = { ...JSON.parse(row.body), ...patch };
-      // An explicit undefined clears a member.
-      for (const [key, value] of Object.entries(patch)) if (value === undefined) delete next[key];
-      this.db.prepare('UPDATE webhooks SET body = ? WHERE id = ?').run(JSON.stringify(next), id);
-    });
+    return this.writer.write({ op: 'updateWebhook', arg: { id, patch } });
   }
 
   deleteWebhook(id: string): Promise<void> {
-    return this.write(() => {
-      this.db.prepare('DELETE FROM webhooks WHERE id = ?').run(id);
-    });
+    return this.writer.write({ op: 'deleteWebhook', arg: { id } });
   }
 
   async getSetting(key: string): Promise<string | undefined> {
@@ -548,24 +384,11 @@ export class SqliteStore implements Store {
   }
 
   putSetting(key: string, value: string): Promise<void> {
-    return this.write(() => {
-      this.db
-        .prepare(
-          'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
-        )
-        .run(key, value);
-    });
+    return this.writer.write({ op: 'putSetting', arg: { key, value } });
   }
 
   claimSetting(key: string, value: string): Promise<string> {
-    return this.write(() => {
-      this.db
-        .prepare('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING')
-        .run(key, value);
-      return this.db
-        .prepare<[string], { value: string }>('SELECT value FROM settings WHERE key = ?')
-        .get(key)!.value;
-    });
+    return this.writer.write({ op: 'claimSetting', arg: { key, value } });
   }
 
   /** One process owns the file: no other relay commits to it. */

@@ -112,6 +112,24 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       await store.close();
     });
 
+    it('changes of one transaction at once each decide on the one before', async () => {
+      const store = await withTerminal(factory);
+      const key = { terminalId: 't-1', externalId: 'n' };
+      const results = await Promise.all(
+        Array.from({ length: 20 }, () =>
+          store.changeTransaction(key, (ctx) => {
+            const version = (ctx.current?.version ?? 0) + 1;
+            return { write: { ...transaction('t-1', 'n', 'txn-n'), version }, result: version };
+          }),
+        ),
+      );
+      expect([...results].sort((a, b) => a - b)).toEqual(
+        Array.from({ length: 20 }, (_, i) => i + 1),
+      );
+      expect((await store.getTransaction('t-1', 'n'))?.version).toBe(20);
+      await store.close();
+    });
+
     it('concurrent creates of one pair see each other: exactly one is written', async () => {
       const store = await withTerminal(factory);
       const attempts = Array.from({ length: 50 }, (_, i) =>

@@ -1,0 +1,324 @@
+/**
+ * Every write of the SQLite store, as operations on plain data so that they can run on
+ * the writer thread (sqlite-writer.ts): each takes one structured-cloneable argument and
+ * returns a structured-cloneable value. They run inside the writer's shared commit.
+ */
+import Database from 'better-sqlite3';
+import type { TerminalCommand, TerminalReadings, TerminalStatus } from '../../protocol/index.js';
+import type {
+  CredentialRecord,
+  EventRecord,
+  NewEvent,
+  TerminalRecord,
+  TransactionRecord,
+  WebhookRecord,
+} from './records.js';
+import { ACTIVE_STATES, TRIMMED_SETTING, UNCONFIRMED_STATES } from './rows.js';
+import { ReportOutOfOrder, checkReport, type ChangeKey, type ReportPosition } from './store.js';
+
+/** Opens a connection with the settings every connection to the store's file uses. */
+export function openSqliteFile(file: string): Database.Database {
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  // Checkpoint the WAL into the database every ~16 MB rather than every 4 MB: fewer,
+  // larger copies under a steady stream of commits.
+  db.pragma('wal_autocheckpoint = 4000');
+  db.pragma('foreign_keys = ON');
+  db.pragma('busy_timeout = 5000');
+  return db;
+}
+
+/**
+ * What a change's decision saw, in the terms the writer can check again inside its
+ * commit: when any of it moved since, the decision is stale (WriteConflict).
+ */
+export interface DecidedOn {
+  currentVersion: number | null;
+  /** forCreate: the id of the terminal's active transaction, and its unconfirmed count. */
+  activeId?: string | null;
+  unconfirmedCount?: number;
+  /** A referenced refund: the original's version and its refunds' `id:version` list. */
+  originalVersion?: number | null;
+  refunds?: string;
+}
+
+export interface DecidedChange {
+  key: ChangeKey;
+  decidedOn: DecidedOn;
+  write?: TransactionRecord;
+  commands: TerminalCommand[];
+  events: NewEvent[];
+}
+
+/** The decision of a change was taken on a state that has moved since: decide again. */
+export class WriteConflict extends Error {
+  constructor() {
+    super('the transaction changed while its change was decided');
+  }
+}
+
+export function sqliteWrites(db: Database.Database) {
+  const s = {
+    versionByKey: db.prepare<[string, string], { version: number }>(
+      'SELECT version FROM transactions WHERE terminal_id = ? AND external_id = ?',
+    ),
+    idByKey: db.prepare<[string, string], { id: string }>(
+      'SELECT id FROM transactions WHERE terminal_id = ? AND external_id = ?',
+    ),
+    activeId: db.prepare<[string, string], { id: string }>(
+      `SELECT id FROM transactions WHERE terminal_id = ? AND state IN ${ACTIVE_STATES} AND external_id <> ? LIMIT 1`,
+    ),
+    unconfirmedCount: db.prepare<[string], { n: number }>(
+      `SELECT count(*) AS n FROM transactions WHERE terminal_id = ? AND state IN ${UNCONFIRMED_STATES}`,
+    ),
+    refundVersions: db.prepare<[string], { id: string; version: number }>(
+      'SELECT id, version FROM transactions WHERE original_id = ? ORDER BY id',
+    ),
+    upsertTransaction: db.prepare(
+      `INSERT INTO transactions (id, terminal_id, external_id, account_id, state, original_id, due_at, version, body)
+       VALUES (@id, @terminal_id, @external_id, @account_id, @state, @original_id, @due_at, @version, @body)
+       ON CONFLICT (id) DO UPDATE SET state = excluded.state, due_at = excluded.due_at,
+         version = excluded.version, body = excluded.body`,
+    ),
+    insertCommand: db.prepare<[string, string, string, string]>(
+      'INSERT INTO terminal_commands (command_id, terminal_id, body, created_at) VALUES (?, ?, ?, ?)',
+    ),
+    ackCommand: db.prepare<[string, string]>(
+      'UPDATE terminal_commands SET acked_at = ? WHERE command_id = ? AND acked_at IS NULL',
+    ),
+    insertEvent: db.prepare<[string, string, string, string, string, string]>(
+      'INSERT INTO events (id, account_id, subject, kind, time, data) VALUES (?, ?, ?, ?, ?, ?)',
+    ),
+    terminalStatus: db.prepare<[string], { account_id: string; status: string }>(
+      'SELECT account_id, status FROM terminals WHERE id = ?',
+    ),
+    updateTerminalStatus: db.prepare<[string, string]>(
+      'UPDATE terminals SET status = ? WHERE id = ?',
+    ),
+    lastReport: db.prepare<[string], { journal: string | null; seq: number }>(
+      'SELECT last_report_journal AS journal, last_report_seq AS seq FROM terminals WHERE id = ?',
+    ),
+    setLastReport: db.prepare<[string, number, string]>(
+      'UPDATE terminals SET last_report_journal = ?, last_report_seq = ? WHERE id = ?',
+    ),
+    setting: db.prepare<[string], { value: string }>('SELECT value FROM settings WHERE key = ?'),
+    putSetting: db.prepare<[string, string]>(
+      'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+    ),
+    webhookBody: db.prepare<[string], { body: string }>('SELECT body FROM webhooks WHERE id = ?'),
+  };
+
+  /**
+   * Records the report as applied, or throws ReportOutOfOrder. Like every refusal of a
+   * write here, it is thrown before the write has changed anything (see the writer).
+   */
+  function takeReport(terminalId: string, position: ReportPosition, before?: () => void): void {
+    const row = s.lastReport.get(terminalId);
+    const verdict = checkReport(
+      { journal: row?.journal ?? undefined, seq: row?.seq ?? 0 },
+      position,
+    );
+    if (verdict !== 'apply') throw new ReportOutOfOrder(verdict);
+    before?.();
+    s.setLastReport.run(position.journal, position.seq, terminalId);
+  }
+
+  function appendEvent(event: NewEvent): EventRecord {
+    const { lastInsertRowid } = s.insertEvent.run(
+      event.id,
+      event.accountId,
+      event.subject,
+      event.kind,
+      event.time,
+      JSON.stringify(event.data),
+    );
+    return { ...event, position: Number(lastInsertRowid) };
+  }
+
+  function insertCommand(terminalId: string, command: TerminalCommand, at: string): void {
+    s.insertCommand.run(command.command_id, terminalId, JSON.stringify(command), at);
+  }
+
+  /** Throws WriteConflict when what the decision saw is no longer what the store holds. */
+  function checkDecidedOn(key: ChangeKey, seen: DecidedOn): void {
+    const moved =
+      (s.versionByKey.get(key.terminalId, key.externalId)?.version ?? null) !==
+        seen.currentVersion ||
+      (key.forCreate &&
+        ((s.activeId.get(key.terminalId, key.externalId)?.id ?? null) !== seen.activeId ||
+          (s.unconfirmedCount.get(key.terminalId)?.n ?? 0) !== seen.unconfirmedCount)) ||
+      (key.original && !sameOriginal(key.original, seen));
+    if (moved) throw new WriteConflict();
+  }
+
+  function sameOriginal(original: NonNullable<ChangeKey['original']>, seen: DecidedOn): boolean {
+    const version = s.versionByKey.get(original.terminalId, original.externalId)?.version ?? null;
+    if (version !== seen.originalVersion) return false;
+    const id = s.idByKey.get(original.terminalId, original.externalId)?.id;
+    const refunds = id
+      ? s.refundVersions
+          .all(id)
+          .map((r) => `${r.id}:${r.version}`)
+          .join(',')
+      : '';
+    return refunds === seen.refunds;
+  }
+
+  return {
+    applyChange(change: DecidedChange): void {
+      const { key } = change;
+      const check = () => checkDecidedOn(key, change.decidedOn);
+      if (key.report) takeReport(key.terminalId, key.report, check);
+      else check();
+      const now = new Date().toISOString();
+      if (change.write) {
+        const { txn } = change.write;
+        s.upsertTransaction.run({
+          id: txn.id,
+          terminal_id: txn.terminal_id,
+          external_id: txn.external_id,
+          account_id: change.write.accountId,
+          state: txn.state,
+          original_id: change.write.originalId ?? null,
+          due_at: change.write.dueAt ?? null,
+          version: change.write.version,
+          body: JSON.stringify(txn),
+        });
+      }
+      for (const command of change.commands) insertCommand(key.terminalId, command, now);
+      for (const event of change.events) appendEvent(event);
+    },
+
+    updateTerminalStatus(a: {
+      terminalId: string;
+      readings: TerminalReadings;
+      at: string;
+      eventId: string;
+      report?: ReportPosition;
+    }): EventRecord | undefined {
+      if (a.report) takeReport(a.terminalId, a.report);
+      const row = s.terminalStatus.get(a.terminalId);
+      if (!row) return undefined;
+      const current: TerminalStatus = JSON.parse(row.status);
+      const changed = Object.entries(a.readings).some(
+        ([key, value]) => current[key as keyof TerminalStatus] !== value,
+      );
+      if (!changed) return undefined;
+      const status: TerminalStatus = { ...current, ...a.readings, updated_at: a.at };
+      s.updateTerminalStatus.run(JSON.stringify(status), a.terminalId);
+      return appendEvent({
+        id: a.eventId,
+        accountId: row.account_id,
+        subject: a.terminalId,
+        kind: 'TerminalStatus',
+        time: a.at,
+        data: status,
+      });
+    },
+
+    recordReport(a: { terminalId: string; position: ReportPosition }): void {
+      takeReport(a.terminalId, a.position);
+    },
+
+    queueCommand(a: { terminalId: string; command: TerminalCommand }): void {
+      insertCommand(a.terminalId, a.command, new Date().toISOString());
+    },
+
+    ackCommand(a: { commandId: string; at: string }): void {
+      s.ackCommand.run(a.at, a.commandId);
+    },
+
+    ensureAccount(a: { accountId: string; createdAt: string }): void {
+      db.prepare('INSERT INTO accounts (id, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING').run(
+        a.accountId,
+        a.createdAt,
+      );
+    },
+
+    putCredential(c: CredentialRecord): void {
+      db.prepare(
+        `INSERT INTO credentials (username, secret_hash, account_id, terminal_id, created_at)
+         VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (username) DO UPDATE SET secret_hash = excluded.secret_hash,
+           account_id = excluded.account_id, terminal_id = excluded.terminal_id`,
+      ).run(c.username, c.secretHash, c.accountId, c.terminalId ?? null, c.createdAt);
+    },
+
+    createTerminal(t: TerminalRecord): void {
+      db.prepare(
+        'INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+      ).run(
+        t.id,
+        t.accountId,
+        t.kind,
+        JSON.stringify(t.capabilities),
+        JSON.stringify(t.status),
+        t.createdAt,
+      );
+    },
+
+    putAgentCredential(a: { terminalId: string; secretHash: string; createdAt: string }): void {
+      db.prepare(
+        `INSERT INTO agent_credentials (terminal_id, secret_hash, created_at) VALUES (?, ?, ?)
+         ON CONFLICT (terminal_id) DO UPDATE SET secret_hash = excluded.secret_hash`,
+      ).run(a.terminalId, a.secretHash, a.createdAt);
+    },
+
+    trimEvents(a: { olderThan: string; keepFrom: number }): number {
+      const last = db
+        .prepare<[string, number], { position: number | null }>(
+          'SELECT max(position) AS position FROM events WHERE time < ? AND position < ?',
+        )
+        .get(a.olderThan, a.keepFrom)?.position;
+      const previous = Number(s.setting.get(TRIMMED_SETTING)?.value ?? 0);
+      if (last === null || last === undefined || last <= previous) return previous;
+      db.prepare('DELETE FROM events WHERE position <= ?').run(last);
+      s.putSetting.run(TRIMMED_SETTING, String(last));
+      return last;
+    },
+
+    createWebhook(webhook: WebhookRecord): void {
+      db.prepare('INSERT INTO webhooks (id, account_id, body) VALUES (?, ?, ?)').run(
+        webhook.id,
+        webhook.accountId,
+        JSON.stringify(webhook),
+      );
+    },
+
+    updateWebhook(a: {
+      id: string;
+      patch: Partial<Omit<WebhookRecord, 'id' | 'accountId'>>;
+    }): void {
+      const row = s.webhookBody.get(a.id);
+      if (!row) return;
+      const next: Record<string, unknown> = { ...JSON.parse(row.body), ...a.patch };
+      // An explicit undefined clears a member.
+      for (const [key, value] of Object.entries(a.patch)) if (value === undefined) delete next[key];
+      db.prepare('UPDATE webhooks SET body = ? WHERE id = ?').run(JSON.stringify(next), a.id);
+    },
+
+    deleteWebhook(a: { id: string }): void {
+      db.prepare('DELETE FROM webhooks WHERE id = ?').run(a.id);
+    },
+
+    putSetting(a: { key: string; value: string }): void {
+      s.putSetting.run(a.key, a.value);
+    },
+
+    claimSetting(a: { key: string; value: string }): string {
+      db.prepare(
+        'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING',
+      ).run(a.key, a.value);
+      return s.setting.get(a.key)!.value;
+    },
+  };
+}
+
+export type SqliteWrites = ReturnType<typeof sqliteWrites>;
+
+/** One write as data: the operation's name and its argument. */
+export type WriteOp = {
+  [K in keyof SqliteWrites]: { op: K; arg: Parameters<SqliteWrites[K]>[0] };
+}[keyof SqliteWrites];
+export type WriteResult<K extends WriteOp['op']> = ReturnType<SqliteWrites[K]>;
