@@ -1,11 +1,56 @@
 /**
- * The relay's side of the SQLite writer thread (sqlite-writer-thread.ts): queues writes
- * as data, posts the ones of one turn of the event loop together, and settles each when
- * the writer reports its commit.
+ * Where the SQLite store's writes are committed. The writes queued in one turn of the
+ * event loop share one commit (group commit). At light load that commit runs here, on
+ * the relay's thread: it is short, a commit answered without a thread hop wakes a long poll
+ * soonest, and the thread's memory is not spent. When the event loop is busy (BUSY_LOAD)
+ * batches go to the writer thread (sqlite-writer-thread.ts), so that statement work and
+ * the disk flush run beside the event loop instead of in it. The thread starts the first
+ * time the loop is busy; until it is up, commits stay here. A batch is committed here only
+ * when the thread holds no write, so commits keep the order of the writes.
  */
 import { Worker } from 'node:worker_threads';
+import type Database from 'better-sqlite3';
 import { ReportOutOfOrder } from './store.js';
-import { WriteConflict, type WriteOp, type WriteResult } from './sqlite-writes.js';
+import {
+  WriteConflict,
+  commitBatch,
+  sqliteWrites,
+  type BatchOutcome,
+  type QueuedWrite,
+  type SqliteWrites,
+  type WriteOp,
+  type WriteResult,
+} from './sqlite-writes.js';
+
+/** Share of the time the event loop ran (event loop utilisation) above which it is busy. */
+const BUSY_LOAD = 0.6;
+/** How often the event loop's load is read, over the time since the last reading. */
+const LOAD_PERIOD_MS = 250;
+
+/**
+ * When batches go to the writer thread: `always` (tests run the whole store through it),
+ * or while `busy()` says so; by default, while the event loop is busy.
+ */
+export type WriterThreadUse = 'always' | { busy: () => boolean };
+
+/** Reads the event loop's utilisation every LOAD_PERIOD_MS. */
+class EventLoopLoad {
+  busy = false;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor() {
+    let last = performance.eventLoopUtilization();
+    this.timer = setInterval(() => {
+      const now = performance.eventLoopUtilization();
+      this.busy = performance.eventLoopUtilization(now, last).utilization > BUSY_LOAD;
+      last = now;
+    }, LOAD_PERIOD_MS).unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
 
 export type WriteFailure =
   | { kind: 'out-of-order'; reason: ReportOutOfOrder['reason'] }
@@ -15,9 +60,8 @@ export type WriteFailure =
 export type WriteOutcome =
   { id: number; ok: true; value: unknown } | { id: number; ok: false; error: WriteFailure };
 
-export type ToWriter =
-  { kind: 'writes'; writes: Array<{ id: number; op: WriteOp }> } | { kind: 'close' };
-type FromWriter = { kind: 'outcomes'; outcomes: WriteOutcome[] };
+export type ToWriter = { kind: 'writes'; writes: QueuedWrite[] } | { kind: 'close' };
+type FromWriter = { kind: 'ready' } | { kind: 'outcomes'; outcomes: WriteOutcome[] };
 
 function toError(failure: WriteFailure): Error {
   switch (failure.kind) {
@@ -36,7 +80,11 @@ function toError(failure: WriteFailure): Error {
  * processes do (`--import tsx` is not applied to a worker's entry on Node 20).
  */
 function startWriterThread(file: string): Worker {
-  const options = { workerData: { file } };
+  const options = {
+    workerData: { file },
+    // The thread holds one batch at a time; V8's defaults would reserve far more.
+    resourceLimits: { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 128 },
+  };
   if (!import.meta.url.endsWith('.ts')) {
     return new Worker(new URL('./sqlite-writer-thread.js', import.meta.url), options);
   }
@@ -48,63 +96,108 @@ function startWriterThread(file: string): Worker {
   });
 }
 
-export class SqliteWriter {
-  private readonly worker: Worker;
-  private nextId = 1;
-  private readonly waiting = new Map<
-    number,
-    { resolve: (value: unknown) => void; reject: (error: unknown) => void }
-  >();
-  private outgoing: Array<{ id: number; op: WriteOp }> = [];
-  private postScheduled = false;
-  private stopped: Error | undefined;
-  private readonly exited: Promise<void>;
+interface Waiter {
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
 
-  constructor(file: string) {
-    this.worker = startWriterThread(file);
-    // The thread keeps the process alive only while a write waits for it.
-    this.worker.unref();
-    this.worker.on('message', (message: FromWriter) => this.settle(message.outcomes));
-    this.worker.on('error', (error) => this.stop(error));
-    this.exited = new Promise((resolve) => {
-      this.worker.once('exit', (code) => {
-        this.stop(new Error(`the SQLite writer thread exited (code ${code})`));
-        resolve();
-      });
-    });
+export class SqliteWriter {
+  private readonly writes: SqliteWrites;
+  private thread: { worker: Worker; exited: Promise<void>; up: boolean } | undefined;
+  private readonly load: EventLoopLoad | undefined;
+  private readonly threadUse: WriterThreadUse;
+  private nextId = 1;
+  private readonly waiting = new Map<number, Waiter>();
+  private queued: QueuedWrite[] = [];
+  private flushScheduled = false;
+  /** Writes handed to the writer thread and not yet answered. */
+  private withThread = 0;
+  private stopped: Error | undefined;
+
+  constructor(
+    private readonly file: string,
+    private readonly db: Database.Database,
+    threadUse?: WriterThreadUse,
+  ) {
+    this.writes = sqliteWrites(db);
+    if (threadUse) {
+      this.threadUse = threadUse;
+    } else {
+      const load = (this.load = new EventLoopLoad());
+      this.threadUse = { busy: () => load.busy };
+    }
+  }
+
+  /** The writer thread has started and takes batches (diagnostics, tests). */
+  get threadUp(): boolean {
+    return this.thread?.up ?? false;
   }
 
   write<K extends WriteOp['op']>(op: Extract<WriteOp, { op: K }>): Promise<WriteResult<K>> {
     if (this.stopped) return Promise.reject(this.stopped);
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      if (this.waiting.size === 0) this.worker.ref();
       this.waiting.set(id, { resolve: resolve as (value: unknown) => void, reject });
-      this.outgoing.push({ id, op });
-      if (!this.postScheduled) {
-        this.postScheduled = true;
-        setImmediate(() => this.post());
+      this.queued.push({ id, op });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => this.flush());
       }
     });
   }
 
-  private post(): void {
-    this.postScheduled = false;
-    if (this.outgoing.length === 0 || this.stopped) return;
-    const message: ToWriter = { kind: 'writes', writes: this.outgoing };
-    this.outgoing = [];
-    this.worker.postMessage(message);
+  private flush(): void {
+    this.flushScheduled = false;
+    const batch = this.queued;
+    this.queued = [];
+    if (batch.length === 0 || this.stopped) return;
+    const toThread = this.threadUse === 'always' || this.withThread > 0 || this.threadUse.busy();
+    if (toThread) this.thread ??= this.startThread();
+    if (!toThread || !this.thread!.up) {
+      this.settle(commitBatch(this.db, this.writes, batch));
+      return;
+    }
+    const { worker } = this.thread!;
+    if (this.withThread === 0) worker.ref();
+    this.withThread += batch.length;
+    worker.postMessage({ kind: 'writes', writes: batch } satisfies ToWriter);
   }
 
-  private settle(outcomes: WriteOutcome[]): void {
+  private startThread(): { worker: Worker; exited: Promise<void>; up: boolean } {
+    const worker = startWriterThread(this.file);
+    const thread = { worker, exited: Promise.resolve(), up: this.threadUse === 'always' };
+    // The thread keeps the process alive only while it holds a write.
+    worker.unref();
+    worker.on('message', (message: FromWriter) => {
+      if (message.kind === 'ready') {
+        thread.up = true;
+        return;
+      }
+      const { outcomes } = message;
+      this.withThread -= outcomes.length;
+      if (this.withThread === 0) worker.unref();
+      this.settle(
+        outcomes.map((o) => (o.ok ? o : { id: o.id, ok: false, error: toError(o.error) })),
+      );
+    });
+    worker.on('error', (error) => this.stop(error));
+    thread.exited = new Promise<void>((resolve) => {
+      worker.once('exit', (code) => {
+        this.stop(new Error(`the SQLite writer thread exited (code ${code})`));
+        resolve();
+      });
+    });
+    return thread;
+  }
+
+  private settle(outcomes: BatchOutcome[]): void {
     for (const outcome of outcomes) {
       const waiter = this.waiting.get(outcome.id);
       if (!waiter) continue;
       this.waiting.delete(outcome.id);
       if (outcome.ok) waiter.resolve(outcome.value);
-      else waiter.reject(toError(outcome.error));
+      else waiter.reject(outcome.error);
     }
-    if (this.waiting.size === 0) this.worker.unref();
   }
 
   private stop(error: Error): void {
@@ -113,11 +206,15 @@ export class SqliteWriter {
     this.waiting.clear();
   }
 
-  /** Commits what is queued, then closes the writer's connection and ends the thread. */
+  /** Commits what is queued, then ends the writer thread (the connection is the caller's). */
   async close(): Promise<void> {
-    this.worker.ref();
-    this.post();
-    if (!this.stopped) this.worker.postMessage({ kind: 'close' } satisfies ToWriter);
-    await this.exited;
+    this.load?.stop();
+    this.flush();
+    if (this.thread) {
+      this.thread.worker.ref();
+      if (!this.stopped) this.thread.worker.postMessage({ kind: 'close' } satisfies ToWriter);
+      await this.thread.exited;
+    }
+    this.stop(new Error('the store is closed'));
   }
 }

@@ -322,3 +322,57 @@ export type WriteOp = {
   [K in keyof SqliteWrites]: { op: K; arg: Parameters<SqliteWrites[K]>[0] };
 }[keyof SqliteWrites];
 export type WriteResult<K extends WriteOp['op']> = ReturnType<SqliteWrites[K]>;
+
+/** One queued write: its id (to answer it) and the operation. */
+export interface QueuedWrite {
+  id: number;
+  op: WriteOp;
+}
+
+export type BatchOutcome =
+  { id: number; ok: true; value: unknown } | { id: number; ok: false; error: unknown };
+
+/** A write failed after it had begun to change the database: its neighbours must be kept apart. */
+class NeedsSavepoints extends Error {}
+
+/**
+ * Commits a batch of writes as one transaction (group commit), so that they share one
+ * flush, and answers each. Without savepoints, a write may fail only with a refusal thrown
+ * before it changed anything (a report out of order, a stale decision); any other failure
+ * undoes the whole batch, which is then run again with each write in its own savepoint
+ * (they are not free, so only then). One refused write never undoes its neighbours.
+ */
+export function commitBatch(
+  db: Database.Database,
+  writes: SqliteWrites,
+  batch: QueuedWrite[],
+): BatchOutcome[] {
+  const inSavepoint = db.transaction((run: () => unknown) => run());
+  const attempt = (savepoints: boolean): BatchOutcome[] => {
+    const outcomes: BatchOutcome[] = [];
+    db.transaction(() => {
+      for (const { id, op } of batch) {
+        const run = writes[op.op] as (arg: unknown) => unknown;
+        try {
+          const value = savepoints ? inSavepoint(() => run(op.arg)) : run(op.arg);
+          outcomes.push({ id, ok: true, value });
+        } catch (error) {
+          const refusal = error instanceof ReportOutOfOrder || error instanceof WriteConflict;
+          if (!savepoints && !refusal) throw new NeedsSavepoints();
+          outcomes.push({ id, ok: false, error });
+        }
+      }
+    }).immediate();
+    return outcomes;
+  };
+  try {
+    try {
+      return attempt(false);
+    } catch (error) {
+      if (!(error instanceof NeedsSavepoints)) throw error;
+      return attempt(true);
+    }
+  } catch (error) {
+    return batch.map(({ id }) => ({ id, ok: false, error }));
+  }
+}

@@ -1,10 +1,10 @@
 /**
  * The embedded store: one SQLite file in WAL mode with synchronous=FULL, so a resolved
- * write has reached the disk. Reads run here, on the relay's thread; every write runs on
- * the writer thread (sqlite-writer-thread.ts), which groups the writes that arrive
- * together into one commit. A transaction change is decided here on what the store
- * holds and checked again inside the writer's commit: if the transaction moved in
- * between (a concurrent change), it is decided again on the new state.
+ * write has reached the disk. Reads run on the relay's thread; writes are queued as data
+ * and committed in groups, here at light load and on a writer thread under load
+ * (sqlite-writer.ts). A transaction change is decided here on what the store holds and
+ * checked again inside its commit: if the transaction moved in between (a concurrent
+ * change), it is decided again on the new state.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -40,24 +40,23 @@ import {
   type TransactionRow,
 } from './rows.js';
 import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
-import { SqliteWriter } from './sqlite-writer.js';
+import { SqliteWriter, type WriterThreadUse } from './sqlite-writer.js';
 import { WriteConflict, openSqliteFile, type DecidedOn } from './sqlite-writes.js';
 
 /** Decisions taken again after a conflict before giving up: conflicts need a racing change. */
 const MAX_DECISIONS = 50;
 
 export class SqliteStore implements Store {
-  /** The relay thread's connection: migrations at open, then reads only. */
+  /** The relay thread's connection: migrations, reads, and the writes of light load. */
   private readonly db: Database.Database;
   private readonly writer: SqliteWriter;
   private readonly statements;
 
-  constructor(file: string) {
+  constructor(file: string, options: { writerThread?: WriterThreadUse } = {}) {
     fs.mkdirSync(path.dirname(file), { recursive: true });
     this.db = openSqliteFile(file);
     this.migrate();
-    this.db.pragma('query_only = ON');
-    this.writer = new SqliteWriter(file);
+    this.writer = new SqliteWriter(file, this.db, options.writerThread);
     const db = this.db;
     this.statements = {
       transactionByKey: db.prepare<[string, string], TransactionRow>(
