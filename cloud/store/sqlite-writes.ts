@@ -43,13 +43,59 @@ export interface DecidedOn {
   refunds?: string;
 }
 
+/** A transaction row as written, its body already JSON (made on the relay thread). */
+export interface TransactionWrite {
+  id: string;
+  terminal_id: string;
+  external_id: string;
+  account_id: string;
+  state: string;
+  original_id: string | null;
+  due_at: string | null;
+  version: number;
+  body: string;
+}
+
+/** An event or command with its JSON already made: strings cross threads cheaply. */
+export type EventWrite = Omit<NewEvent, 'data'> & { data: string };
+export interface CommandWrite {
+  commandId: string;
+  body: string;
+}
+
+/** A decided change, ready to write (see SqliteStore.changeTransaction). */
 export interface DecidedChange {
   key: ChangeKey;
   decidedOn: DecidedOn;
-  write?: TransactionRecord;
-  commands: TerminalCommand[];
-  events: NewEvent[];
+  write?: TransactionWrite;
+  commands: CommandWrite[];
+  events: EventWrite[];
 }
+
+export function toTransactionWrite(record: TransactionRecord): TransactionWrite {
+  const { txn } = record;
+  return {
+    id: txn.id,
+    terminal_id: txn.terminal_id,
+    external_id: txn.external_id,
+    account_id: record.accountId,
+    state: txn.state,
+    original_id: record.originalId ?? null,
+    due_at: record.dueAt ?? null,
+    version: record.version,
+    body: JSON.stringify(txn),
+  };
+}
+
+export const toEventWrite = (event: NewEvent): EventWrite => ({
+  ...event,
+  data: JSON.stringify(event.data),
+});
+
+export const toCommandWrite = (command: TerminalCommand): CommandWrite => ({
+  commandId: command.command_id,
+  body: JSON.stringify(command),
+});
 
 /** The decision of a change was taken on a state that has moved since: decide again. */
 export class WriteConflict extends Error {
@@ -124,20 +170,21 @@ export function sqliteWrites(db: Database.Database) {
     s.setLastReport.run(position.journal, position.seq, terminalId);
   }
 
-  function appendEvent(event: NewEvent): EventRecord {
+  /** Appends the event and answers its position. */
+  function appendEvent(event: EventWrite): number {
     const { lastInsertRowid } = s.insertEvent.run(
       event.id,
       event.accountId,
       event.subject,
       event.kind,
       event.time,
-      JSON.stringify(event.data),
+      event.data,
     );
-    return { ...event, position: Number(lastInsertRowid) };
+    return Number(lastInsertRowid);
   }
 
-  function insertCommand(terminalId: string, command: TerminalCommand, at: string): void {
-    s.insertCommand.run(command.command_id, terminalId, JSON.stringify(command), at);
+  function insertCommand(terminalId: string, command: CommandWrite, at: string): void {
+    s.insertCommand.run(command.commandId, terminalId, command.body, at);
   }
 
   /** Throws WriteConflict when what the decision saw is no longer what the store holds. */
@@ -172,20 +219,7 @@ export function sqliteWrites(db: Database.Database) {
       if (key.report) takeReport(key.terminalId, key.report, check);
       else check();
       const now = new Date().toISOString();
-      if (change.write) {
-        const { txn } = change.write;
-        s.upsertTransaction.run({
-          id: txn.id,
-          terminal_id: txn.terminal_id,
-          external_id: txn.external_id,
-          account_id: change.write.accountId,
-          state: txn.state,
-          original_id: change.write.originalId ?? null,
-          due_at: change.write.dueAt ?? null,
-          version: change.write.version,
-          body: JSON.stringify(txn),
-        });
-      }
+      if (change.write) s.upsertTransaction.run(change.write);
       for (const command of change.commands) insertCommand(key.terminalId, command, now);
       for (const event of change.events) appendEvent(event);
     },
@@ -207,14 +241,15 @@ export function sqliteWrites(db: Database.Database) {
       if (!changed) return undefined;
       const status: TerminalStatus = { ...current, ...a.readings, updated_at: a.at };
       s.updateTerminalStatus.run(JSON.stringify(status), a.terminalId);
-      return appendEvent({
+      const event: NewEvent = {
         id: a.eventId,
         accountId: row.account_id,
         subject: a.terminalId,
         kind: 'TerminalStatus',
         time: a.at,
         data: status,
-      });
+      };
+      return { ...event, position: appendEvent(toEventWrite(event)) };
     },
 
     recordReport(a: { terminalId: string; position: ReportPosition }): void {
@@ -222,7 +257,7 @@ export function sqliteWrites(db: Database.Database) {
     },
 
     queueCommand(a: { terminalId: string; command: TerminalCommand }): void {
-      insertCommand(a.terminalId, a.command, new Date().toISOString());
+      insertCommand(a.terminalId, toCommandWrite(a.command), new Date().toISOString());
     },
 
     ackCommand(a: { commandId: string; at: string }): void {

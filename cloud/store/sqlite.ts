@@ -41,7 +41,14 @@ import {
 } from './rows.js';
 import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
 import { SqliteWriter, type WriterThreadUse } from './sqlite-writer.js';
-import { WriteConflict, openSqliteFile, type DecidedOn } from './sqlite-writes.js';
+import {
+  WriteConflict,
+  openSqliteFile,
+  toCommandWrite,
+  toEventWrite,
+  toTransactionWrite,
+  type DecidedOn,
+} from './sqlite-writes.js';
 
 /** Decisions taken again after a conflict before giving up: conflicts need a racing change. */
 const MAX_DECISIONS = 50;
@@ -254,9 +261,9 @@ export class SqliteStore implements Store {
           arg: {
             key,
             decidedOn,
-            ...(change.write ? { write: change.write } : {}),
-            commands,
-            events,
+            ...(change.write ? { write: toTransactionWrite(change.write) } : {}),
+            commands: commands.map(toCommandWrite),
+            events: events.map(toEventWrite),
           },
         });
         return change.result;
