@@ -2,8 +2,8 @@
  * Where the SQLite store's writes are committed. The writes queued in one turn of the
  * event loop share one commit (group commit). At light load that commit runs here, on
  * the relay's thread: it is short, a commit answered without a thread hop wakes a long poll
- * soonest, and the thread's memory is not spent. When the event loop is busy (BUSY_LOAD)
- * batches go to the writer thread (sqlite-writer-thread.ts), so that statement work and
+ * soonest, and the thread's memory is not spent. When the event loop is busy (BUSY_ABOVE,
+ * until it falls below IDLE_BELOW) batches go to the writer thread (sqlite-writer-thread.ts), so that statement work and
  * the disk flush run beside the event loop instead of in it. The thread starts the first
  * time the loop is busy; until it is up, commits stay here. A batch is committed here only
  * when the thread holds no write, so commits keep the order of the writes.
@@ -22,8 +22,14 @@ import {
   type WriteResult,
 } from './sqlite-writes.js';
 
-/** Share of the time the event loop ran (event loop utilisation) above which it is busy. */
-const BUSY_LOAD = 0.6;
+/**
+ * The event loop is busy once it runs (event loop utilisation) more than BUSY_ABOVE of the
+ * time, and stays busy until it falls below IDLE_BELOW. The gap keeps commits from going
+ * back and forth: committing here costs the loop its flushes, so a loop that hands its
+ * commits to the thread runs less, and one that takes them back runs more.
+ */
+const BUSY_ABOVE = 0.85;
+const IDLE_BELOW = 0.5;
 /** How often the event loop's load is read, over the time since the last reading. */
 const LOAD_PERIOD_MS = 250;
 
@@ -42,7 +48,8 @@ class EventLoopLoad {
     let last = performance.eventLoopUtilization();
     this.timer = setInterval(() => {
       const now = performance.eventLoopUtilization();
-      this.busy = performance.eventLoopUtilization(now, last).utilization > BUSY_LOAD;
+      const { utilization } = performance.eventLoopUtilization(now, last);
+      this.busy = utilization > (this.busy ? IDLE_BELOW : BUSY_ABOVE);
       last = now;
     }, LOAD_PERIOD_MS).unref();
   }
