@@ -113,11 +113,76 @@ interface TransactionDbRow {
   updated_at: string;
 }
 
+/** Every statement the journal runs, prepared once: preparing costs more than running. */
+function prepareStatements(db: Database.Database) {
+  return {
+    insertCommand: db.prepare(
+      `INSERT INTO commands (command_id, type, transaction_id, outcome, body, received_at)
+       VALUES (?, ?, ?, ?, ?, ?)`,
+    ),
+    upsertTransaction: db.prepare(
+      `INSERT INTO transactions (transaction_id, request, state, cancel_requested,
+         continue_requested, continue_amount, result_code, result, created_at, updated_at)
+       VALUES (@transaction_id, @request, @state, @cancel_requested, @continue_requested,
+         @continue_amount, @result_code, @result, @created_at, @updated_at)
+       ON CONFLICT (transaction_id) DO UPDATE SET
+         request = excluded.request, state = excluded.state,
+         cancel_requested = excluded.cancel_requested,
+         continue_requested = excluded.continue_requested,
+         continue_amount = excluded.continue_amount, result_code = excluded.result_code,
+         result = excluded.result, updated_at = excluded.updated_at`,
+    ),
+    insertReport: db.prepare('INSERT INTO outbox (type, body, created_at) VALUES (?, ?, ?)'),
+    dropStatuses: db.prepare(`DELETE FROM outbox WHERE type = 'status'`),
+    command: db.prepare<
+      [string],
+      { command_id: string; type: string; transaction_id: string | null; outcome: CommandOutcome }
+    >('SELECT command_id, type, transaction_id, outcome FROM commands WHERE command_id = ?'),
+    transaction: db.prepare<[string], TransactionDbRow>(
+      'SELECT * FROM transactions WHERE transaction_id = ?',
+    ),
+    openTransactions: db.prepare<[], TransactionDbRow>(
+      `SELECT * FROM transactions
+        WHERE state IN ('QUEUED', 'RUNNING', 'PAUSED')
+           OR (state = 'COMPLETED' AND cancel_requested = 1 AND result_code = 'SUCCESS')
+        ORDER BY created_at, rowid`,
+    ),
+    pendingReports: db.prepare<[number, number], { seq: number; body: string }>(
+      'SELECT seq, body FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?',
+    ),
+    previousReport: db.prepare<[number], { seq: number | null }>(
+      'SELECT max(seq) AS seq FROM outbox WHERE seq < ?',
+    ),
+    dropReport: db.prepare<[number]>('DELETE FROM outbox WHERE seq = ?'),
+    lastSeq: db.prepare<[], { seq: number }>(
+      `SELECT seq FROM sqlite_sequence WHERE name = 'outbox'`,
+    ),
+    pruneCommands: db.prepare<[string]>('DELETE FROM commands WHERE received_at < ?'),
+    pruneTransactions: db.prepare<[string]>(
+      `DELETE FROM transactions WHERE updated_at < ?
+         AND state IN ('COMPLETED', 'CANCELLED')
+         AND NOT (state = 'COMPLETED' AND cancel_requested = 1 AND result_code = 'SUCCESS')`,
+    ),
+  };
+}
+
 export class Journal {
+  private readonly statements: ReturnType<typeof prepareStatements>;
+  /** This journal's identity: reports carry it so a wiped journal's new seqs still count. */
+  readonly id: string;
+  private readonly inTransaction: <T>(run: () => T) => T;
+
   private constructor(
     private readonly db: Database.Database,
     private readonly now: () => Date,
-  ) {}
+  ) {
+    this.statements = prepareStatements(db);
+    this.id = db
+      .prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'journal_id'")
+      .get()!.value;
+    const transaction = db.transaction((run: () => unknown) => run());
+    this.inTransaction = <T>(run: () => T) => transaction(run) as T;
+  }
 
   /** Opens (creating if needed) `<dataDir>/agent.sqlite`. */
   static open(dataDir: string, now: () => Date = () => new Date()): Journal {
@@ -147,12 +212,12 @@ export class Journal {
 
   /** Writes a command, a transaction and reports in one commit; returns the reports' seqs. */
   record(entry: JournalEntry): number[] {
-    return this.db.transaction(() => {
+    return this.inTransaction(() => {
       const at = this.now().toISOString();
       if (entry.command) this.insertCommand(entry.command, at);
       if (entry.transaction) this.upsertTransaction(entry.transaction);
       return (entry.reports ?? []).map((report) => this.insertReport(report, at));
-    })();
+    });
   }
 
   /**
@@ -160,98 +225,58 @@ export class Journal {
    * status matters, so a long outage leaves one status behind, not thousands.
    */
   recordStatus(report: TerminalReport & { type: 'status' }): number {
-    return this.db.transaction(() => {
-      this.db.prepare(`DELETE FROM outbox WHERE type = 'status'`).run();
+    return this.inTransaction(() => {
+      this.statements.dropStatuses.run();
       return this.insertReport(report, this.now().toISOString());
-    })();
+    });
   }
 
   command(commandId: string): CommandRow | undefined {
-    const row = this.db
-      .prepare<
-        [string],
-        { command_id: string; type: string; transaction_id: string | null; outcome: CommandOutcome }
-      >('SELECT command_id, type, transaction_id, outcome FROM commands WHERE command_id = ?')
-      .get(commandId);
+    const row = this.statements.command.get(commandId);
     if (!row) return undefined;
     const { transaction_id, ...rest } = row;
     return transaction_id === null ? rest : { ...rest, transaction_id };
   }
 
   transaction(transactionId: string): TransactionRow | undefined {
-    const row = this.db
-      .prepare<[string], TransactionDbRow>('SELECT * FROM transactions WHERE transaction_id = ?')
-      .get(transactionId);
+    const row = this.statements.transaction.get(transactionId);
     return row && fromDb(row);
   }
 
   /** Transactions not known to be final (or whose reversal is owed), oldest first. */
   openTransactions(): TransactionRow[] {
-    return this.db
-      .prepare<[], TransactionDbRow>(
-        `SELECT * FROM transactions
-          WHERE state IN ('QUEUED', 'RUNNING', 'PAUSED')
-             OR (state = 'COMPLETED' AND cancel_requested = 1 AND result_code = 'SUCCESS')
-          ORDER BY created_at, rowid`,
-      )
-      .all()
-      .map(fromDb);
-  }
-
-  /** This journal's identity: reports carry it so a wiped journal's new seqs still count. */
-  get id(): string {
-    return this.db
-      .prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'journal_id'")
-      .get()!.value;
+    return this.statements.openTransactions.all().map(fromDb);
   }
 
   /** Reports still owed to the relay, in seq order, after `afterSeq`. */
   pendingReports(afterSeq = 0, limit = 1000): OutboxRow[] {
-    return this.db
-      .prepare<[number, number], { seq: number; body: string }>(
-        'SELECT seq, body FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?',
-      )
+    return this.statements.pendingReports
       .all(afterSeq, limit)
       .map((row) => ({ seq: row.seq, report: JSON.parse(row.body) as TerminalReport }));
   }
 
   /** The newest report still in the outbox before `seq` (0: none). */
   previousReport(seq: number): number {
-    return (
-      this.db
-        .prepare<[number], { seq: number | null }>(
-          'SELECT max(seq) AS seq FROM outbox WHERE seq < ?',
-        )
-        .get(seq)?.seq ?? 0
-    );
+    return this.statements.previousReport.get(seq)?.seq ?? 0;
   }
 
   /** The relay committed this report: it leaves the outbox. */
   dropReport(seq: number): boolean {
-    return this.db.prepare('DELETE FROM outbox WHERE seq = ?').run(seq).changes > 0;
+    return this.statements.dropReport.run(seq).changes > 0;
   }
 
   /** The last seq ever given (0 before the first report). */
   lastSeq(): number {
-    const row = this.db
-      .prepare<[], { seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'outbox'`)
-      .get();
-    return row?.seq ?? 0;
+    return this.statements.lastSeq.get()?.seq ?? 0;
   }
 
   /** Forgets final transactions and commands older than `before` (open ones are kept). */
   prune(before: Date): void {
     const cutoff = before.toISOString();
-    this.db.transaction(() => {
-      this.db.prepare('DELETE FROM commands WHERE received_at < ?').run(cutoff);
-      this.db
-        .prepare(
-          `DELETE FROM transactions WHERE updated_at < ?
-             AND state IN ('COMPLETED', 'CANCELLED')
-             AND NOT (state = 'COMPLETED' AND cancel_requested = 1 AND result_code = 'SUCCESS')`,
-        )
-        .run(cutoff);
-    })();
+    this.inTransaction(() => {
+      this.statements.pruneCommands.run(cutoff);
+      this.statements.pruneTransactions.run(cutoff);
+    });
   }
 
   close(): void {
@@ -259,53 +284,33 @@ export class Journal {
   }
 
   private insertCommand(command: CommandRow & { body: unknown }, at: string): void {
-    this.db
-      .prepare(
-        `INSERT INTO commands (command_id, type, transaction_id, outcome, body, received_at)
-         VALUES (?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        command.command_id,
-        command.type,
-        command.transaction_id ?? null,
-        command.outcome,
-        JSON.stringify(command.body),
-        at,
-      );
+    this.statements.insertCommand.run(
+      command.command_id,
+      command.type,
+      command.transaction_id ?? null,
+      command.outcome,
+      JSON.stringify(command.body),
+      at,
+    );
   }
 
   private upsertTransaction(row: TransactionRow): void {
-    this.db
-      .prepare(
-        `INSERT INTO transactions (transaction_id, request, state, cancel_requested,
-           continue_requested, continue_amount, result_code, result, created_at, updated_at)
-         VALUES (@transaction_id, @request, @state, @cancel_requested, @continue_requested,
-           @continue_amount, @result_code, @result, @created_at, @updated_at)
-         ON CONFLICT (transaction_id) DO UPDATE SET
-           request = excluded.request, state = excluded.state,
-           cancel_requested = excluded.cancel_requested,
-           continue_requested = excluded.continue_requested,
-           continue_amount = excluded.continue_amount, result_code = excluded.result_code,
-           result = excluded.result, updated_at = excluded.updated_at`,
-      )
-      .run({
-        transaction_id: row.transaction_id,
-        request: row.request ? JSON.stringify(row.request) : null,
-        state: row.state,
-        cancel_requested: row.cancel_requested ? 1 : 0,
-        continue_requested: row.continue_requested ? 1 : 0,
-        continue_amount: row.continue_amount ?? null,
-        result_code: row.result?.result_code ?? null,
-        result: row.result ? JSON.stringify(row.result) : null,
-        created_at: row.created_at,
-        updated_at: row.updated_at,
-      });
+    this.statements.upsertTransaction.run({
+      transaction_id: row.transaction_id,
+      request: row.request ? JSON.stringify(row.request) : null,
+      state: row.state,
+      cancel_requested: row.cancel_requested ? 1 : 0,
+      continue_requested: row.continue_requested ? 1 : 0,
+      continue_amount: row.continue_amount ?? null,
+      result_code: row.result?.result_code ?? null,
+      result: row.result ? JSON.stringify(row.result) : null,
+      created_at: row.created_at,
+      updated_at: row.updated_at,
+    });
   }
 
   private insertReport(report: TerminalReport, at: string): number {
-    const info = this.db
-      .prepare('INSERT INTO outbox (type, body, created_at) VALUES (?, ?, ?)')
-      .run(report.type, JSON.stringify(report), at);
+    const info = this.statements.insertReport.run(report.type, JSON.stringify(report), at);
     return Number(info.lastInsertRowid);
   }
 }
