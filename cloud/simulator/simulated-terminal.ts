@@ -24,7 +24,9 @@ import type { ReaderOutcome } from './fleet.js';
 type Phase = 'RUNNING' | 'PAUSED' | 'DONE';
 
 interface Run {
-  command: StartTransactionCommand;
+  transactionId: string;
+  /** The start it runs; let go once the run is done, which keeps only its result. */
+  command: StartTransactionCommand | undefined;
   sequence: number;
   phase: Phase;
   result?: string;
@@ -41,7 +43,15 @@ export interface SimulatedTerminalOptions {
   report: (report: TerminalReport) => Promise<void>;
 }
 
+/**
+ * Finished transactions a terminal remembers, oldest forgotten first: a reversal asked
+ * within the grace period or a start sent again finds its run at any real pace, and a
+ * terminal under a load test does not grow without end.
+ */
+const REMEMBERED_RUNS = 1_000;
+
 export class SimulatedTerminal {
+  /** Every run still going and the last REMEMBERED_RUNS done, in the order they started. */
   private readonly runs = new Map<string, Run>();
   private sequence = 0;
   private readonly serial: number;
@@ -72,7 +82,13 @@ export class SimulatedTerminal {
       return existing.phase === 'RUNNING' ? this.owe(existing) : Promise.resolve();
     }
     this.sequence += 1;
-    const run: Run = { command, sequence: this.sequence, phase: 'RUNNING', owedAcks: [] };
+    const run: Run = {
+      transactionId: command.transaction_id,
+      command,
+      sequence: this.sequence,
+      phase: 'RUNNING',
+      owedAcks: [],
+    };
     this.runs.set(command.transaction_id, run);
     const scenario = scenarioFor(command, this.context(run));
     const acked = this.owe(run);
@@ -86,7 +102,9 @@ export class SimulatedTerminal {
   private continue(transactionId: string, requestedAmount: number | undefined): Promise<void> {
     const run = this.runs.get(transactionId);
     if (!run) return this.forget(transactionId);
-    if (run.phase !== 'PAUSED') return run.phase === 'RUNNING' ? this.owe(run) : Promise.resolve();
+    if (run.phase !== 'PAUSED' || !run.command) {
+      return run.phase === 'RUNNING' ? this.owe(run) : Promise.resolve();
+    }
     run.phase = 'RUNNING';
     const scenario = scenarioAfterContinue(run.command, this.context(run), requestedAmount);
     const acked = this.owe(run);
@@ -106,8 +124,7 @@ export class SimulatedTerminal {
       return;
     }
     clearTimeout(run.timer);
-    run.phase = 'DONE';
-    run.result = 'STOPPED';
+    this.finish(run, 'STOPPED');
     await this.options.report({
       type: 'transaction',
       transaction_id: transactionId,
@@ -134,7 +151,7 @@ export class SimulatedTerminal {
     run.phase = 'PAUSED';
     await this.options.report({
       type: 'transaction',
-      transaction_id: run.command.transaction_id,
+      transaction_id: run.transactionId,
       phase: 'CUSTOMER_IDENTIFIED',
       ...(scenario.customerIdentity
         ? { details: { customer_identity: scenario.customerIdentity } }
@@ -145,11 +162,10 @@ export class SimulatedTerminal {
   }
 
   private async complete(run: Run, scenario: Scenario): Promise<void> {
-    run.phase = 'DONE';
-    run.result = scenario.result_code;
+    this.finish(run, scenario.result_code);
     await this.options.report({
       type: 'transaction',
-      transaction_id: run.command.transaction_id,
+      transaction_id: run.transactionId,
       phase: 'COMPLETED',
       result_code: scenario.result_code,
       ...(scenario.result_description ? { result_description: scenario.result_description } : {}),
@@ -161,6 +177,16 @@ export class SimulatedTerminal {
       transaction_state: 'READY',
       screen_message: approved ? 'Approved' : 'Not approved',
     });
+  }
+
+  private finish(run: Run, result: string): void {
+    run.phase = 'DONE';
+    run.result = result;
+    run.command = undefined;
+    for (const [id, old] of this.runs) {
+      if (this.runs.size <= REMEMBERED_RUNS) break;
+      if (old.phase === 'DONE') this.runs.delete(id);
+    }
   }
 
   private owe(run: Run): Promise<void> {
@@ -175,6 +201,7 @@ export class SimulatedTerminal {
     const ms =
       delay.kind === 'instant' ? 0 : delay.kind === 'fixed' ? delay.ms : this.options.delayMs;
     run.timer = setTimeout(() => {
+      run.timer = undefined;
       step().catch((error: unknown) =>
         this.options.logger.error({ err: error }, 'simulated terminal step failed'),
       );
