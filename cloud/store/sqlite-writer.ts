@@ -1,12 +1,12 @@
 /**
  * Where the SQLite store's writes are committed. The writes queued in one turn of the
  * event loop share one commit (group commit). At light load that commit runs here, on
- * the relay's thread: it is short, a commit answered without a thread hop wakes a long poll
- * soonest, and the thread's memory is not spent. When the event loop is busy (BUSY_ABOVE,
- * until it falls below IDLE_BELOW) batches go to the writer thread (sqlite-writer-thread.ts), so that statement work and
+ * the relay's thread: it is short, a commit answered without a thread hop wakes a long
+ * poll soonest, and the thread's memory is not spent. While the event loop is busy,
+ * batches go to the writer thread (sqlite-writer-thread.ts), so that statement work and
  * the disk flush run beside the event loop instead of in it. The thread starts the first
- * time the loop is busy; until it is up, commits stay here. A batch is committed here only
- * when the thread holds no write, so commits keep the order of the writes.
+ * time the loop is busy; until it is up, commits stay here. A batch is committed here
+ * only when the thread holds no write, so commits keep the order of the writes.
  */
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
