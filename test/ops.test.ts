@@ -2,6 +2,8 @@
  * What a load balancer and an operator see: health, readiness, Prometheus metrics, and a
  * shutdown that first stops taking traffic, then hands parked long polls back.
  */
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { posFor, startTestRelay, type TestRelay } from './support/relay.js';
 
@@ -92,5 +94,29 @@ describe('operations endpoints', () => {
     expect(answered.body.transaction.state).toBe('PROCESSING');
     await closing;
     await expect(get(draining, '/health')).rejects.toThrow();
+  });
+
+  it('a clean shutdown logs no warning or error', async () => {
+    const lines: Array<{ level: number; msg: string }> = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString().split('\n').filter(Boolean))
+          lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    const quiet = await startTestRelay({ simulatorMode: 'in-process' }, undefined, {
+      logger: pino({ level: 'info' }, sink),
+    });
+    const pos = posFor(quiet, await quiet.newSimulator());
+    await pos.call('/transaction/purchase', {
+      external_id: 'q-1',
+      requested_amount: 100002,
+      currency: 'EUR',
+    });
+    await pos.call('/transaction/confirm', { external_id: 'q-1', result_code: 'SUCCESS' });
+    await quiet.close();
+    const WARN = 40;
+    expect(lines.filter((l) => l.level >= WARN).map((l) => l.msg)).toEqual([]);
   });
 });

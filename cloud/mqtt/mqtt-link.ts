@@ -81,6 +81,8 @@ export class MqttTerminalLink implements TerminalLink {
    */
   private readonly held = new Map<string, Map<number, HeldReport>>();
   private unwatch: () => void = () => {};
+  /** Set by close(): the broker may cut the connection while it ends, which is no fault. */
+  private closing = false;
   /** Messages of one terminal are handled one after another, in arrival order. */
   private readonly queues = new Map<string, Promise<void>>();
 
@@ -117,7 +119,10 @@ export class MqttTerminalLink implements TerminalLink {
       for (const pending of this.pending.values()) this.publish(pending);
     });
     client.on('message', (topic, payload) => this.receive(topic, payload));
-    client.on('error', (error) => this.options.logger.warn({ err: error }, 'mqtt link error'));
+    client.on('error', (error) => {
+      if (this.closing) this.options.logger.debug({ err: error }, 'mqtt link closing');
+      else this.options.logger.warn({ err: error }, 'mqtt link error');
+    });
     await new Promise<void>((resolve, reject) => {
       client.once('connect', () => resolve());
       client.once('error', reject);
@@ -324,6 +329,7 @@ export class MqttTerminalLink implements TerminalLink {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     this.unwatch();
     for (const held of this.held.values())
       for (const entry of held.values()) clearTimeout(entry.timer);
