@@ -56,7 +56,6 @@ async function readAll(pos: Pos, first: object, revision: 'v0' | 'v1' = 'v1') {
   }
 }
 
-/** The simulator reports its status a moment after the result: wait until it is idle. */
 /**
  * The terminal is idle again and shows the outcome: the agent reports a new state at once
  * but a screen text within 20 ms, so the text may follow the state.

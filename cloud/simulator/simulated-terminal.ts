@@ -51,7 +51,7 @@ export interface SimulatedTerminalOptions {
 const REMEMBERED_RUNS = 1_000;
 
 export class SimulatedTerminal {
-  /** Every run still going and the last REMEMBERED_RUNS done, in the order they started. */
+  /** Every run still going and the last REMEMBERED_RUNS done, in the order they finished. */
   private readonly runs = new Map<string, Run>();
   private sequence = 0;
   private readonly serial: number;
@@ -183,9 +183,12 @@ export class SimulatedTerminal {
     run.phase = 'DONE';
     run.result = result;
     run.command = undefined;
+    // Newest last, so that the oldest finished runs are the first forgotten.
+    this.runs.delete(run.transactionId);
+    this.runs.set(run.transactionId, run);
     for (const [id, old] of this.runs) {
       if (this.runs.size <= REMEMBERED_RUNS) break;
-      if (old.phase === 'DONE') this.runs.delete(id);
+      if (old.phase === 'DONE' && old.owedAcks.length === 0) this.runs.delete(id);
     }
   }
 

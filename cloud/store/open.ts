@@ -21,5 +21,5 @@ export async function openStore(
       `no relay store at ${file}: point --data-dir or TPS_DATA_DIR at the relay's data directory, or set TPS_DATABASE_URL`,
     );
   }
-  return new SqliteStore(file);
+  return new SqliteStore(file, options.logger ? { logger: options.logger } : {});
 }

@@ -25,10 +25,12 @@ let flushScheduled = false;
 function describe(error: unknown): WriteFailure {
   if (error instanceof ReportOutOfOrder) return { kind: 'out-of-order', reason: error.reason };
   if (error instanceof WriteConflict) return { kind: 'conflict' };
-  const { message, code } = error as { message?: unknown; code?: unknown };
+  const { name, message, stack, code } = error as Record<string, unknown>;
   return {
     kind: 'error',
+    name: typeof name === 'string' ? name : 'Error',
     message: typeof message === 'string' ? message : String(error),
+    ...(typeof stack === 'string' ? { stack } : {}),
     ...(typeof code === 'string' ? { code } : {}),
   };
 }

@@ -10,6 +10,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
+import type { Logger } from 'pino';
 import { ReportOutOfOrder } from './store.js';
 import {
   WriteConflict,
@@ -62,7 +63,7 @@ class EventLoopLoad {
 export type WriteFailure =
   | { kind: 'out-of-order'; reason: ReportOutOfOrder['reason'] }
   | { kind: 'conflict' }
-  | { kind: 'error'; message: string; code?: string };
+  | { kind: 'error'; name: string; message: string; stack?: string; code?: string };
 
 export type WriteOutcome =
   { id: number; ok: true; value: unknown } | { id: number; ok: false; error: WriteFailure };
@@ -76,8 +77,15 @@ function toError(failure: WriteFailure): Error {
       return new ReportOutOfOrder(failure.reason);
     case 'conflict':
       return new WriteConflict();
-    default:
-      return Object.assign(new Error(failure.message), failure.code ? { code: failure.code } : {});
+    default: {
+      const { name, message, stack, code } = failure;
+      return Object.assign(
+        new Error(message),
+        { name },
+        stack ? { stack } : {},
+        code ? { code } : {},
+      );
+    }
   }
 }
 
@@ -108,27 +116,37 @@ interface Waiter {
   reject: (error: unknown) => void;
 }
 
+export interface SqliteWriterOptions {
+  writerThread?: WriterThreadUse;
+  logger?: Logger;
+}
+
 export class SqliteWriter {
   private readonly writes: SqliteWrites;
   private thread: { worker: Worker; exited: Promise<void>; up: boolean } | undefined;
+  /** Set when the thread failed: from then on every commit runs here. */
+  private threadFailed = false;
   private readonly load: EventLoopLoad | undefined;
   private readonly threadUse: WriterThreadUse;
+  private readonly logger: Logger | undefined;
   private nextId = 1;
   private readonly waiting = new Map<number, Waiter>();
   private queued: QueuedWrite[] = [];
   private flushScheduled = false;
   /** Writes handed to the writer thread and not yet answered. */
-  private withThread = 0;
+  private readonly withThread = new Set<number>();
+  private closing = false;
   private stopped: Error | undefined;
 
   constructor(
     private readonly file: string,
     private readonly db: Database.Database,
-    threadUse?: WriterThreadUse,
+    options: SqliteWriterOptions = {},
   ) {
     this.writes = sqliteWrites(db);
-    if (threadUse) {
-      this.threadUse = threadUse;
+    this.logger = options.logger;
+    if (options.writerThread) {
+      this.threadUse = options.writerThread;
     } else {
       const load = (this.load = new EventLoopLoad());
       this.threadUse = { busy: () => load.busy };
@@ -158,16 +176,27 @@ export class SqliteWriter {
     const batch = this.queued;
     this.queued = [];
     if (batch.length === 0 || this.stopped) return;
-    const toThread = this.threadUse === 'always' || this.withThread > 0 || this.threadUse.busy();
+    // Once the thread holds a write, the next ones follow it there: commits keep their order.
+    const toThread =
+      this.withThread.size > 0 ||
+      (!this.threadFailed &&
+        !this.closing &&
+        (this.threadUse === 'always' || this.threadUse.busy()));
     if (toThread) this.thread ??= this.startThread();
-    if (!toThread || !this.thread!.up) {
+    if (!toThread || !this.thread?.up) {
       this.settle(commitBatch(this.db, this.writes, batch));
       return;
     }
-    const { worker } = this.thread!;
-    if (this.withThread === 0) worker.ref();
-    this.withThread += batch.length;
-    worker.postMessage({ kind: 'writes', writes: batch } satisfies ToWriter);
+    const { worker } = this.thread;
+    try {
+      worker.postMessage({ kind: 'writes', writes: batch } satisfies ToWriter);
+    } catch (error) {
+      // Nothing of the batch reached the thread: it fails whole, as a commit would.
+      this.settle(batch.map(({ id }) => ({ id, ok: false, error })));
+      return;
+    }
+    if (this.withThread.size === 0) worker.ref();
+    for (const { id } of batch) this.withThread.add(id);
   }
 
   private startThread(): { worker: Worker; exited: Promise<void>; up: boolean } {
@@ -180,21 +209,37 @@ export class SqliteWriter {
         thread.up = true;
         return;
       }
-      const { outcomes } = message;
-      this.withThread -= outcomes.length;
-      if (this.withThread === 0) worker.unref();
+      for (const { id } of message.outcomes) this.withThread.delete(id);
+      if (this.withThread.size === 0) worker.unref();
       this.settle(
-        outcomes.map((o) => (o.ok ? o : { id: o.id, ok: false, error: toError(o.error) })),
+        message.outcomes.map((o) => (o.ok ? o : { id: o.id, ok: false, error: toError(o.error) })),
       );
     });
-    worker.on('error', (error) => this.stop(error));
+    worker.on('error', (error) => this.threadFailure(error));
     thread.exited = new Promise<void>((resolve) => {
       worker.once('exit', (code) => {
-        this.stop(new Error(`the SQLite writer thread exited (code ${code})`));
+        if (!this.closing) this.threadFailure(new Error(`the writer thread exited (code ${code})`));
         resolve();
       });
     });
     return thread;
+  }
+
+  /**
+   * The thread died: the writes it held fail (each may or may not have been committed, as
+   * with a crash, and their callers' retries are idempotent), and every commit from now on
+   * runs on this thread.
+   */
+  private threadFailure(error: Error): void {
+    if (this.threadFailed) return;
+    this.threadFailed = true;
+    this.logger?.error(
+      { err: error },
+      'SQLite writer thread failed; committing on the main thread',
+    );
+    const failed = [...this.withThread].map((id) => ({ id, ok: false as const, error }));
+    this.withThread.clear();
+    this.settle(failed);
   }
 
   private settle(outcomes: BatchOutcome[]): void {
@@ -207,21 +252,18 @@ export class SqliteWriter {
     }
   }
 
-  private stop(error: Error): void {
-    this.stopped ??= error;
-    for (const waiter of this.waiting.values()) waiter.reject(this.stopped);
-    this.waiting.clear();
-  }
-
   /** Commits what is queued, then ends the writer thread (the connection is the caller's). */
   async close(): Promise<void> {
+    this.closing = true;
     this.load?.stop();
     this.flush();
-    if (this.thread) {
+    if (this.thread && !this.threadFailed) {
       this.thread.worker.ref();
-      if (!this.stopped) this.thread.worker.postMessage({ kind: 'close' } satisfies ToWriter);
+      this.thread.worker.postMessage({ kind: 'close' } satisfies ToWriter);
       await this.thread.exited;
     }
-    this.stop(new Error('the store is closed'));
+    this.stopped = new Error('the store is closed');
+    for (const waiter of this.waiting.values()) waiter.reject(this.stopped);
+    this.waiting.clear();
   }
 }

@@ -367,6 +367,17 @@ export interface QueuedWrite {
 export type BatchOutcome =
   { id: number; ok: true; value: unknown } | { id: number; ok: false; error: unknown };
 
+/** Each connection's savepoint wrapper, made once: making one is not free. */
+const savepoints = new WeakMap<Database.Database, (run: () => unknown) => unknown>();
+function savepointOf(db: Database.Database): (run: () => unknown) => unknown {
+  let wrapper = savepoints.get(db);
+  if (!wrapper) {
+    wrapper = db.transaction((run: () => unknown) => run());
+    savepoints.set(db, wrapper);
+  }
+  return wrapper;
+}
+
 /** A write failed after it had begun to change the database: its neighbours must be kept apart. */
 class NeedsSavepoints extends Error {}
 
@@ -382,7 +393,7 @@ export function commitBatch(
   writes: SqliteWrites,
   batch: QueuedWrite[],
 ): BatchOutcome[] {
-  const inSavepoint = db.transaction((run: () => unknown) => run());
+  const inSavepoint = savepointOf(db);
   const attempt = (savepoints: boolean): BatchOutcome[] => {
     const outcomes: BatchOutcome[] = [];
     db.transaction(() => {

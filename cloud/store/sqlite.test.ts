@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import type { Worker } from 'node:worker_threads';
 import { describe, expect, it, vi } from 'vitest';
 import type { Store } from './store.js';
 import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
@@ -71,6 +72,20 @@ describe('SQLite store specifics', () => {
     const reopened = new SqliteStore(file);
     expect(await reopened.getSetting('k')).toBe('last');
     expect(await reopened.getSetting('light')).toBe('yes');
+    await reopened.close();
+  });
+
+  it('when the writer thread dies, its writes fail and later ones are committed on the main thread', async () => {
+    const file = tempFile();
+    const store = new SqliteStore(file, { writerThread: 'always' });
+    await store.putSetting('before', '1');
+    const writer = (store as unknown as { writer: { thread: { worker: Worker } } }).writer;
+    await writer.thread.worker.terminate();
+    await store.putSetting('after', '2');
+    await store.close();
+    const reopened = new SqliteStore(file);
+    expect(await reopened.getSetting('before')).toBe('1');
+    expect(await reopened.getSetting('after')).toBe('2');
     await reopened.close();
   });
 

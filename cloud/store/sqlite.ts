@@ -9,6 +9,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type Database from 'better-sqlite3';
+import type { Logger } from 'pino';
 import type { TerminalCommand, TerminalReadings } from '../../protocol/index.js';
 import type {
   CredentialRecord,
@@ -50,7 +51,10 @@ import {
   type DecidedOn,
 } from './sqlite-writes.js';
 
-/** Decisions taken again after a conflict before giving up: conflicts need a racing change. */
+/**
+ * Decisions taken again after a conflict before giving up. Changes of one terminal are
+ * queued in this process, so a conflict needs another process writing the same file.
+ */
 const MAX_DECISIONS = 50;
 
 export class SqliteStore implements Store {
@@ -59,11 +63,19 @@ export class SqliteStore implements Store {
   private readonly writer: SqliteWriter;
   private readonly statements;
 
-  constructor(file: string, options: { writerThread?: WriterThreadUse } = {}) {
+  /** The change last begun on each terminal: changes of one terminal run one after another. */
+  private readonly terminalChanges = new Map<string, Promise<unknown>>();
+  /** Reads a change's context in one read transaction: a snapshot, whatever commits meanwhile. */
+  private readonly readContextSnapshot: (key: ChangeKey) => ReturnType<SqliteStore['readContext']>;
+
+  constructor(file: string, options: { writerThread?: WriterThreadUse; logger?: Logger } = {}) {
+    // Reads and the writer thread use separate connections: they must reach the same file.
+    if (file === ':memory:' || file === '') throw new Error('the SQLite store needs a file');
     fs.mkdirSync(path.dirname(file), { recursive: true });
     this.db = openSqliteFile(file);
     this.migrate();
-    this.writer = new SqliteWriter(file, this.db, options.writerThread);
+    this.writer = new SqliteWriter(file, this.db, options);
+    this.readContextSnapshot = this.db.transaction((key: ChangeKey) => this.readContext(key));
     const db = this.db;
     this.statements = {
       transactionByKey: db.prepare<[string, string], TransactionRow>(
@@ -240,15 +252,41 @@ export class SqliteStore implements Store {
     return this.statements.nextDue.get()?.due_at;
   }
 
-  async changeTransaction<R>(key: ChangeKey, decide: Decide<R>): Promise<R> {
+  /**
+   * Decides on what the store holds and writes the outcome, checked again in the commit.
+   * Changes of one terminal wait for each other, so that they do not decide on the same
+   * state; a change that still meets a moved state (another process on the same file) is
+   * decided again.
+   */
+  changeTransaction<R>(key: ChangeKey, decide: Decide<R>): Promise<R> {
+    const before = this.terminalChanges.get(key.terminalId);
+    const change = before
+      ? before.then(
+          () => this.decideAndWrite(key, decide),
+          () => this.decideAndWrite(key, decide),
+        )
+      : this.decideAndWrite(key, decide);
+    const done = change.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.terminalChanges.set(key.terminalId, done);
+    void done.then(() => {
+      if (this.terminalChanges.get(key.terminalId) === done)
+        this.terminalChanges.delete(key.terminalId);
+    });
+    return change;
+  }
+
+  private async decideAndWrite<R>(key: ChangeKey, decide: Decide<R>): Promise<R> {
     for (let decisions = 1; ; decisions++) {
+      const { context, decidedOn, lastReport } = this.readContextSnapshot(key);
       // A report applied before (or ahead of its predecessor) is not decided at all; the
-      // writer checks its position again in the commit.
+      // commit checks its position again.
       if (key.report) {
-        const verdict = checkReport(await this.lastReport(key.terminalId), key.report);
+        const verdict = checkReport(lastReport, key.report);
         if (verdict !== 'apply') throw new ReportOutOfOrder(verdict);
       }
-      const { context, decidedOn } = this.readChangeContext(key);
       const change = decide(context);
       const commands = change.commands ?? [];
       const events = change.events ?? [];
@@ -274,8 +312,14 @@ export class SqliteStore implements Store {
   }
 
   /** What a change's decision sees, and the same in the terms the writer checks again. */
-  private readChangeContext(key: ChangeKey): { context: ChangeContext; decidedOn: DecidedOn } {
+  private readContext(key: ChangeKey): {
+    context: ChangeContext;
+    decidedOn: DecidedOn;
+    lastReport: { journal: string | undefined; seq: number };
+  } {
     const s = this.statements;
+    const report = key.report ? s.lastReport.get(key.terminalId) : undefined;
+    const lastReport = { journal: report?.journal ?? undefined, seq: report?.seq ?? 0 };
     const current = s.transactionByKey.get(key.terminalId, key.externalId);
     const terminal = s.terminal.get(key.terminalId);
     const context: ChangeContext = {
@@ -299,7 +343,7 @@ export class SqliteStore implements Store {
       decidedOn.originalVersion = original?.version ?? null;
       decidedOn.refunds = refunds.map((r) => `${r.txn.id}:${r.version}`).join(',');
     }
-    return { context, decidedOn };
+    return { context, decidedOn, lastReport };
   }
 
   queueCommand(terminalId: string, command: TerminalCommand): Promise<void> {

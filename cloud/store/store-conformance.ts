@@ -116,7 +116,7 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       const store = await withTerminal(factory);
       const key = { terminalId: 't-1', externalId: 'n' };
       const results = await Promise.all(
-        Array.from({ length: 20 }, () =>
+        Array.from({ length: 60 }, () =>
           store.changeTransaction(key, (ctx) => {
             const version = (ctx.current?.version ?? 0) + 1;
             return { write: { ...transaction('t-1', 'n', 'txn-n'), version }, result: version };
@@ -124,9 +124,9 @@ export function storeConformance(name: string, factory: StoreFactory): void {
         ),
       );
       expect([...results].sort((a, b) => a - b)).toEqual(
-        Array.from({ length: 20 }, (_, i) => i + 1),
+        Array.from({ length: 60 }, (_, i) => i + 1),
       );
-      expect((await store.getTransaction('t-1', 'n'))?.version).toBe(20);
+      expect((await store.getTransaction('t-1', 'n'))?.version).toBe(60);
       await store.close();
     });
 
@@ -503,7 +503,7 @@ export function storeConformance(name: string, factory: StoreFactory): void {
           const other = await peer(store);
           await Promise.all(
             [store, other].flatMap((handle) =>
-              Array.from({ length: 20 }, () => handle.getTerminal('t-1')),
+              Array.from({ length: 60 }, () => handle.getTerminal('t-1')),
             ),
           );
           return [store, other];
