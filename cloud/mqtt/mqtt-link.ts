@@ -214,6 +214,7 @@ export class MqttTerminalLink implements TerminalLink {
         }
         // Sent by another relay sharing the agents' traffic (or before a restart).
         await this.options.store.ackCommand(
+          terminalId,
           ack.data.command_id,
           this.options.clock.now().toISOString(),
         );

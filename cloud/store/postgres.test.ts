@@ -146,12 +146,12 @@ if (!DATABASE_URL) {
       // Its own changes first: delivered in commit order, they would come before the others'.
       await change(mine, 'own');
       await mine.recordReport('t-1', { journal: 'j', seq: 1 });
-      await mine.ackCommand('cmd-own', NOW);
+      await mine.ackCommand('t-1', 'cmd-own', NOW);
       await mine.announce({ kind: 'webhooks' });
 
       await change(theirs, 'other');
-      await theirs.ackCommand('cmd-other', NOW);
-      await theirs.ackCommand('cmd-other', NOW); // acknowledged already: nothing to tell
+      await theirs.ackCommand('t-1', 'cmd-other', NOW);
+      await theirs.ackCommand('t-1', 'cmd-other', NOW); // acknowledged already: nothing to tell
       await theirs.recordReport('t-1', { journal: 'j', seq: 2 });
       await theirs.updateTerminalStatus('t-1', { battery_percentage: 50 }, NOW, 'ev-status');
       await theirs.announce({ kind: 'simulator', terminalId: 't-1' });

@@ -1161,14 +1161,14 @@ export class PostgresStore implements Store {
     return rows.map((row) => ({ terminalId: row.terminal_id, command: JSON.parse(row.body) }));
   }
 
-  ackCommand(commandId: string, at: string): Promise<void> {
+  ackCommand(terminalId: string, commandId: string, at: string): Promise<void> {
     return this.batches.write({
       keys: [`c:${commandId}`],
       lead: (query) => [
         query({
           name: 'tps_ack_command',
-          text: `UPDATE terminal_commands SET acked_at = $1 WHERE command_id = $2 AND acked_at IS NULL`,
-          values: [at, commandId],
+          text: `UPDATE terminal_commands SET acked_at = $1 WHERE command_id = $2 AND terminal_id = $3 AND acked_at IS NULL`,
+          values: [at, commandId, terminalId],
         }),
       ],
       // Tells the others only when it acknowledged a command.

@@ -130,8 +130,8 @@ export function sqliteWrites(db: Database.Database) {
     insertCommand: db.prepare<[string, string, string, string]>(
       'INSERT INTO terminal_commands (command_id, terminal_id, body, created_at) VALUES (?, ?, ?, ?)',
     ),
-    ackCommand: db.prepare<[string, string]>(
-      'UPDATE terminal_commands SET acked_at = ? WHERE command_id = ? AND acked_at IS NULL',
+    ackCommand: db.prepare<[string, string, string]>(
+      'UPDATE terminal_commands SET acked_at = ? WHERE command_id = ? AND terminal_id = ? AND acked_at IS NULL',
     ),
     insertEvent: db.prepare<[string, string, string, string, string, string]>(
       'INSERT INTO events (id, account_id, subject, kind, time, data) VALUES (?, ?, ?, ?, ?, ?)',
@@ -260,8 +260,8 @@ export function sqliteWrites(db: Database.Database) {
       insertCommand(a.terminalId, toCommandWrite(a.command), new Date().toISOString());
     },
 
-    ackCommand(a: { commandId: string; at: string }): void {
-      s.ackCommand.run(a.at, a.commandId);
+    ackCommand(a: { terminalId: string; commandId: string; at: string }): void {
+      s.ackCommand.run(a.at, a.commandId, a.terminalId);
     },
 
     ensureAccount(a: { accountId: string; createdAt: string }): void {

@@ -357,8 +357,8 @@ export class SqliteStore implements Store {
     }));
   }
 
-  ackCommand(commandId: string, at: string): Promise<void> {
-    return this.writer.write({ op: 'ackCommand', arg: { commandId, at } });
+  ackCommand(terminalId: string, commandId: string, at: string): Promise<void> {
+    return this.writer.write({ op: 'ackCommand', arg: { terminalId, commandId, at } });
   }
 
   async readEvents(query: EventQuery): Promise<EventRecord[]> {

@@ -89,7 +89,10 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       expect(await store.pendingCommands()).toEqual([
         { terminalId: 't-1', command: start('cmd-1', 'txn-1') },
       ]);
-      await store.ackCommand('cmd-1', NOW);
+      // Another terminal's acknowledgement of it changes nothing.
+      await store.ackCommand('t-2', 'cmd-1', NOW);
+      expect(await store.pendingCommands()).toHaveLength(1);
+      await store.ackCommand('t-1', 'cmd-1', NOW);
       expect(await store.pendingCommands()).toEqual([]);
       await store.close();
     });

@@ -154,7 +154,11 @@ export interface Store {
   queueCommand(terminalId: string, command: TerminalCommand): Promise<void>;
   /** Commands not yet acknowledged by their terminal, oldest first. */
   pendingCommands(): Promise<PendingCommand[]>;
-  ackCommand(commandId: string, at: string): Promise<void>;
+  /**
+   * Marks the terminal's command delivered. A command of another terminal is left alone:
+   * an agent acknowledges only what was sent to it.
+   */
+  ackCommand(terminalId: string, commandId: string, at: string): Promise<void>;
 
   /** Events in log order. */
   readEvents(query: EventQuery): Promise<EventRecord[]>;

@@ -106,7 +106,7 @@ export class TransactionService {
     for (const { terminalId, command } of await this.store.pendingCommands()) {
       if (this.sending.has(command.command_id)) continue;
       if (await this.superseded(command)) {
-        await this.store.ackCommand(command.command_id, this.clock.now().toISOString());
+        await this.store.ackCommand(terminalId, command.command_id, this.clock.now().toISOString());
       } else {
         this.dispatch(terminalId, command);
       }
@@ -223,7 +223,9 @@ export class TransactionService {
     this.sending.add(command.command_id);
     this.link
       .send(terminalId, command)
-      .then(() => this.store.ackCommand(command.command_id, this.clock.now().toISOString()))
+      .then(() =>
+        this.store.ackCommand(terminalId, command.command_id, this.clock.now().toISOString()),
+      )
       .finally(() => this.sending.delete(command.command_id))
       .catch((error: unknown) => {
         // The command stays pending in the store and is sent again after a restart.
