@@ -85,6 +85,7 @@ import {
   TRIMMED_SETTING,
   UNCONFIRMED_STATES,
   toEvent,
+  terminalValues,
   toTerminal,
   toTransaction,
   type EventRow,
@@ -916,14 +917,7 @@ export class PostgresStore implements Store {
   async createTerminal(t: TerminalRecord): Promise<void> {
     await this.pool.query(
       'INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
-      [
-        t.id,
-        t.accountId,
-        t.kind,
-        JSON.stringify(t.capabilities),
-        JSON.stringify(t.status),
-        t.createdAt,
-      ],
+      terminalValues(t),
     );
   }
 

@@ -45,6 +45,16 @@ export const toTransaction = (row: TransactionRow): TransactionRecord => ({
   version: row.version,
 });
 
+/** A new terminal's column values, in the order of the INSERT both stores use. */
+export const terminalValues = (t: TerminalRecord) => [
+  t.id,
+  t.accountId,
+  t.kind,
+  JSON.stringify(t.capabilities),
+  JSON.stringify(t.status),
+  t.createdAt,
+];
+
 export const toTerminal = (row: TerminalRow): TerminalRecord => ({
   id: row.id,
   accountId: row.account_id,

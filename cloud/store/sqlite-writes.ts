@@ -13,7 +13,7 @@ import type {
   TransactionRecord,
   WebhookRecord,
 } from './records.js';
-import { ACTIVE_STATES, TRIMMED_SETTING, UNCONFIRMED_STATES } from './rows.js';
+import { ACTIVE_STATES, TRIMMED_SETTING, UNCONFIRMED_STATES, terminalValues } from './rows.js';
 import { ReportOutOfOrder, checkReport, type ChangeKey, type ReportPosition } from './store.js';
 
 /** Opens a connection with the settings every connection to the store's file uses. */
@@ -283,14 +283,7 @@ export function sqliteWrites(db: Database.Database) {
     createTerminal(t: TerminalRecord): void {
       db.prepare(
         'INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-      ).run(
-        t.id,
-        t.accountId,
-        t.kind,
-        JSON.stringify(t.capabilities),
-        JSON.stringify(t.status),
-        t.createdAt,
-      );
+      ).run(terminalValues(t));
     },
 
     putAgentCredential(a: { terminalId: string; secretHash: string; createdAt: string }): void {

@@ -10,45 +10,43 @@ import { SqliteStore } from './sqlite.js';
 import type { SqliteWriter } from './sqlite-writer.js';
 import { storeConformance, terminalRecord } from './store-conformance.js';
 
-const files = new Map<Store, string>();
 const tempFile = () =>
   path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tps-store-')), 'relay.sqlite');
 
-storeConformance('SQLite', {
-  async open() {
-    const file = tempFile();
-    const store = new SqliteStore(file);
-    files.set(store, file);
-    return store;
-  },
-  async reopen(store) {
-    const file = files.get(store)!;
-    await store.close();
-    return new SqliteStore(file);
-  },
-  async peer(store) {
-    return new SqliteStore(files.get(store)!);
-  },
-});
+/** Stores on temporary files, each reopened and shared on its own file. */
+function sqliteFactory(options: ConstructorParameters<typeof SqliteStore>[1] = {}) {
+  const files = new Map<Store, string>();
+  return {
+    async open() {
+      const file = tempFile();
+      const store = new SqliteStore(file, options);
+      files.set(store, file);
+      return store;
+    },
+    async reopen(store: Store) {
+      const file = files.get(store)!;
+      await store.close();
+      return new SqliteStore(file, options);
+    },
+    async peer(store: Store) {
+      return new SqliteStore(files.get(store)!, options);
+    },
+  };
+}
 
+/** The settings a fresh store on the file reads: what reached the disk. */
+async function settingsOnDisk(file: string, keys: string[]): Promise<Record<string, unknown>> {
+  const store = new SqliteStore(file);
+  const values = Object.fromEntries(
+    await Promise.all(keys.map(async (key) => [key, await store.getSetting(key)])),
+  );
+  await store.close();
+  return values;
+}
+
+storeConformance('SQLite', sqliteFactory());
 // The same suite with every write committed on the writer thread, as under load.
-const threaded = new Map<Store, string>();
-storeConformance('SQLite, writes on the writer thread', {
-  async open() {
-    const file = tempFile();
-    const store = new SqliteStore(file, { writerThread: 'always' });
-    threaded.set(store, file);
-    return store;
-  },
-  async reopen(store) {
-    const file = threaded.get(store)!;
-    await store.close();
-    return new SqliteStore(file, { writerThread: 'always' });
-  },
-  async peer(store) {
-    return new SqliteStore(threaded.get(store)!, { writerThread: 'always' });
-  },
-});
+storeConformance('SQLite, writes on the writer thread', sqliteFactory({ writerThread: 'always' }));
 
 describe('SQLite store specifics', () => {
   it('writes stay in order when commits move between the writer thread and the relay thread', async () => {
@@ -69,10 +67,7 @@ describe('SQLite store specifics', () => {
     expect(await store.getSetting('k')).toBe('last');
     await store.putSetting('light', 'yes');
     await store.close();
-    const reopened = new SqliteStore(file);
-    expect(await reopened.getSetting('k')).toBe('last');
-    expect(await reopened.getSetting('light')).toBe('yes');
-    await reopened.close();
+    expect(await settingsOnDisk(file, ['k', 'light'])).toEqual({ k: 'last', light: 'yes' });
   });
 
   it('when the writer thread dies, its writes fail and later ones are committed on the main thread', async () => {
@@ -83,10 +78,7 @@ describe('SQLite store specifics', () => {
     await writer.thread.worker.terminate();
     await store.putSetting('after', '2');
     await store.close();
-    const reopened = new SqliteStore(file);
-    expect(await reopened.getSetting('before')).toBe('1');
-    expect(await reopened.getSetting('after')).toBe('2');
-    await reopened.close();
+    expect(await settingsOnDisk(file, ['before', 'after'])).toEqual({ before: '1', after: '2' });
   });
 
   it('runs in WAL mode with synchronous=FULL, and applies each migration once', async () => {
