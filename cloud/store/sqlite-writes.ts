@@ -97,6 +97,22 @@ export const toCommandWrite = (command: TerminalCommand): CommandWrite => ({
   body: JSON.stringify(command),
 });
 
+/** Statements that the relay thread's reads and the writes both run. */
+export const SHARED_SQL = {
+  lastReport:
+    'SELECT last_report_journal AS journal, last_report_seq AS seq FROM terminals WHERE id = ?',
+  unconfirmedCount: `SELECT count(*) AS n FROM transactions WHERE terminal_id = ? AND state IN ${UNCONFIRMED_STATES}`,
+};
+export type LastReportRow = { journal: string | null; seq: number };
+export const toLastReport = (row: LastReportRow | undefined) => ({
+  journal: row?.journal ?? undefined,
+  seq: row?.seq ?? 0,
+});
+
+/** The refunds of a purchase as a decision saw them, in a form compared in the commit. */
+export const refundsSeen = (refunds: Array<{ id: string; version: number }>) =>
+  refunds.map((r) => `${r.id}:${r.version}`).join(',');
+
 /** The decision of a change was taken on a state that has moved since: decide again. */
 export class WriteConflict extends Error {
   constructor() {
@@ -106,18 +122,13 @@ export class WriteConflict extends Error {
 
 export function sqliteWrites(db: Database.Database) {
   const s = {
-    versionByKey: db.prepare<[string, string], { version: number }>(
-      'SELECT version FROM transactions WHERE terminal_id = ? AND external_id = ?',
-    ),
-    idByKey: db.prepare<[string, string], { id: string }>(
-      'SELECT id FROM transactions WHERE terminal_id = ? AND external_id = ?',
+    versionByKey: db.prepare<[string, string], { id: string; version: number }>(
+      'SELECT id, version FROM transactions WHERE terminal_id = ? AND external_id = ?',
     ),
     activeId: db.prepare<[string, string], { id: string }>(
       `SELECT id FROM transactions WHERE terminal_id = ? AND state IN ${ACTIVE_STATES} AND external_id <> ? LIMIT 1`,
     ),
-    unconfirmedCount: db.prepare<[string], { n: number }>(
-      `SELECT count(*) AS n FROM transactions WHERE terminal_id = ? AND state IN ${UNCONFIRMED_STATES}`,
-    ),
+    unconfirmedCount: db.prepare<[string], { n: number }>(SHARED_SQL.unconfirmedCount),
     refundVersions: db.prepare<[string], { id: string; version: number }>(
       'SELECT id, version FROM transactions WHERE original_id = ? ORDER BY id',
     ),
@@ -142,9 +153,7 @@ export function sqliteWrites(db: Database.Database) {
     updateTerminalStatus: db.prepare<[string, string]>(
       'UPDATE terminals SET status = ? WHERE id = ?',
     ),
-    lastReport: db.prepare<[string], { journal: string | null; seq: number }>(
-      'SELECT last_report_journal AS journal, last_report_seq AS seq FROM terminals WHERE id = ?',
-    ),
+    lastReport: db.prepare<[string], LastReportRow>(SHARED_SQL.lastReport),
     setLastReport: db.prepare<[string, number, string]>(
       'UPDATE terminals SET last_report_journal = ?, last_report_seq = ? WHERE id = ?',
     ),
@@ -160,11 +169,7 @@ export function sqliteWrites(db: Database.Database) {
    * write here, it is thrown before the write has changed anything (see the writer).
    */
   function takeReport(terminalId: string, position: ReportPosition, before?: () => void): void {
-    const row = s.lastReport.get(terminalId);
-    const verdict = checkReport(
-      { journal: row?.journal ?? undefined, seq: row?.seq ?? 0 },
-      position,
-    );
+    const verdict = checkReport(toLastReport(s.lastReport.get(terminalId)), position);
     if (verdict !== 'apply') throw new ReportOutOfOrder(verdict);
     before?.();
     s.setLastReport.run(position.journal, position.seq, terminalId);
@@ -200,16 +205,9 @@ export function sqliteWrites(db: Database.Database) {
   }
 
   function sameOriginal(original: NonNullable<ChangeKey['original']>, seen: DecidedOn): boolean {
-    const version = s.versionByKey.get(original.terminalId, original.externalId)?.version ?? null;
-    if (version !== seen.originalVersion) return false;
-    const id = s.idByKey.get(original.terminalId, original.externalId)?.id;
-    const refunds = id
-      ? s.refundVersions
-          .all(id)
-          .map((r) => `${r.id}:${r.version}`)
-          .join(',')
-      : '';
-    return refunds === seen.refunds;
+    const row = s.versionByKey.get(original.terminalId, original.externalId);
+    if ((row?.version ?? null) !== seen.originalVersion) return false;
+    return refundsSeen(row ? s.refundVersions.all(row.id) : []) === seen.refunds;
   }
 
   return {

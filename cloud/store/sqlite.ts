@@ -43,8 +43,12 @@ import {
 import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
 import { SqliteWriter, type WriterThreadUse } from './sqlite-writer.js';
 import {
+  SHARED_SQL,
   WriteConflict,
   openSqliteFile,
+  refundsSeen,
+  toLastReport,
+  type LastReportRow,
   toCommandWrite,
   toEventWrite,
   toTransactionWrite,
@@ -87,9 +91,7 @@ export class SqliteStore implements Store {
       activeOnTerminal: db.prepare<[string, string], TransactionRow>(
         `SELECT * FROM transactions WHERE terminal_id = ? AND state IN ${ACTIVE_STATES} AND external_id <> ? LIMIT 1`,
       ),
-      unconfirmedCount: db.prepare<[string], { n: number }>(
-        `SELECT count(*) AS n FROM transactions WHERE terminal_id = ? AND state IN ${UNCONFIRMED_STATES}`,
-      ),
+      unconfirmedCount: db.prepare<[string], { n: number }>(SHARED_SQL.unconfirmedCount),
       unconfirmed: db.prepare<[string], TransactionRow>(
         `SELECT * FROM transactions WHERE terminal_id = ? AND state IN ${UNCONFIRMED_STATES} ORDER BY id`,
       ),
@@ -116,9 +118,7 @@ export class SqliteStore implements Store {
         'SELECT terminal_id, body FROM terminal_commands WHERE acked_at IS NULL ORDER BY seq',
       ),
       terminal: db.prepare<[string], TerminalRow>('SELECT * FROM terminals WHERE id = ?'),
-      lastReport: db.prepare<[string], { journal: string | null; seq: number }>(
-        'SELECT last_report_journal AS journal, last_report_seq AS seq FROM terminals WHERE id = ?',
-      ),
+      lastReport: db.prepare<[string], LastReportRow>(SHARED_SQL.lastReport),
     };
   }
 
@@ -188,8 +188,7 @@ export class SqliteStore implements Store {
   }
 
   async lastReport(terminalId: string): Promise<{ journal: string | undefined; seq: number }> {
-    const row = this.statements.lastReport.get(terminalId);
-    return { journal: row?.journal ?? undefined, seq: row?.seq ?? 0 };
+    return toLastReport(this.statements.lastReport.get(terminalId));
   }
 
   recordReport(terminalId: string, position: ReportPosition): Promise<void> {
@@ -318,8 +317,7 @@ export class SqliteStore implements Store {
     lastReport: { journal: string | undefined; seq: number };
   } {
     const s = this.statements;
-    const report = key.report ? s.lastReport.get(key.terminalId) : undefined;
-    const lastReport = { journal: report?.journal ?? undefined, seq: report?.seq ?? 0 };
+    const lastReport = toLastReport(key.report ? s.lastReport.get(key.terminalId) : undefined);
     const current = s.transactionByKey.get(key.terminalId, key.externalId);
     const terminal = s.terminal.get(key.terminalId);
     const context: ChangeContext = {
@@ -341,7 +339,7 @@ export class SqliteStore implements Store {
       const refunds = original ? s.refunds.all(original.id).map(toTransaction) : [];
       context.original = { record: original ? toTransaction(original) : undefined, refunds };
       decidedOn.originalVersion = original?.version ?? null;
-      decidedOn.refunds = refunds.map((r) => `${r.txn.id}:${r.version}`).join(',');
+      decidedOn.refunds = refundsSeen(refunds.map((r) => ({ id: r.txn.id, version: r.version })));
     }
     return { context, decidedOn, lastReport };
   }
