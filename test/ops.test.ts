@@ -18,6 +18,23 @@ const sample = (text: string, series: string) => {
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
 };
 
+/** Starts a purchase the simulator is still running and parks a get on it. */
+async function parkGet(pos: ReturnType<typeof posFor>, externalId: string, waitSeconds: number) {
+  await pos.call('/transaction/purchase', {
+    external_id: externalId,
+    requested_amount: 1000,
+    currency: 'EUR',
+    wait_seconds: 0,
+  });
+  const parked = pos.call('/transaction/get', {
+    external_id: externalId,
+    wait_seconds: waitSeconds,
+  });
+  // Time for the get to reach the relay and park.
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  return { parked };
+}
+
 let relay: TestRelay | undefined;
 afterEach(async () => {
   await relay?.close();
@@ -40,15 +57,7 @@ describe('operations endpoints', () => {
 
   it('serves Prometheus metrics: traffic per route, parked long polls, leadership', async () => {
     relay = await startTestRelay({ simulatorDelayMs: 2000 });
-    const pos = posFor(relay, await relay.newSimulator());
-    await pos.call('/transaction/purchase', {
-      external_id: 'm-1',
-      requested_amount: 1000,
-      currency: 'EUR',
-      wait_seconds: 0,
-    });
-    const parked = pos.call('/transaction/get', { external_id: 'm-1', wait_seconds: 30 });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    const { parked } = await parkGet(posFor(relay, await relay.newSimulator()), 'm-1', 30);
     const during = await get(relay, '/metrics');
     expect(during.status).toBe(200);
     expect(during.type).toContain('text/plain');
@@ -72,14 +81,7 @@ describe('operations endpoints', () => {
   it('on shutdown: readiness fails at once while requests are still served, then parked polls are answered', async () => {
     const draining = await startTestRelay({ shutdownDelayS: 1.5, simulatorDelayMs: 60_000 });
     const pos = posFor(draining, await draining.newSimulator());
-    await pos.call('/transaction/purchase', {
-      external_id: 'd-1',
-      requested_amount: 1000,
-      currency: 'EUR',
-      wait_seconds: 0,
-    });
-    const parked = pos.call('/transaction/get', { external_id: 'd-1', wait_seconds: 60 });
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    const { parked } = await parkGet(pos, 'd-1', 60);
     const began = Date.now();
     const closing = draining.close();
     const ready = await get(draining, '/ready');
