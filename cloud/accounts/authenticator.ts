@@ -1,5 +1,6 @@
 /** HTTP Basic authentication against the stored credentials. */
 import { ApiError } from '../errors.js';
+import type { CredentialRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
 import type { Principal } from '../transactions/service.js';
 import { VerifiedSecretCache, hashSecret, verifySecret } from './secrets.js';
@@ -8,12 +9,40 @@ const CHALLENGE = { 'WWW-Authenticate': 'Basic realm="terminal-payment-service",
 
 const unauthorized = (description: string) => new ApiError('UNAUTHORIZED', description, CHALLENGE);
 
+/**
+ * How long a credential read from the store is used before it is read again. A password
+ * changed elsewhere (another relay restarted with a new TPS_ACCOUNT_PASSWORD) takes
+ * effect here within this time; meanwhile every request skips a store read.
+ */
+export const CREDENTIAL_TTL_MS = 10_000;
+const CREDENTIALS_KEPT = 10_000;
+
 export class Authenticator {
   private readonly cache = new VerifiedSecretCache();
   /** Compared against for unknown usernames, so that a miss costs as long as a hit. */
   private readonly decoy = hashSecret('decoy-secret-never-issued');
 
-  constructor(private readonly store: Store) {}
+  private readonly credentials = new Map<string, { record: CredentialRecord; readAt: number }>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  private async credential(username: string): Promise<CredentialRecord | undefined> {
+    const now = this.now();
+    const known = this.credentials.get(username);
+    if (known && now - known.readAt < CREDENTIAL_TTL_MS) return known.record;
+    const record = await this.store.findCredential(username);
+    this.credentials.delete(username);
+    if (record) {
+      if (this.credentials.size >= CREDENTIALS_KEPT) {
+        this.credentials.delete(this.credentials.keys().next().value!);
+      }
+      this.credentials.set(username, { record, readAt: now });
+    }
+    return record;
+  }
 
   async authenticate(header: string | undefined): Promise<Principal> {
     if (!header) throw unauthorized('missing Authorization header (HTTP Basic)');
@@ -24,7 +53,7 @@ export class Authenticator {
     if (colon < 1) throw unauthorized('malformed Basic credentials');
     const username = decoded.slice(0, colon);
     const secret = decoded.slice(colon + 1);
-    const credential = await this.store.findCredential(username);
+    const credential = await this.credential(username);
     if (!credential) {
       await verifySecret(secret, await this.decoy);
       throw unauthorized('wrong username or password');
