@@ -1108,7 +1108,7 @@ export class PostgresStore implements Store {
         const plan: WritePlan = { terminalId: key.terminalId, events: [], notes: [] };
         if (key.report) this.takeReport(terminal, key.report, plan);
         const context: ChangeContext = {
-          terminal: terminal ? toTerminal(terminal) : undefined,
+          terminalOwner: terminal?.account_id,
           current: row.current ? toTransaction(row.current) : undefined,
           active: row.active ? toTransaction(row.active) : undefined,
           unconfirmedCount: key.forCreate ? (row.unconfirmed ?? 0) : 0,

@@ -6,6 +6,11 @@ import type { EventRecord, TerminalRecord, TransactionRecord } from './records.j
 
 export const UNCONFIRMED_STATES = `('PROCESSING','AWAITING_CONTINUE','AWAITING_CONFIRM')`;
 export const ACTIVE_STATES = `('PROCESSING','AWAITING_CONTINUE')`;
+/**
+ * The SQLite index of a terminal's transactions by state holds unconfirmed ones only: a
+ * query uses it when it repeats the index's condition word for word, as this does.
+ */
+export const IN_UNCONFIRMED_INDEX = `state IN ${UNCONFIRMED_STATES}`;
 /** Settings key of the position through which retention has deleted events. */
 export const TRIMMED_SETTING = 'events_trimmed_through';
 

@@ -1,4 +1,6 @@
 /** Versioned schema of the SQLite store; each step runs once, in order, in one transaction. */
+import { UNCONFIRMED_STATES } from './rows.js';
+
 export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
   {
     version: 1,
@@ -92,6 +94,21 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> 
     sql: `
       -- Which agent journal last_report_seq counts in: a reinstalled agent starts over.
       ALTER TABLE terminals ADD COLUMN last_report_journal TEXT;
+    `,
+  },
+  {
+    version: 5,
+    sql: `
+      -- A commit writes each page it touched whole. Indexes keyed by terminal first put the
+      -- entries of one commit on as many pages as it has terminals (docs/performance.md):
+      -- events are listed by subject from the account's index, which carries the subject;
+      -- transactions are looked up by state only while unconfirmed, so only those are indexed.
+      DROP INDEX events_by_subject;
+      DROP INDEX events_by_account;
+      CREATE INDEX events_by_account ON events (account_id, position, subject);
+      DROP INDEX transactions_by_state;
+      CREATE INDEX transactions_unconfirmed ON transactions (terminal_id, state)
+        WHERE state IN ${UNCONFIRMED_STATES};
     `,
   },
 ];

@@ -98,6 +98,32 @@ describe('SQLite store specifics', () => {
     await store.close();
   });
 
+  it('makes new files with 16 KB pages, and keeps using a file made with 4 KB pages', async () => {
+    const fresh = tempFile();
+    await new SqliteStore(fresh).close();
+    const freshDb = new Database(fresh, { readonly: true });
+    expect(freshDb.pragma('page_size', { simple: true })).toBe(16_384);
+    freshDb.close();
+
+    // A store file made before: 4 KB pages, already in WAL mode, with a transaction in it.
+    const old = tempFile();
+    const before = new Database(old);
+    before.pragma('page_size = 4096');
+    before.pragma('journal_mode = WAL');
+    before.close();
+    const store = new SqliteStore(old);
+    await store.ensureAccount('acct-1', 'now');
+    await store.createTerminal(terminalRecord('t-1'));
+    await store.close();
+    const reopened = new SqliteStore(old);
+    expect((await reopened.getTerminal('t-1'))?.accountId).toBe('acct-1');
+    const db = (reopened as unknown as { db: Database.Database }).db;
+    expect(db.pragma('page_size', { simple: true })).toBe(4096);
+    // The checkpoint threshold is the same ~16 MB whatever the page size.
+    expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(4096);
+    await reopened.close();
+  });
+
   it('a write that fails in a shared commit leaves the writes beside it committed', async () => {
     const file = tempFile();
     const store = new SqliteStore(file);
@@ -140,5 +166,42 @@ describe('SQLite store specifics', () => {
     insert.run('txn-1');
     expect(() => insert.run('txn-2')).toThrow(/UNIQUE/);
     db.close();
+  });
+});
+
+describe('SQLite store query plans', () => {
+  it('looks transactions and events up through indexes, never by scanning a table', async () => {
+    const file = tempFile();
+    const store = new SqliteStore(file);
+    const { db, statements } = store as unknown as {
+      db: Database.Database;
+      statements: Record<string, Database.Statement>;
+    };
+    const plan = (sql: string) =>
+      (
+        db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(
+          ...sql
+            .split('?')
+            .slice(1)
+            .map(() => null),
+        ) as Array<{ detail: string }>
+      )
+        .map((row) => row.detail)
+        .join('; ');
+    expect(plan(statements.activeOnTerminal!.source)).toMatch(/transactions_unconfirmed/);
+    expect(plan(statements.unconfirmed!.source)).toMatch(/transactions_unconfirmed/);
+    expect(plan(statements.unconfirmedCount!.source)).toMatch(
+      /COVERING INDEX transactions_unconfirmed/,
+    );
+    // A terminal's events: the account's index, its subject read from the index itself.
+    expect(
+      plan(
+        'SELECT * FROM events WHERE account_id = ? AND position > ? AND subject = ? ORDER BY position LIMIT 10',
+      ),
+    ).toMatch(/^SEARCH events USING INDEX events_by_account \(account_id=\? AND position>\?\)$/);
+    for (const statement of Object.values(statements)) {
+      expect(plan(statement.source), statement.source).not.toMatch(/SCAN (transactions|events)/);
+    }
+    await store.close();
   });
 });

@@ -31,8 +31,8 @@ import {
 } from './store.js';
 import {
   ACTIVE_STATES,
+  IN_UNCONFIRMED_INDEX,
   TRIMMED_SETTING,
-  UNCONFIRMED_STATES,
   toEvent,
   toTerminal,
   toTransaction,
@@ -67,6 +67,8 @@ export class SqliteStore implements Store {
   private readonly writer: SqliteWriter;
   private readonly statements;
 
+  /** Each terminal's account, as changes read it: a terminal never changes hands. */
+  private readonly owners = new Map<string, string>();
   /** The change last begun on each terminal: changes of one terminal run one after another. */
   private readonly terminalChanges = new Map<string, Promise<unknown>>();
   /** Reads a change's context in one read transaction: a snapshot, whatever commits meanwhile. */
@@ -89,11 +91,11 @@ export class SqliteStore implements Store {
         'SELECT * FROM transactions WHERE id = ?',
       ),
       activeOnTerminal: db.prepare<[string, string], TransactionRow>(
-        `SELECT * FROM transactions WHERE terminal_id = ? AND state IN ${ACTIVE_STATES} AND external_id <> ? LIMIT 1`,
+        `SELECT * FROM transactions WHERE terminal_id = ? AND ${IN_UNCONFIRMED_INDEX} AND state IN ${ACTIVE_STATES} AND external_id <> ? LIMIT 1`,
       ),
       unconfirmedCount: db.prepare<[string], { n: number }>(SHARED_SQL.unconfirmedCount),
       unconfirmed: db.prepare<[string], TransactionRow>(
-        `SELECT * FROM transactions WHERE terminal_id = ? AND state IN ${UNCONFIRMED_STATES} ORDER BY id`,
+        `SELECT * FROM transactions WHERE terminal_id = ? AND ${IN_UNCONFIRMED_INDEX} ORDER BY id`,
       ),
       refunds: db.prepare<[string], TransactionRow>(
         'SELECT * FROM transactions WHERE original_id = ? ORDER BY id',
@@ -118,6 +120,9 @@ export class SqliteStore implements Store {
         'SELECT terminal_id, body FROM terminal_commands WHERE acked_at IS NULL ORDER BY seq',
       ),
       terminal: db.prepare<[string], TerminalRow>('SELECT * FROM terminals WHERE id = ?'),
+      owner: db.prepare<[string], { account_id: string }>(
+        'SELECT account_id FROM terminals WHERE id = ?',
+      ),
       lastReport: db.prepare<[string], LastReportRow>(SHARED_SQL.lastReport),
     };
   }
@@ -279,7 +284,11 @@ export class SqliteStore implements Store {
 
   private async decideAndWrite<R>(key: ChangeKey, decide: Decide<R>): Promise<R> {
     for (let decisions = 1; ; decisions++) {
-      const { context, decidedOn, lastReport } = this.readContextSnapshot(key);
+      // One statement reads a consistent state by itself; several share a read transaction.
+      const { context, decidedOn, lastReport } =
+        key.forCreate || key.original || key.report
+          ? this.readContextSnapshot(key)
+          : this.readContext(key);
       // A report applied before (or ahead of its predecessor) is not decided at all; the
       // commit checks its position again.
       if (key.report) {
@@ -292,15 +301,21 @@ export class SqliteStore implements Store {
       if (!change.write && commands.length === 0 && events.length === 0 && !key.report) {
         return change.result;
       }
+      const write = change.write && toTransactionWrite(change.write);
       try {
         await this.writer.write({
           op: 'applyChange',
           arg: {
             key,
             decidedOn,
-            ...(change.write ? { write: toTransactionWrite(change.write) } : {}),
+            ...(write ? { write } : {}),
             commands: commands.map(toCommandWrite),
-            events: events.map(toEventWrite),
+            // An event of the change carries the transaction as written: its JSON is made once.
+            events: events.map((event) =>
+              write && event.data === change.write?.txn
+                ? { ...event, data: write.body }
+                : toEventWrite(event),
+            ),
           },
         });
         return change.result;
@@ -308,6 +323,15 @@ export class SqliteStore implements Store {
         if (!(error instanceof WriteConflict) || decisions >= MAX_DECISIONS) throw error;
       }
     }
+  }
+
+  private ownerOf(terminalId: string): string | undefined {
+    let owner = this.owners.get(terminalId);
+    if (owner === undefined) {
+      owner = this.statements.owner.get(terminalId)?.account_id;
+      if (owner !== undefined) this.owners.set(terminalId, owner);
+    }
+    return owner;
   }
 
   /** What a change's decision sees, and the same in the terms the writer checks again. */
@@ -319,9 +343,8 @@ export class SqliteStore implements Store {
     const s = this.statements;
     const lastReport = toLastReport(key.report ? s.lastReport.get(key.terminalId) : undefined);
     const current = s.transactionByKey.get(key.terminalId, key.externalId);
-    const terminal = s.terminal.get(key.terminalId);
     const context: ChangeContext = {
-      terminal: terminal ? toTerminal(terminal) : undefined,
+      terminalOwner: this.ownerOf(key.terminalId),
       current: current ? toTransaction(current) : undefined,
       active: undefined,
       unconfirmedCount: 0,

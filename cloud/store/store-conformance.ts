@@ -79,7 +79,7 @@ export function storeConformance(name: string, factory: StoreFactory): void {
         { terminalId: 't-1', externalId: 'order-1' },
         (ctx) => {
           expect(ctx.current).toBeUndefined();
-          expect(ctx.terminal?.id).toBe('t-1');
+          expect(ctx.terminalOwner).toBe('acct-1');
           return { write: record, commands: [start('cmd-1', 'txn-1')], result: 'done' };
         },
       );

@@ -86,7 +86,8 @@ export interface Leadership {
 }
 
 export interface ChangeContext {
-  terminal: TerminalRecord | undefined;
+  /** The account the terminal belongs to; undefined when there is no such terminal. */
+  terminalOwner: string | undefined;
   current: TransactionRecord | undefined;
   /** A transaction of the same terminal still in PROCESSING or AWAITING_CONTINUE (forCreate). */
   active: TransactionRecord | undefined;

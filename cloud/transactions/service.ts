@@ -49,6 +49,12 @@ export interface TransactionServiceDeps {
   resendMs?: number;
 }
 
+/**
+ * Transaction keys kept in memory for reports (see keysById), about 2.5 MB: the seconds
+ * a report takes at full load; older ones are read from the store.
+ */
+const REMEMBERED_KEYS = 10_000;
+
 export class TransactionService {
   readonly feed = new ChangeFeed();
   private readonly store: Store;
@@ -62,6 +68,11 @@ export class TransactionService {
   private readonly closing = new Cancellation();
   /** What never changes about a terminal: whose it is. */
   private readonly owners = new Map<string, string>();
+  /**
+   * The terminal and external id of transactions changed lately, by transaction id: a
+   * report names only the transaction id, and the change it makes is keyed by the pair.
+   */
+  private readonly keysById = new Map<string, { terminalId: string; externalId: string }>();
   /** Commands handed to the link and not yet acknowledged, by id. */
   private readonly sending = new Set<string>();
   private readonly resendMs: number;
@@ -205,12 +216,30 @@ export class TransactionService {
       return event ? { ...change, events: [event] } : change;
     });
     if (written) {
+      this.rememberKey(written);
       this.feed.publish(written);
       if (written.dueAt) this.due.note(written.dueAt);
     }
     if (event) this.events.publish([event]);
     for (const command of commands) this.dispatch(key.terminalId, command);
     return result;
+  }
+
+  private rememberKey({ txn }: TransactionRecord): void {
+    if (this.keysById.has(txn.id)) return;
+    this.keysById.set(txn.id, { terminalId: txn.terminal_id, externalId: txn.external_id });
+    // Oldest first out: reports follow their transaction's changes closely.
+    if (this.keysById.size > REMEMBERED_KEYS) {
+      this.keysById.delete(this.keysById.keys().next().value!);
+    }
+  }
+
+  /** A transaction's terminal and external id, from memory or else from the store. */
+  private async keyOf(transactionId: string) {
+    const known = this.keysById.get(transactionId);
+    if (known) return known;
+    const record = await this.store.getTransactionById(transactionId);
+    return record && { terminalId: record.txn.terminal_id, externalId: record.txn.external_id };
   }
 
   /** Sends a command that belongs to no transaction, durably queued first. */
@@ -392,8 +421,8 @@ export class TransactionService {
       if (event) this.events.publish([event]);
       return;
     }
-    const record = await this.store.getTransactionById(report.transaction_id);
-    if (!record || record.txn.terminal_id !== terminalId) {
+    const key = await this.keyOf(report.transaction_id);
+    if (!key || key.terminalId !== terminalId) {
       this.logger.warn(
         { terminalId, transactionId: report.transaction_id },
         'report for an unknown transaction',
@@ -402,7 +431,7 @@ export class TransactionService {
       return;
     }
     await this.change(
-      { terminalId, externalId: record.txn.external_id, ...(position ? { report: position } : {}) },
+      { terminalId, externalId: key.externalId, ...(position ? { report: position } : {}) },
       decideReport(report, this.env()),
     );
   }

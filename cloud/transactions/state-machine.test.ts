@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Transaction } from '../../protocol/index.js';
 import { ApiError } from '../errors.js';
-import type { TerminalRecord, TransactionRecord } from '../store/records.js';
+import type { TransactionRecord } from '../store/records.js';
 import type { ChangeContext } from '../store/store.js';
 import {
   decideConfirm,
@@ -31,15 +31,6 @@ const env = (now = NOW): DecisionEnv => ({
   },
 });
 
-const terminal: TerminalRecord = {
-  id: 't-1',
-  accountId: 'acct-1',
-  kind: 'SIMULATOR',
-  capabilities: { printer: true, battery: true },
-  status: { terminal_id: 't-1', updated_at: NOW.toISOString() },
-  createdAt: NOW.toISOString(),
-};
-
 function record(patch: Partial<Transaction>, extra: Partial<TransactionRecord> = {}) {
   return {
     txn: {
@@ -61,7 +52,7 @@ function record(patch: Partial<Transaction>, extra: Partial<TransactionRecord> =
 }
 
 const ctx = (patch: Partial<ChangeContext> = {}): ChangeContext => ({
-  terminal,
+  terminalOwner: 'acct-1',
   current: undefined,
   active: undefined,
   unconfirmedCount: 0,
@@ -156,10 +147,13 @@ describe('create', () => {
     ).toBe('TOO_MANY_UNCONFIRMED');
   });
 
-  it("refuses another account's terminal", () => {
+  it("refuses another account's terminal, and a terminal that does not exist", () => {
     expect(refusal(() => decideCreate(purchase(), 'acct-2', env())(ctx()))).toBe(
       'TERMINAL_NOT_FOUND',
     );
+    expect(
+      refusal(() => decideCreate(purchase(), 'acct-1', env())(ctx({ terminalOwner: undefined }))),
+    ).toBe('TERMINAL_NOT_FOUND');
   });
 
   it('asks the terminal to pause when the create asks for it', () => {

@@ -107,7 +107,7 @@ export function decideCreate(
 ): Decide<TransactionRecord> {
   const { kind, request } = create;
   return (ctx) => {
-    if (!ctx.terminal || ctx.terminal.accountId !== accountId) {
+    if (ctx.terminalOwner !== accountId) {
       throw new ApiError('TERMINAL_NOT_FOUND', `no terminal ${request.terminal_id}`);
     }
     if (ctx.current) return unchanged(repeatOfCreate(ctx.current, create));
@@ -235,7 +235,7 @@ export function decideConfirm(
 ): Decide<TransactionRecord> {
   const success = request.result_code === SUCCESS;
   return (ctx) => {
-    if (!ctx.terminal || ctx.terminal.accountId !== accountId) {
+    if (ctx.terminalOwner !== accountId) {
       throw new ApiError('TERMINAL_NOT_FOUND', `no terminal ${request.terminal_id}`);
     }
     const current = ctx.current;
@@ -368,7 +368,7 @@ export function decideContinue(
 ): Decide<TransactionRecord> {
   return (ctx) => {
     const current = ctx.current;
-    if (!ctx.terminal || ctx.terminal.accountId !== accountId) {
+    if (ctx.terminalOwner !== accountId) {
       throw new ApiError('TERMINAL_NOT_FOUND', `no terminal ${request.terminal_id}`);
     }
     if (!current) {
