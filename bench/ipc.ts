@@ -13,6 +13,8 @@ export interface ProcessSample {
   heapUsed: number;
   /** CPU time (user + system) used by the process since it started, ms. */
   cpuMs: number;
+  /** CPU time of the main thread alone (Linux), where the event loop runs. */
+  mainThreadCpuMs?: number;
   /** Open TCP sockets of the process (listening socket included). */
   sockets: number;
   /** Long polls parked on the relay's change feed; absent for the other children. */

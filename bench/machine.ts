@@ -11,6 +11,8 @@ import type { ProcessSample } from './ipc.js';
 /** CPU use over a window, each in % of one core (a 2-core machine tops at 200 %). */
 export interface CpuShares {
   server: number;
+  /** The server's main thread alone (Linux): its event loop, the relay's usual limit. */
+  serverMain?: number;
   client: number;
   /** The agent fleet's process, when a phase has one. */
   fleet?: number;
@@ -42,6 +44,10 @@ export async function cpuWindow(child: BenchChild, fleet?: BenchChild) {
       const sample = await child.sample();
       const fleetLast = await fleet?.sample();
       const server = ((sample.cpuMs - first.cpuMs) / wallMs) * 100;
+      const serverMain =
+        sample.mainThreadCpuMs !== undefined && first.mainThreadCpuMs !== undefined
+          ? ((sample.mainThreadCpuMs - first.mainThreadCpuMs) / wallMs) * 100
+          : undefined;
       const clientShare = ((used.user + used.system) / 1000 / wallMs) * 100;
       const fleetShare =
         fleetFirst && fleetLast ? ((fleetLast.cpuMs - fleetFirst.cpuMs) / wallMs) * 100 : undefined;
@@ -53,6 +59,7 @@ export async function cpuWindow(child: BenchChild, fleet?: BenchChild) {
         seconds: wallMs / 1000,
         cpu: {
           server,
+          ...(serverMain !== undefined ? { serverMain } : {}),
           client: clientShare,
           ...(fleetShare !== undefined ? { fleet: fleetShare } : {}),
           others,

@@ -87,6 +87,15 @@ export function renderBareVsProduct({ bare, flows }: Results): string {
     ],
     ['server CPU per flow', '-', flowsOf((f) => us(cpuPer(f.cpu.server, f.seconds, f.flows)))],
     [
+      'of it main thread, per flow',
+      '-',
+      flowsOf((f) =>
+        f.cpu.serverMain === undefined
+          ? '-'
+          : `${us(cpuPer(f.cpu.serverMain, f.seconds, f.flows))} (${pct(f.cpu.serverMain)} busy)`,
+      ),
+    ],
+    [
       'client CPU (of one core)',
       bareOf((b) => pct(b.cpu.client)),
       flowsOf((f) => pct(f.cpu.client)),
