@@ -4,24 +4,16 @@
  * plus the key material of the broker config.
  */
 import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
-import { SECRET_FIELDS } from '../protocol/secrets.js';
+import { SECRET_FIELDS, secretRedactor } from '../protocol/secrets.js';
 
-const AGENT_SECRET_FIELDS = [...SECRET_FIELDS, 'key', 'cert'] as const;
-
-const redactPaths = AGENT_SECRET_FIELDS.flatMap((field) => [
-  field,
-  `*.${field}`,
-  `*.*.${field}`,
-  `*.*.*.${field}`,
-  `*.*.*.*.${field}`,
-]);
+const redactSecrets = secretRedactor([...SECRET_FIELDS, 'key', 'cert']);
 
 export function agentLoggerOptions(level: string, terminalId?: string): LoggerOptions {
   return {
     level,
     name: 'tps-agent',
     base: terminalId ? { terminal_id: terminalId } : {},
-    redact: { paths: redactPaths, censor: '[redacted]' },
+    hooks: { streamWrite: redactSecrets },
   };
 }
 

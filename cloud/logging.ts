@@ -1,17 +1,9 @@
 /** pino options shared by every logger of the relay: secrets and card data never reach a log. */
 import type { LoggerOptions } from 'pino';
-import { SECRET_FIELDS } from '../protocol/index.js';
+import { SECRET_FIELDS, secretRedactor } from '../protocol/index.js';
 
-const redactPaths = SECRET_FIELDS.flatMap((field) => [
-  field,
-  `*.${field}`,
-  `*.*.${field}`,
-  `*.*.*.${field}`,
-]);
+const redactSecrets = secretRedactor(SECRET_FIELDS);
 
 export function loggerOptions(level: string): LoggerOptions {
-  return {
-    level,
-    redact: { paths: ['req.headers.authorization', ...redactPaths], censor: '[redacted]' },
-  };
+  return { level, hooks: { streamWrite: redactSecrets } };
 }
