@@ -4,9 +4,11 @@
  * the relay's thread: it is short, a commit answered without a thread hop wakes a long
  * poll soonest, and the thread's memory is not spent. While the event loop is busy,
  * batches go to the writer thread (sqlite-writer-thread.ts), so that statement work and
- * the disk flush run beside the event loop instead of in it. The thread starts the first
- * time the loop is busy; until it is up, commits stay here. A batch is committed here
- * only when the thread holds no write, so commits keep the order of the writes.
+ * the disk flush run beside the event loop instead of in it; they leave as soon as the
+ * task that made them ends, and the thread commits together whatever reached it during
+ * its last commit. The thread starts the first time the loop is busy; until it is up,
+ * commits stay here. A batch is committed here only when the thread holds no write, so
+ * commits keep the order of the writes.
  */
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
@@ -164,11 +166,25 @@ export class SqliteWriter {
     return new Promise((resolve, reject) => {
       this.waiting.set(id, { resolve: resolve as (value: unknown) => void, reject });
       this.queued.push({ id, op });
-      if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        setImmediate(() => this.flush());
-      }
+      if (this.flushScheduled) return;
+      this.flushScheduled = true;
+      // Writes for the writer thread leave when the task that made them ends: the thread
+      // commits them while this loop goes on with its turn. Writes committed here wait
+      // for the end of the turn, so that one commit serves the whole turn.
+      if (this.thread?.up && this.toThread()) queueMicrotask(() => this.flush());
+      else setImmediate(() => this.flush());
     });
+  }
+
+  /** Whether the next batch goes to the writer thread. */
+  private toThread(): boolean {
+    // Once the thread holds a write, the next ones follow it there: commits keep their order.
+    return (
+      this.withThread.size > 0 ||
+      (!this.threadFailed &&
+        !this.closing &&
+        (this.threadUse === 'always' || this.threadUse.busy()))
+    );
   }
 
   private flush(): void {
@@ -176,12 +192,7 @@ export class SqliteWriter {
     const batch = this.queued;
     this.queued = [];
     if (batch.length === 0 || this.stopped) return;
-    // Once the thread holds a write, the next ones follow it there: commits keep their order.
-    const toThread =
-      this.withThread.size > 0 ||
-      (!this.threadFailed &&
-        !this.closing &&
-        (this.threadUse === 'always' || this.threadUse.busy()));
+    const toThread = this.toThread();
     if (toThread) this.thread ??= this.startThread();
     if (!toThread || !this.thread?.up) {
       this.settle(commitBatch(this.db, this.writes, batch));
