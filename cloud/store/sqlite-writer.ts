@@ -166,24 +166,24 @@ export class SqliteWriter {
     return new Promise((resolve, reject) => {
       this.waiting.set(id, { resolve: resolve as (value: unknown) => void, reject });
       this.queued.push({ id, op });
-      if (this.flushScheduled) return;
-      this.flushScheduled = true;
-      // Writes for the writer thread leave when the task that made them ends: the thread
-      // commits them while this loop goes on with its turn. Writes committed here wait
-      // for the end of the turn, so that one commit serves the whole turn.
-      if (this.thread?.up && this.toThread()) queueMicrotask(() => this.flush());
-      else setImmediate(() => this.flush());
+      this.scheduleFlush();
     });
   }
 
-  /** Whether the next batch goes to the writer thread. */
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    // Writes for the writer thread leave when the task that made them ends: the thread
+    // commits them while this loop goes on with its turn. Writes committed here wait
+    // for the end of the turn, so that one commit serves the whole turn.
+    if (this.thread?.up && this.toThread()) queueMicrotask(() => this.flush());
+    else setImmediate(() => this.flush());
+  }
+
+  /** Whether batches go to the writer thread now. */
   private toThread(): boolean {
-    // Once the thread holds a write, the next ones follow it there: commits keep their order.
     return (
-      this.withThread.size > 0 ||
-      (!this.threadFailed &&
-        !this.closing &&
-        (this.threadUse === 'always' || this.threadUse.busy()))
+      !this.threadFailed && !this.closing && (this.threadUse === 'always' || this.threadUse.busy())
     );
   }
 
@@ -193,6 +193,12 @@ export class SqliteWriter {
     this.queued = [];
     if (batch.length === 0 || this.stopped) return;
     const toThread = this.toThread();
+    if (!toThread && this.withThread.size > 0) {
+      // Back to this thread, but the writer thread still holds writes made before these:
+      // they wait for its answer (which flushes them), so that commits keep their order.
+      this.queued = batch.concat(this.queued);
+      return;
+    }
     if (toThread) this.thread ??= this.startThread();
     if (!toThread || !this.thread?.up) {
       this.settle(commitBatch(this.db, this.writes, batch));
@@ -225,6 +231,7 @@ export class SqliteWriter {
       this.settle(
         message.outcomes.map((o) => (o.ok ? o : { id: o.id, ok: false, error: toError(o.error) })),
       );
+      if (this.withThread.size === 0 && this.queued.length > 0) this.scheduleFlush();
     });
     worker.on('error', (error) => this.threadFailure(error));
     thread.exited = new Promise<void>((resolve) => {
@@ -251,6 +258,7 @@ export class SqliteWriter {
     const failed = [...this.withThread].map((id) => ({ id, ok: false as const, error }));
     this.withThread.clear();
     this.settle(failed);
+    if (this.queued.length > 0) this.scheduleFlush();
   }
 
   private settle(outcomes: BatchOutcome[]): void {
@@ -273,6 +281,8 @@ export class SqliteWriter {
       this.thread.worker.postMessage({ kind: 'close' } satisfies ToWriter);
       await this.thread.exited;
     }
+    // Writes that waited for the thread's last ones.
+    this.flush();
     this.stopped = new Error('the store is closed');
     for (const waiter of this.waiting.values()) waiter.reject(this.stopped);
     this.waiting.clear();

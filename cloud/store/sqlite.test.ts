@@ -60,7 +60,7 @@ describe('SQLite store specifics', () => {
     const burst = Array.from({ length: 500 }, (_, i) => store.putSetting('k', String(i)));
     await new Promise((resolve) => setImmediate(resolve));
     // The burst went to the thread. No longer busy, but the thread still holds the burst:
-    // the next write must follow it there.
+    // the next write waits for it, then commits here.
     busy = false;
     const last = store.putSetting('k', 'last');
     await Promise.all([...burst, last]);
@@ -68,6 +68,38 @@ describe('SQLite store specifics', () => {
     await store.putSetting('light', 'yes');
     await store.close();
     expect(await settingsOnDisk(file, ['k', 'light'])).toEqual({ k: 'last', light: 'yes' });
+  });
+
+  it('commits on the relay thread again once the loop is no longer busy, though writes keep coming', async () => {
+    const file = tempFile();
+    let busy = true;
+    const store = new SqliteStore(file, { writerThread: { busy: () => busy } });
+    const writer = (store as unknown as { writer: { thread?: { worker: Worker } } }).writer;
+    await store.ensureAccount('acct-1', 'now');
+    await vi.waitUntil(() => (writer as unknown as SqliteWriter).threadUp, { timeout: 10_000 });
+    const posted = vi.spyOn(writer.thread!.worker, 'postMessage');
+    // A steady trickle, a write every turn of the loop: each is made before the one
+    // before it has come back from the thread.
+    const trickle = async (from: number, count: number) => {
+      const writes: Array<Promise<void>> = [];
+      for (let i = from; i < from + count; i++) {
+        writes.push(store.putSetting('k', String(i)));
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      return writes;
+    };
+    const busyWrites = await trickle(0, 50);
+    expect(posted.mock.calls.length).toBeGreaterThan(10);
+    busy = false;
+    const postedWhileBusy = posted.mock.calls.length;
+    const lightWrites = await trickle(50, 200);
+    await Promise.all([...busyWrites, ...lightWrites]);
+    // Nothing more went to the thread: the light writes waited for its last ones, then
+    // committed here, in order.
+    expect(posted.mock.calls.length).toBe(postedWhileBusy);
+    expect(await store.getSetting('k')).toBe('249');
+    await store.close();
+    expect(await settingsOnDisk(file, ['k'])).toEqual({ k: '249' });
   });
 
   it('when the writer thread dies, its writes fail and later ones are committed on the main thread', async () => {
