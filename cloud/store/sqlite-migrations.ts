@@ -103,10 +103,10 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> 
       -- entries of one commit on as many pages as it has terminals (docs/performance.md):
       -- events are listed by subject from the account's index, which carries the subject;
       -- transactions are looked up by state only while unconfirmed, so only those are indexed.
-      DROP INDEX events_by_subject;
-      DROP INDEX events_by_account;
+      DROP INDEX IF EXISTS events_by_subject;
+      DROP INDEX IF EXISTS events_by_account;
       CREATE INDEX events_by_account ON events (account_id, position, subject);
-      DROP INDEX transactions_by_state;
+      DROP INDEX IF EXISTS transactions_by_state;
       CREATE INDEX transactions_unconfirmed ON transactions (terminal_id, state)
         WHERE state IN ${UNCONFIRMED_STATES};
     `,

@@ -8,7 +8,7 @@ import type { Store } from './store.js';
 import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
 import { SqliteStore } from './sqlite.js';
 import type { SqliteWriter } from './sqlite-writer.js';
-import { storeConformance, terminalRecord } from './store-conformance.js';
+import { storeConformance, terminalRecord, transactionRecord } from './store-conformance.js';
 
 const tempFile = () =>
   path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tps-store-')), 'relay.sqlite');
@@ -127,6 +127,60 @@ describe('SQLite store specifics', () => {
     expect(
       (store as unknown as { db: Database.Database }).db.pragma('synchronous', { simple: true }),
     ).toBe(2);
+    await store.close();
+  });
+
+  it('brings a file of schema version 4 up to date: its events and transactions read as before', async () => {
+    const file = tempFile();
+    const old = new Database(file);
+    old.pragma('journal_mode = WAL');
+    old.exec(
+      'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)',
+    );
+    for (const { version, sql } of SQLITE_MIGRATIONS.filter((m) => m.version <= 4)) {
+      old.exec(sql);
+      old.prepare('INSERT INTO schema_migrations VALUES (?, ?)').run(version, 'then');
+    }
+    old.exec(`
+      INSERT INTO accounts VALUES ('acct-1', 'then');
+      INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at)
+        VALUES ('t-1', 'acct-1', 'SIMULATOR', '{}', '{"terminal_id":"t-1"}', 'then'),
+               ('t-2', 'acct-1', 'SIMULATOR', '{}', '{"terminal_id":"t-2"}', 'then');
+    `);
+    const event = old.prepare(
+      "INSERT INTO events (id, account_id, subject, kind, time, data) VALUES (?, 'acct-1', ?, 'TerminalStatus', 'then', '{}')",
+    );
+    for (let i = 0; i < 30; i++) event.run(`evt-${i}`, i % 3 === 0 ? 't-1' : 't-2');
+    old.close();
+
+    const store = new SqliteStore(file);
+    const events = await store.readEvents({
+      accountId: 'acct-1',
+      after: 0,
+      subject: 't-1',
+      limit: 100,
+    });
+    expect(events.map((e) => e.id)).toEqual(Array.from({ length: 10 }, (_, i) => `evt-${i * 3}`));
+    expect(await store.countEvents({ accountId: 'acct-1', after: 0, subject: 't-2' })).toBe(20);
+    const record = transactionRecord('t-1', 'order-1', 'txn-1');
+    await store.changeTransaction(
+      { terminalId: 't-1', externalId: 'order-1', forCreate: true },
+      (ctx) => {
+        expect(ctx.terminalOwner).toBe('acct-1');
+        return { write: record, result: undefined };
+      },
+    );
+    expect((await store.listUnconfirmed('t-1')).map((r) => r.txn.id)).toEqual([record.txn.id]);
+    const db = (store as unknown as { db: Database.Database }).db;
+    const indexes = db
+      .prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND name NOT LIKE 'sqlite_%'")
+      .all()
+      .map((row) => (row as { name: string }).name);
+    expect(indexes).toEqual(
+      expect.arrayContaining(['events_by_account', 'transactions_unconfirmed']),
+    );
+    expect(indexes).not.toContain('events_by_subject');
+    expect(indexes).not.toContain('transactions_by_state');
     await store.close();
   });
 

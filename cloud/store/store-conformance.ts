@@ -34,7 +34,11 @@ export function terminalRecord(id: string, accountId = 'acct-1'): TerminalRecord
   };
 }
 
-function transaction(terminalId: string, externalId: string, id: string): TransactionRecord {
+export function transactionRecord(
+  terminalId: string,
+  externalId: string,
+  id: string,
+): TransactionRecord {
   return {
     txn: {
       id,
@@ -74,7 +78,7 @@ export function storeConformance(name: string, factory: StoreFactory): void {
   describe(`${name} store conformance`, () => {
     it('a change writes the transaction and its commands together', async () => {
       const store = await withTerminal(factory);
-      const record = transaction('t-1', 'order-1', 'txn-1');
+      const record = transactionRecord('t-1', 'order-1', 'txn-1');
       const result = await store.changeTransaction(
         { terminalId: 't-1', externalId: 'order-1' },
         (ctx) => {
@@ -103,7 +107,7 @@ export function storeConformance(name: string, factory: StoreFactory): void {
         throw new Error('refused');
       });
       const accepted = store.changeTransaction({ terminalId: 't-1', externalId: 'b' }, () => ({
-        write: transaction('t-1', 'b', 'txn-b'),
+        write: transactionRecord('t-1', 'b', 'txn-b'),
         commands: [start('cmd-b', 'txn-b')],
         result: true,
       }));
@@ -122,7 +126,10 @@ export function storeConformance(name: string, factory: StoreFactory): void {
         Array.from({ length: 60 }, () =>
           store.changeTransaction(key, (ctx) => {
             const version = (ctx.current?.version ?? 0) + 1;
-            return { write: { ...transaction('t-1', 'n', 'txn-n'), version }, result: version };
+            return {
+              write: { ...transactionRecord('t-1', 'n', 'txn-n'), version },
+              result: version,
+            };
           }),
         ),
       );
@@ -139,7 +146,7 @@ export function storeConformance(name: string, factory: StoreFactory): void {
         store.changeTransaction({ terminalId: 't-1', externalId: 'dup' }, (ctx) =>
           ctx.current
             ? { result: ctx.current.txn.id }
-            : { write: transaction('t-1', 'dup', `txn-${i}`), result: `txn-${i}` },
+            : { write: transactionRecord('t-1', 'dup', `txn-${i}`), result: `txn-${i}` },
         ),
       );
       const ids = new Set(await Promise.all(attempts));
@@ -152,13 +159,13 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       const store = await withTerminal(factory);
       await store.changeTransaction({ terminalId: 't-1', externalId: 'p' }, () => ({
         write: {
-          ...transaction('t-1', 'p', 'txn-p'),
-          txn: { ...transaction('t-1', 'p', 'txn-p').txn, state: 'CONFIRMED' },
+          ...transactionRecord('t-1', 'p', 'txn-p'),
+          txn: { ...transactionRecord('t-1', 'p', 'txn-p').txn, state: 'CONFIRMED' },
         },
         result: null,
       }));
       await store.changeTransaction({ terminalId: 't-1', externalId: 'r' }, () => ({
-        write: { ...transaction('t-1', 'r', 'txn-r'), originalId: 'txn-p' },
+        write: { ...transactionRecord('t-1', 'r', 'txn-r'), originalId: 'txn-p' },
         result: null,
       }));
       const seen = await store.changeTransaction(
@@ -180,7 +187,7 @@ export function storeConformance(name: string, factory: StoreFactory): void {
 
     it('lists what falls due, and forgets it once cleared', async () => {
       const store = await withTerminal(factory);
-      const due = { ...transaction('t-1', 'd', 'txn-d'), dueAt: NOW };
+      const due = { ...transactionRecord('t-1', 'd', 'txn-d'), dueAt: NOW };
       await store.changeTransaction({ terminalId: 't-1', externalId: 'd' }, () => ({
         write: due,
         result: null,
@@ -237,7 +244,7 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       await store.createTerminal(terminalRecord('t-2'));
       const change = (terminalId: string, externalId: string, id: string) =>
         store.changeTransaction({ terminalId, externalId }, () => {
-          const write = transaction(terminalId, externalId, id);
+          const write = transactionRecord(terminalId, externalId, id);
           return {
             write,
             events: [
@@ -362,14 +369,14 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       const store = await withTerminal(factory);
       const report = { journal: 'jjjj', seq: 1 };
       await store.changeTransaction({ terminalId: 't-1', externalId: 'e-1', report }, () => ({
-        write: transaction('t-1', 'e-1', 'tx-1'),
+        write: transactionRecord('t-1', 'e-1', 'tx-1'),
         result: undefined,
       }));
       let decided = false;
       await expect(
         store.changeTransaction({ terminalId: 't-1', externalId: 'e-2', report }, () => {
           decided = true;
-          return { write: transaction('t-1', 'e-2', 'tx-2'), result: undefined };
+          return { write: transactionRecord('t-1', 'e-2', 'tx-2'), result: undefined };
         }),
       ).rejects.toMatchObject({ reason: 'duplicate' });
       expect(decided).toBe(false);
@@ -455,7 +462,7 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       it('keeps everything across a restart', async () => {
         const store = await withTerminal(factory);
         await store.changeTransaction({ terminalId: 't-1', externalId: 'kept' }, () => ({
-          write: transaction('t-1', 'kept', 'txn-kept'),
+          write: transactionRecord('t-1', 'kept', 'txn-kept'),
           commands: [start('cmd-kept', 'txn-kept')],
           result: null,
         }));
@@ -558,7 +565,7 @@ export function storeConformance(name: string, factory: StoreFactory): void {
               { terminalId: 't-1', externalId: `order-${i}`, forCreate: true },
               (ctx) => {
                 if (ctx.unconfirmedCount >= 3) throw new Error('too many unconfirmed');
-                const record = transaction('t-1', `order-${i}`, `txn-${i}`);
+                const record = transactionRecord('t-1', `order-${i}`, `txn-${i}`);
                 return {
                   write: { ...record, txn: { ...record.txn, state: 'AWAITING_CONFIRM' } },
                   result: null,
@@ -575,7 +582,7 @@ export function storeConformance(name: string, factory: StoreFactory): void {
           const [store, other] = await twoHandles();
           const terminals = Array.from({ length: 10 }, (_, i) => `t-r${i}`);
           for (const id of terminals) await store.createTerminal(terminalRecord(id));
-          const paid = transaction('t-1', 'paid', 'txn-paid');
+          const paid = transactionRecord('t-1', 'paid', 'txn-paid');
           await store.changeTransaction({ terminalId: 't-1', externalId: 'paid' }, () => ({
             write: {
               ...paid,
@@ -632,7 +639,7 @@ export function storeConformance(name: string, factory: StoreFactory): void {
                   continue;
                 }
                 await handle.changeTransaction({ terminalId, externalId: id }, () => {
-                  const write = transaction(terminalId, id, `txn-${id}`);
+                  const write = transactionRecord(terminalId, id, `txn-${id}`);
                   const event = {
                     accountId: 'acct-1',
                     subject: terminalId,
