@@ -74,32 +74,39 @@ describe('SQLite store specifics', () => {
     const file = tempFile();
     let busy = true;
     const store = new SqliteStore(file, { writerThread: { busy: () => busy } });
-    const writer = (store as unknown as { writer: { thread?: { worker: Worker } } }).writer;
+    const writer = (
+      store as unknown as { writer: { thread?: { worker: Worker }; withThread: Set<number> } }
+    ).writer;
     await store.ensureAccount('acct-1', 'now');
     await vi.waitUntil(() => (writer as unknown as SqliteWriter).threadUp, { timeout: 10_000 });
     const posted = vi.spyOn(writer.thread!.worker, 'postMessage');
-    // A steady trickle, a write every turn of the loop: each is made before the one
-    // before it has come back from the thread.
-    const trickle = async (from: number, count: number) => {
+    // A steady trickle of writes, each made before the one before it has come back.
+    const trickle = async (from: number, count: number, pause: () => Promise<unknown>) => {
       const writes: Array<Promise<void>> = [];
       for (let i = from; i < from + count; i++) {
         writes.push(store.putSetting('k', String(i)));
-        await new Promise((resolve) => setImmediate(resolve));
+        await pause();
       }
       return writes;
     };
-    const busyWrites = await trickle(0, 50);
-    expect(posted.mock.calls.length).toBeGreaterThan(10);
+    const nextTurn = () => new Promise((r) => setImmediate(r));
+    const busyWrites = [
+      ...(await trickle(0, 50, () => new Promise((r) => setTimeout(r, 1)))),
+      // Faster at the end, so that the thread still holds writes when the load drops.
+      ...(await trickle(50, 20, nextTurn)),
+    ];
+    expect(posted.mock.calls.length).toBeGreaterThan(3);
+    expect(writer.withThread.size).toBeGreaterThan(0);
     busy = false;
     const postedWhileBusy = posted.mock.calls.length;
-    const lightWrites = await trickle(50, 200);
+    const lightWrites = await trickle(70, 200, nextTurn);
     await Promise.all([...busyWrites, ...lightWrites]);
     // Nothing more went to the thread: the light writes waited for its last ones, then
     // committed here, in order.
     expect(posted.mock.calls.length).toBe(postedWhileBusy);
-    expect(await store.getSetting('k')).toBe('249');
+    expect(await store.getSetting('k')).toBe('269');
     await store.close();
-    expect(await settingsOnDisk(file, ['k'])).toEqual({ k: '249' });
+    expect(await settingsOnDisk(file, ['k'])).toEqual({ k: '269' });
   });
 
   it('when the writer thread dies, its writes fail and later ones are committed on the main thread', async () => {
