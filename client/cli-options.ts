@@ -40,47 +40,60 @@ export type Values = ReturnType<
 /** Wrong use or configuration: printed with every problem named, exit 2. */
 export class UsageError extends Error {}
 
-const required = (what: string, flag: string, env?: string) =>
-  `${what} is needed (--${flag}${env ? ` or ${env}` : ''})`;
+type Setting = 'baseUrl' | 'username' | 'password' | 'terminalId' | 'journal' | 'revision';
+
+/** Where each connection setting comes from: a flag, else an environment variable. */
+const SOURCES: Record<Setting, { flag: keyof typeof OPTIONS; env?: string }> = {
+  baseUrl: { flag: 'base-url', env: 'TPS_BASE_URL' },
+  username: { flag: 'username', env: 'TPS_USERNAME' },
+  password: { flag: 'password', env: 'TPS_PASSWORD' },
+  terminalId: { flag: 'terminal', env: 'TPS_TERMINAL_ID' },
+  journal: { flag: 'journal', env: 'TPS_JOURNAL' },
+  revision: { flag: 'revision' },
+};
+const SETTINGS = Object.keys(SOURCES) as Setting[];
+
+const required = (what: string, setting: Setting) => {
+  const { flag, env } = SOURCES[setting];
+  return `${what} is needed (--${flag}${env ? ` or ${env}` : ''})`;
+};
 
 const ConnectionSchema = z.object({
   baseUrl: z
     .url({ error: 'must be a URL such as http://127.0.0.1:8080/pos' })
     .default(DEFAULT_BASE_URL),
-  username: z.string({ error: required('a username', 'username', 'TPS_USERNAME') }).min(1),
-  password: z.string({ error: required('a password', 'password', 'TPS_PASSWORD') }).min(1),
+  username: z.string({ error: required('a username', 'username') }).min(1),
+  password: z.string({ error: required('a password', 'password') }).min(1),
   terminalId: TerminalId.optional().refine((v) => v !== undefined, {
-    message: required('a terminal id', 'terminal', 'TPS_TERMINAL_ID'),
+    message: required('a terminal id', 'terminalId'),
   }),
   journal: z.string().min(1).default(DEFAULT_JOURNAL),
   revision: z.enum(['v0', 'v1'], { error: 'must be v0 or v1' }).default('v1'),
 });
 export type Connection = z.infer<typeof ConnectionSchema> & { terminalId: string };
 
-const FIELD_NAMES: Record<string, string> = {
-  baseUrl: '--base-url / TPS_BASE_URL',
-  username: '--username / TPS_USERNAME',
-  password: '--password / TPS_PASSWORD',
-  terminalId: '--terminal / TPS_TERMINAL_ID',
-  journal: '--journal / TPS_JOURNAL',
-  revision: '--revision',
-};
+/** How a problem names each setting: `--terminal / TPS_TERMINAL_ID`. */
+const SETTING_NAMES: Record<string, string> = Object.fromEntries(
+  SETTINGS.map((setting) => {
+    const { flag, env } = SOURCES[setting];
+    return [setting, `--${flag}${env ? ` / ${env}` : ''}`];
+  }),
+);
 
-const env = (name: string) => {
+const fromEnv = (name: string) => {
   const value = process.env[name];
   return value === undefined || value === '' ? undefined : value;
 };
 
 export function connection(values: Values): Connection {
-  const parsed = ConnectionSchema.safeParse({
-    baseUrl: values['base-url'] ?? env('TPS_BASE_URL'),
-    username: values.username ?? env('TPS_USERNAME'),
-    password: values.password ?? env('TPS_PASSWORD'),
-    terminalId: values.terminal ?? env('TPS_TERMINAL_ID'),
-    journal: values.journal ?? env('TPS_JOURNAL'),
-    revision: values.revision,
-  });
-  if (!parsed.success) throw new UsageError(describe(parsed.error, FIELD_NAMES));
+  const input = Object.fromEntries(
+    SETTINGS.map((setting) => {
+      const { flag, env } = SOURCES[setting];
+      return [setting, values[flag] ?? (env ? fromEnv(env) : undefined)];
+    }),
+  );
+  const parsed = ConnectionSchema.safeParse(input);
+  if (!parsed.success) throw new UsageError(describe(parsed.error, SETTING_NAMES));
   return parsed.data as Connection;
 }
 
