@@ -369,13 +369,19 @@ export interface QueuedWrite {
 export type BatchOutcome =
   { id: number; ok: true; value: unknown } | { id: number; ok: false; error: unknown };
 
-/** Each connection's savepoint wrapper, made once: making one is not free. */
-const savepoints = new WeakMap<Database.Database, (run: () => unknown) => unknown>();
-function savepointOf(db: Database.Database): (run: () => unknown) => unknown {
-  let wrapper = savepoints.get(db);
+/**
+ * Each connection's transaction wrapper, made once (making one is not free): its
+ * `immediate` form opens a batch's transaction, and called inside it, it is a savepoint.
+ */
+const wrappers = new WeakMap<
+  Database.Database,
+  Database.Transaction<(run: () => unknown) => unknown>
+>();
+function transactionOf(db: Database.Database) {
+  let wrapper = wrappers.get(db);
   if (!wrapper) {
     wrapper = db.transaction((run: () => unknown) => run());
-    savepoints.set(db, wrapper);
+    wrappers.set(db, wrapper);
   }
   return wrapper;
 }
@@ -395,14 +401,14 @@ export function commitBatch(
   writes: SqliteWrites,
   batch: QueuedWrite[],
 ): BatchOutcome[] {
-  const inSavepoint = savepointOf(db);
+  const transaction = transactionOf(db);
   const attempt = (savepoints: boolean): BatchOutcome[] => {
     const outcomes: BatchOutcome[] = [];
-    db.transaction(() => {
+    transaction.immediate(() => {
       for (const { id, op } of batch) {
         const run = writes[op.op] as (arg: unknown) => unknown;
         try {
-          const value = savepoints ? inSavepoint(() => run(op.arg)) : run(op.arg);
+          const value = savepoints ? transaction(() => run(op.arg)) : run(op.arg);
           outcomes.push({ id, ok: true, value });
         } catch (error) {
           const refusal = error instanceof ReportOutOfOrder || error instanceof WriteConflict;
@@ -410,7 +416,7 @@ export function commitBatch(
           outcomes.push({ id, ok: false, error });
         }
       }
-    }).immediate();
+    });
     return outcomes;
   };
   try {
