@@ -1,4 +1,5 @@
 /** HTTP Basic authentication against the stored credentials. */
+import { BoundedMap } from '../bounded-map.js';
 import { ApiError } from '../errors.js';
 import type { CredentialRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
@@ -22,7 +23,10 @@ export class Authenticator {
   /** Compared against for unknown usernames, so that a miss costs as long as a hit. */
   private readonly decoy = hashSecret('decoy-secret-never-issued');
 
-  private readonly credentials = new Map<string, { record: CredentialRecord; readAt: number }>();
+  private readonly credentials = new BoundedMap<
+    string,
+    { record: CredentialRecord; readAt: number }
+  >(CREDENTIALS_KEPT);
 
   constructor(
     private readonly store: Store,
@@ -34,13 +38,8 @@ export class Authenticator {
     const known = this.credentials.get(username);
     if (known && now - known.readAt < CREDENTIAL_TTL_MS) return known.record;
     const record = await this.store.findCredential(username);
-    this.credentials.delete(username);
-    if (record) {
-      if (this.credentials.size >= CREDENTIALS_KEPT) {
-        this.credentials.delete(this.credentials.keys().next().value!);
-      }
-      this.credentials.set(username, { record, readAt: now });
-    }
+    if (record) this.credentials.set(username, { record, readAt: now });
+    else this.credentials.delete(username);
     return record;
   }
 

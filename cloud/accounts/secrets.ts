@@ -10,6 +10,7 @@
  */
 import { createHash, createHmac, pbkdf2, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
+import { BoundedMap } from '../bounded-map.js';
 
 const scryptAsync = promisify(scrypt) as (
   password: string,
@@ -72,7 +73,9 @@ const CACHE_LIMIT = 10_000;
 /** Remembers secrets already verified against a given stored hash. */
 export class VerifiedSecretCache {
   private readonly key = randomBytes(32);
-  private readonly entries = new Map<string, { storedHash: string; digest: Buffer }>();
+  private readonly entries = new BoundedMap<string, { storedHash: string; digest: Buffer }>(
+    CACHE_LIMIT,
+  );
   /** Verifications under way, so that a burst of requests with a new secret pays one scrypt. */
   private readonly inflight = new Map<string, Promise<boolean>>();
 
@@ -98,10 +101,6 @@ export class VerifiedSecretCache {
       this.inflight.set(key, verification);
     }
     if (!(await verification)) return false;
-    if (this.entries.size >= CACHE_LIMIT) {
-      const oldest = this.entries.keys().next().value;
-      if (oldest !== undefined) this.entries.delete(oldest);
-    }
     this.entries.set(username, { storedHash, digest });
     return true;
   }

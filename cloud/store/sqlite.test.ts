@@ -217,6 +217,39 @@ describe('SQLite store specifics', () => {
     await reopened.close();
   });
 
+  it('a transaction another handle moved since this one kept it: the change is decided again on the file', async () => {
+    const file = tempFile();
+    const store = new SqliteStore(file);
+    await store.ensureAccount('acct-1', '2026-11-21T12:00:00.000Z');
+    await store.createTerminal(terminalRecord('t-1'));
+    const key = { terminalId: 't-1', externalId: 'order-1' };
+    const first = transactionRecord('t-1', 'order-1', 'txn-1');
+    await store.changeTransaction({ ...key, forCreate: true }, () => ({
+      write: first,
+      result: undefined,
+    }));
+    // Another relay process on the same file moves the transaction on.
+    const other = new SqliteStore(file);
+    const moved = {
+      ...first,
+      txn: { ...first.txn, state: 'AWAITING_CONFIRM' as const },
+      version: 2,
+    };
+    await other.changeTransaction(key, () => ({ write: moved, result: undefined }));
+    // This handle still keeps version 1: its first decision is stale and fails the commit
+    // check, the second is taken on the file's version 2.
+    const seen: (number | undefined)[] = [];
+    await store.changeTransaction(key, (ctx) => {
+      seen.push(ctx.current?.version);
+      const current = ctx.current!;
+      return { write: { ...current, version: current.version + 1 }, result: undefined };
+    });
+    expect(seen).toEqual([1, 2]);
+    expect((await store.getTransaction('t-1', 'order-1'))?.version).toBe(3);
+    expect((await other.getTransactionById('txn-1'))?.txn.state).toBe('AWAITING_CONFIRM');
+    await Promise.all([store.close(), other.close()]);
+  });
+
   it('a write that fails in a shared commit leaves the writes beside it committed', async () => {
     const file = tempFile();
     const store = new SqliteStore(file);

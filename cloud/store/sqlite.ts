@@ -40,6 +40,7 @@ import {
   type TerminalRow,
   type TransactionRow,
 } from './rows.js';
+import { BoundedMap } from '../bounded-map.js';
 import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
 import { SqliteWriter, type WriterThreadUse } from './sqlite-writer.js';
 import {
@@ -61,6 +62,19 @@ import {
  */
 const MAX_DECISIONS = 50;
 
+/**
+ * Transaction rows kept after this process wrote or read them (about 2 KB each), so that
+ * the steps after a create (the terminal's result, the long poll, the confirm) do not read
+ * the file again. Under load each commit of the writer thread, on its own connection,
+ * empties the page cache of the relay thread's connection, and a read after it fetches
+ * its pages from the file again. A kept row is the file's own while this process is the
+ * file's only writer (one relay per data directory); a change decided on a row that
+ * another process has since moved still fails its commit check and is decided again on
+ * the file's row.
+ */
+const KEPT_ROWS = 2_000;
+const rowKey = (terminalId: string, externalId: string) => `${terminalId}\u0000${externalId}`;
+
 export class SqliteStore implements Store {
   /** The relay thread's connection: migrations, reads, and the writes of light load. */
   private readonly db: Database.Database;
@@ -69,10 +83,15 @@ export class SqliteStore implements Store {
 
   /** Each terminal's account, as changes read it: a terminal never changes hands. */
   private readonly owners = new Map<string, string>();
+  /** Transaction rows by rowKey, as last written or read here (see KEPT_ROWS). */
+  private readonly keptRows = new BoundedMap<string, TransactionRow>(KEPT_ROWS);
   /** The change last begun on each terminal: changes of one terminal run one after another. */
   private readonly terminalChanges = new Map<string, Promise<unknown>>();
   /** Reads a change's context in one read transaction: a snapshot, whatever commits meanwhile. */
-  private readonly readContextSnapshot: (key: ChangeKey) => ReturnType<SqliteStore['readContext']>;
+  private readonly readContextSnapshot: (
+    key: ChangeKey,
+    fromFile: boolean,
+  ) => ReturnType<SqliteStore['readContext']>;
 
   constructor(file: string, options: { writerThread?: WriterThreadUse; logger?: Logger } = {}) {
     // Reads and the writer thread use separate connections: they must reach the same file.
@@ -81,7 +100,9 @@ export class SqliteStore implements Store {
     this.db = openSqliteFile(file);
     this.migrate();
     this.writer = new SqliteWriter(file, this.db, options);
-    this.readContextSnapshot = this.db.transaction((key: ChangeKey) => this.readContext(key));
+    this.readContextSnapshot = this.db.transaction((key: ChangeKey, fromFile: boolean) =>
+      this.readContext(key, fromFile),
+    );
     const db = this.db;
     this.statements = {
       transactionByKey: db.prepare<[string, string], TransactionRow>(
@@ -231,8 +252,29 @@ export class SqliteStore implements Store {
     terminalId: string,
     externalId: string,
   ): Promise<TransactionRecord | undefined> {
-    const row = this.statements.transactionByKey.get(terminalId, externalId);
+    const row = this.transactionRow(terminalId, externalId);
     return row ? toTransaction(row) : undefined;
+  }
+
+  /** A transaction's row, kept or else read (and kept); `fromFile` reads it in any case. */
+  private transactionRow(
+    terminalId: string,
+    externalId: string,
+    fromFile = false,
+  ): TransactionRow | undefined {
+    const key = rowKey(terminalId, externalId);
+    const kept = fromFile ? undefined : this.keptRows.get(key);
+    if (kept) return kept;
+    const row = this.statements.transactionByKey.get(terminalId, externalId);
+    if (row) this.keepRow(key, row);
+    else this.keptRows.delete(key);
+    return row;
+  }
+
+  /** Keeps a row unless a later version of it is kept already. */
+  private keepRow(key: string, row: TransactionRow): void {
+    const kept = this.keptRows.get(key);
+    if (!kept || kept.version <= row.version) this.keptRows.set(key, row);
   }
 
   async getTransactionById(id: string): Promise<TransactionRecord | undefined> {
@@ -284,11 +326,13 @@ export class SqliteStore implements Store {
 
   private async decideAndWrite<R>(key: ChangeKey, decide: Decide<R>): Promise<R> {
     for (let decisions = 1; ; decisions++) {
+      // After a conflict the kept row may be another process's past: read the file's.
+      const fromFile = decisions > 1;
       // One statement reads a consistent state by itself; several share a read transaction.
       const { context, decidedOn, lastReport } =
         key.forCreate || key.original || key.report
-          ? this.readContextSnapshot(key)
-          : this.readContext(key);
+          ? this.readContextSnapshot(key, fromFile)
+          : this.readContext(key, fromFile);
       // A report applied before (or ahead of its predecessor) is not decided at all; the
       // commit checks its position again.
       if (key.report) {
@@ -318,8 +362,11 @@ export class SqliteStore implements Store {
             ),
           },
         });
+        if (write) this.keepRow(rowKey(key.terminalId, key.externalId), write);
         return change.result;
       } catch (error) {
+        // Whether or not the row was written, the file says what it holds now.
+        this.keptRows.delete(rowKey(key.terminalId, key.externalId));
         if (!(error instanceof WriteConflict) || decisions >= MAX_DECISIONS) throw error;
       }
     }
@@ -335,14 +382,17 @@ export class SqliteStore implements Store {
   }
 
   /** What a change's decision sees, and the same in the terms the writer checks again. */
-  private readContext(key: ChangeKey): {
+  private readContext(
+    key: ChangeKey,
+    fromFile: boolean,
+  ): {
     context: ChangeContext;
     decidedOn: DecidedOn;
     lastReport: { journal: string | undefined; seq: number };
   } {
     const s = this.statements;
     const lastReport = toLastReport(key.report ? s.lastReport.get(key.terminalId) : undefined);
-    const current = s.transactionByKey.get(key.terminalId, key.externalId);
+    const current = this.transactionRow(key.terminalId, key.externalId, fromFile);
     const context: ChangeContext = {
       terminalOwner: this.ownerOf(key.terminalId),
       current: current ? toTransaction(current) : undefined,

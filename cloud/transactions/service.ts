@@ -31,6 +31,7 @@ import {
   type MachineSettings,
 } from './state-machine.js';
 import { DueScheduler } from './due-scheduler.js';
+import { BoundedMap } from '../bounded-map.js';
 
 /** Who is asking: an account credential reaches all its terminals, a terminal credential one. */
 export interface Principal {
@@ -72,7 +73,9 @@ export class TransactionService {
    * The terminal and external id of transactions changed lately, by transaction id: a
    * report names only the transaction id, and the change it makes is keyed by the pair.
    */
-  private readonly keysById = new Map<string, { terminalId: string; externalId: string }>();
+  private readonly keysById = new BoundedMap<string, { terminalId: string; externalId: string }>(
+    REMEMBERED_KEYS,
+  );
   /** Commands handed to the link and not yet acknowledged, by id. */
   private readonly sending = new Set<string>();
   private readonly resendMs: number;
@@ -226,11 +229,9 @@ export class TransactionService {
   }
 
   private rememberKey({ txn }: TransactionRecord): void {
-    if (this.keysById.has(txn.id)) return;
-    this.keysById.set(txn.id, { terminalId: txn.terminal_id, externalId: txn.external_id });
     // Oldest first out: reports follow their transaction's changes closely.
-    if (this.keysById.size > REMEMBERED_KEYS) {
-      this.keysById.delete(this.keysById.keys().next().value!);
+    if (!this.keysById.has(txn.id)) {
+      this.keysById.set(txn.id, { terminalId: txn.terminal_id, externalId: txn.external_id });
     }
   }
 
