@@ -245,7 +245,11 @@ describe('SQLite store specifics', () => {
       return { write: { ...current, version: current.version + 1 }, result: undefined };
     });
     expect(seen).toEqual([1, 2]);
-    expect((await store.getTransaction('t-1', 'order-1'))?.version).toBe(3);
+    const read = (await store.getTransaction('t-1', 'order-1'))!;
+    expect(read.version).toBe(3);
+    // Every later read answers with this same object: it cannot be changed in place.
+    expect(() => Object.assign(read.txn, { state: 'FAILED' })).toThrow(TypeError);
+    expect(await store.getTransaction('t-1', 'order-1')).toBe(read);
     expect((await other.getTransactionById('txn-1'))?.txn.state).toBe('AWAITING_CONFIRM');
     await Promise.all([store.close(), other.close()]);
   });

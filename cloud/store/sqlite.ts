@@ -63,7 +63,7 @@ import {
 const MAX_DECISIONS = 50;
 
 /**
- * Transaction rows kept after this process wrote or read them (about 2 KB each), so that
+ * Transactions kept after this process wrote or read them (a few KB each), so that
  * the steps after a create (the terminal's result, the long poll, the confirm) do not read
  * the file again. Under load each commit of the writer thread, on its own connection,
  * empties the page cache of the relay thread's connection, and a read after it fetches
@@ -83,8 +83,8 @@ export class SqliteStore implements Store {
 
   /** Each terminal's account, as changes read it: a terminal never changes hands. */
   private readonly owners = new Map<string, string>();
-  /** Transaction rows by rowKey, as last written or read here (see KEPT_ROWS). */
-  private readonly keptRows = new BoundedMap<string, TransactionRow>(KEPT_ROWS);
+  /** Transactions by rowKey, as last written or read here (see KEPT_ROWS); frozen. */
+  private readonly kept = new BoundedMap<string, TransactionRecord>(KEPT_ROWS);
   /** The change last begun on each terminal: changes of one terminal run one after another. */
   private readonly terminalChanges = new Map<string, Promise<unknown>>();
   /** Reads a change's context in one read transaction: a snapshot, whatever commits meanwhile. */
@@ -252,29 +252,36 @@ export class SqliteStore implements Store {
     terminalId: string,
     externalId: string,
   ): Promise<TransactionRecord | undefined> {
-    const row = this.transactionRow(terminalId, externalId);
-    return row ? toTransaction(row) : undefined;
+    return this.transaction(terminalId, externalId);
   }
 
-  /** A transaction's row, kept or else read (and kept); `fromFile` reads it in any case. */
-  private transactionRow(
+  /** A transaction, kept or else read (and kept); `fromFile` reads it in any case. */
+  private transaction(
     terminalId: string,
     externalId: string,
     fromFile = false,
-  ): TransactionRow | undefined {
+  ): TransactionRecord | undefined {
     const key = rowKey(terminalId, externalId);
-    const kept = fromFile ? undefined : this.keptRows.get(key);
+    const kept = fromFile ? undefined : this.kept.get(key);
     if (kept) return kept;
     const row = this.statements.transactionByKey.get(terminalId, externalId);
-    if (row) this.keepRow(key, row);
-    else this.keptRows.delete(key);
-    return row;
+    if (!row) {
+      this.kept.delete(key);
+      return undefined;
+    }
+    return this.keep(key, toTransaction(row));
   }
 
-  /** Keeps a row unless a later version of it is kept already. */
-  private keepRow(key: string, row: TransactionRow): void {
-    const kept = this.keptRows.get(key);
-    if (!kept || kept.version <= row.version) this.keptRows.set(key, row);
+  /**
+   * Keeps a transaction unless a later version of it is kept already. It is frozen: the
+   * same object answers every later read, so nothing may change it in place.
+   */
+  private keep(key: string, record: TransactionRecord): TransactionRecord {
+    Object.freeze(record.txn);
+    Object.freeze(record);
+    const kept = this.kept.get(key);
+    if (!kept || kept.version <= record.version) this.kept.set(key, record);
+    return record;
   }
 
   async getTransactionById(id: string): Promise<TransactionRecord | undefined> {
@@ -362,11 +369,11 @@ export class SqliteStore implements Store {
             ),
           },
         });
-        if (write) this.keepRow(rowKey(key.terminalId, key.externalId), write);
+        if (change.write) this.keep(rowKey(key.terminalId, key.externalId), change.write);
         return change.result;
       } catch (error) {
         // Whether or not the row was written, the file says what it holds now.
-        this.keptRows.delete(rowKey(key.terminalId, key.externalId));
+        this.kept.delete(rowKey(key.terminalId, key.externalId));
         if (!(error instanceof WriteConflict) || decisions >= MAX_DECISIONS) throw error;
       }
     }
@@ -392,10 +399,10 @@ export class SqliteStore implements Store {
   } {
     const s = this.statements;
     const lastReport = toLastReport(key.report ? s.lastReport.get(key.terminalId) : undefined);
-    const current = this.transactionRow(key.terminalId, key.externalId, fromFile);
+    const current = this.transaction(key.terminalId, key.externalId, fromFile);
     const context: ChangeContext = {
       terminalOwner: this.ownerOf(key.terminalId),
-      current: current ? toTransaction(current) : undefined,
+      current,
       active: undefined,
       unconfirmedCount: 0,
     };
