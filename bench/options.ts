@@ -68,7 +68,7 @@ ${Object.entries(SPEC)
   .map(([flag, s]) => `  --${flag.padEnd(18)} ${s.env.padEnd(24)} default ${s.fallback}`)
   .join('\n')}
   --${'only'.padEnd(18)} ${'BENCH_ONLY'.padEnd(24)} comma list of ${PHASES.join(',')}
-  --${'cpu-prof'.padEnd(18)} ${'BENCH_CPU_PROF'.padEnd(24)} directory: write CPU profiles of the flows and agentpath relays there
+  --${'cpu-prof'.padEnd(18)} ${'BENCH_CPU_PROF'.padEnd(24)} directory: write CPU profiles of the flows, agentpath and wakeup relays there
 `;
 
 export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptions | 'help' {

@@ -214,7 +214,8 @@ export async function measureFlows(
   };
 }
 
-async function writeProfile(relay: RelayChild['process'], dir: string, label: string) {
+/** Stops the relay's CPU profile, writes it to `dir` and summarises it. */
+export async function writeProfile(relay: RelayChild['process'], dir: string, label: string) {
   fs.mkdirSync(dir, { recursive: true });
   const file = path.resolve(
     dir,

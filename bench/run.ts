@@ -105,6 +105,10 @@ async function main(): Promise<void> {
     results.wakeup = wakeup;
     log(renderWakeup(wakeup));
     if (wakeup.errors) log(`errors: ${wakeup.errorKinds}`);
+    if (wakeup.profile) {
+      log(`\nCPU profile of the relay over the measured window: ${wakeup.profile.file}`);
+      log(wakeup.profile.summary);
+    }
   }
 
   const events = await phase('events', options, () => runEvents(options));

@@ -12,6 +12,7 @@ import { Pool } from 'undici';
 import { cpuWindow, type CpuShares } from './machine.js';
 import type { BenchOptions } from './options.js';
 import { Pos, createSimulators, epochNow } from './pos-api.js';
+import { writeProfile } from './pos-clients.js';
 import { startRelayChild } from './relay-child.js';
 import { ErrorTally, LatencyRecorder, type LatencySummary } from './stats.js';
 
@@ -29,6 +30,7 @@ export interface WakeResult {
   errors: number;
   errorKinds: string;
   cpu: CpuShares;
+  profile?: { file: string; summary: string };
 }
 
 async function wakeLoop(
@@ -81,12 +83,16 @@ export async function runWakeup(options: BenchOptions): Promise<WakeResult> {
     const samples = new LatencyRecorder();
     const errors = new ErrorTally();
     const counts = { notParked: 0 };
+    if (options.cpuProfDir) await relay.process.profileStart();
     const window = await cpuWindow(relay.process);
     const deadline = performance.now() + MAX_SECONDS * 1000;
     await Promise.all(
       poses.map((pos, i) => wakeLoop(pos, i, options, samples, errors, counts, deadline)),
     );
     const { seconds, cpu } = await window.end();
+    const profile = options.cpuProfDir
+      ? await writeProfile(relay.process, options.cpuProfDir, 'relay-wakeup')
+      : undefined;
     return {
       clients: options.wakeClients,
       delayMs: options.wakeDelayMs,
@@ -96,6 +102,7 @@ export async function runWakeup(options: BenchOptions): Promise<WakeResult> {
       errors: errors.total,
       errorKinds: errors.describe(),
       cpu,
+      ...(profile ? { profile } : {}),
     };
   } finally {
     await pool.close();
