@@ -173,11 +173,16 @@ export class SqliteWriter {
   private scheduleFlush(): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    // Writes for the writer thread leave when the task that made them ends: the thread
-    // commits them while this loop goes on with its turn. Writes committed here wait
-    // for the end of the turn, so that one commit serves the whole turn.
-    if (this.thread?.up && this.toThread()) queueMicrotask(() => this.flush());
-    else setImmediate(() => this.flush());
+    // Writes for a writer thread that holds writes (it is committing) leave when the task
+    // that made them ends: it merges them into its next commit while this loop goes on.
+    // A thread that holds none sleeps, and waking it costs a system call and a wake-up on
+    // the other core: the turn's writes go together, in one message. Writes committed
+    // here also wait for the end of the turn, so that one commit serves the whole turn.
+    if (this.thread?.up && this.withThread.size > 0 && this.toThread()) {
+      queueMicrotask(() => this.flush());
+    } else {
+      setImmediate(() => this.flush());
+    }
   }
 
   /** Whether batches go to the writer thread now. */

@@ -109,6 +109,43 @@ describe('SQLite store specifics', () => {
     expect(await settingsOnDisk(file, ['k'])).toEqual({ k: '269' });
   });
 
+  it('writes of one turn for an idle writer thread go in one message; for a committing one, as each task ends', async () => {
+    const file = tempFile();
+    const store = new SqliteStore(file, { writerThread: 'always' });
+    await store.ensureAccount('acct-1', 'now');
+    const writer = (
+      store as unknown as { writer: { thread: { worker: Worker }; withThread: Set<number> } }
+    ).writer;
+    const posted = vi.spyOn(writer.thread.worker, 'postMessage');
+    /** Writes from `count` timers of one turn: each its own task. */
+    const fromTimers = (count: number, key: string) =>
+      new Promise<Array<Promise<void>>>((resolve) => {
+        const writes: Array<Promise<void>> = [];
+        for (let i = 0; i < count; i++) {
+          setTimeout(() => {
+            writes.push(store.putSetting(key, String(i)));
+            if (writes.length === count) resolve(writes);
+          }, 0);
+        }
+      });
+    // The thread holds nothing: ten tasks' writes wait for the end of the turn, together.
+    expect(writer.withThread.size).toBe(0);
+    await Promise.all(await fromTimers(10, 'idle'));
+    expect(posted.mock.calls.length).toBe(1);
+    // The thread holds a write (a long commit under way): each task's write follows at once.
+    posted.mockClear();
+    const first = store.putSetting('large', 'x'.repeat(32 * 1024 * 1024));
+    await new Promise((r) => setImmediate(r));
+    expect(writer.withThread.size).toBe(1);
+    const busy = await fromTimers(10, 'busy');
+    expect(writer.withThread.size).toBeGreaterThan(1);
+    expect(posted.mock.calls.length).toBe(11);
+    await Promise.all([first, ...busy]);
+    expect(await store.getSetting('idle')).toBe('9');
+    expect(await store.getSetting('busy')).toBe('9');
+    await store.close();
+  });
+
   it('when the writer thread dies, its writes fail and later ones are committed on the main thread', async () => {
     const file = tempFile();
     const store = new SqliteStore(file, { writerThread: 'always' });
