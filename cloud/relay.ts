@@ -23,6 +23,7 @@ import { MqttTerminalLink } from './mqtt/mqtt-link.js';
 import type { SimulatorFleet } from './simulator/fleet.js';
 import { SimulatorHost } from './simulator/host.js';
 import { LinkRouter } from './terminals/link-router.js';
+import { lockDataDir } from './store/data-dir-lock.js';
 import { openStore } from './store/open.js';
 import type { Store, StoreChange } from './store/store.js';
 import { BackgroundWork } from './cluster/background.js';
@@ -99,10 +100,20 @@ async function tokenKey(store: Store): Promise<Buffer> {
 export async function startRelay(config: CloudConfig, options: RelayOptions = {}): Promise<Relay> {
   const logger = options.logger ?? pino(loggerOptions(config.logLevel));
   const clock = options.clock ?? systemClock;
-  const store = await openStore(config, { logger: logger.child({ part: 'store' }) });
+  const dataDirLock = config.databaseUrl ? undefined : lockDataDir(config.dataDir);
+  const store = await openStore(config, { logger: logger.child({ part: 'store' }) }).catch(
+    (error: unknown) => {
+      dataDirLock?.release();
+      throw error;
+    },
+  );
+  const closeStore = async () => {
+    await store.close();
+    dataDirLock?.release();
+  };
   // What has started, to be stopped in reverse should a later part fail to start (a port
   // taken): a relay that cannot serve its API must exit, not run on half started.
-  const started: Array<() => Promise<void> | void> = [() => store.close()];
+  const started: Array<() => Promise<void> | void> = [closeStore];
   try {
     return await startParts();
   } catch (error) {
@@ -365,7 +376,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         await leadership.stop();
         await mqttLink.close();
         await broker?.close();
-        await store.close();
+        await closeStore();
       },
     };
   }
