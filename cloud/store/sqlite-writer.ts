@@ -4,9 +4,10 @@
  * the relay's thread: it is short, a commit answered without a thread hop wakes a long
  * poll soonest, and the thread's memory is not spent. While the event loop is busy,
  * batches go to the writer thread (sqlite-writer-thread.ts), so that statement work and
- * the disk flush run beside the event loop instead of in it; they leave as soon as the
- * task that made them ends, and the thread commits together whatever reached it during
- * its last commit. The thread starts the first time the loop is busy; until it is up,
+ * the disk flush run beside the event loop instead of in it. While the thread is
+ * committing, writes follow it as soon as the task that made them ends, and it commits
+ * together whatever reached it meanwhile; an idle thread gets the turn's writes in one
+ * message, since waking it costs more than the wait. The thread starts the first time the loop is busy; until it is up,
  * commits stay here. A batch is committed here only when the thread holds no write, so
  * commits keep the order of the writes.
  */
@@ -178,7 +179,8 @@ export class SqliteWriter {
     // A thread that holds none sleeps, and waking it costs a system call and a wake-up on
     // the other core: the turn's writes go together, in one message. Writes committed
     // here also wait for the end of the turn, so that one commit serves the whole turn.
-    if (this.thread?.up && this.withThread.size > 0 && this.toThread()) {
+    // (The thread holds writes only while it is up.)
+    if (this.withThread.size > 0 && this.toThread()) {
       queueMicrotask(() => this.flush());
     } else {
       setImmediate(() => this.flush());
