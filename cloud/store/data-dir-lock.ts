@@ -1,6 +1,6 @@
 /**
  * One relay process per SQLite data directory: the store keeps transactions in memory
- * (see KEPT_ROWS in sqlite.ts), the due deadlines and the embedded broker run per process,
+ * (see KEPT_TRANSACTIONS in sqlite.ts), the due deadlines and the embedded broker run per process,
  * so a second relay on the same file would answer from a stale memory. The lock is an
  * exclusive SQLite transaction held on a small file beside the store: the operating
  * system drops it when the process ends, however it ends, so it is never stale.

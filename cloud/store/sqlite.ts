@@ -67,13 +67,14 @@ const MAX_DECISIONS = 50;
  * the steps after a create (the terminal's result, the long poll, the confirm) do not read
  * the file again. Under load each commit of the writer thread, on its own connection,
  * empties the page cache of the relay thread's connection, and a read after it fetches
- * its pages from the file again. A kept row is the file's own while this process is the
- * file's only writer (one relay per data directory); a change decided on a row that
- * another process has since moved still fails its commit check and is decided again on
- * the file's row.
+ * its pages from the file again. A kept transaction is the file's own while this process
+ * is the file's only writer (one relay per data directory, data-dir-lock.ts); a change
+ * decided on one that another process has since moved still fails its commit check and is
+ * decided again on the file's row.
  */
-const KEPT_ROWS = 2_000;
-const rowKey = (terminalId: string, externalId: string) => `${terminalId}\u0000${externalId}`;
+const KEPT_TRANSACTIONS = 2_000;
+const transactionKey = (terminalId: string, externalId: string) =>
+  `${terminalId}\u0000${externalId}`;
 
 export class SqliteStore implements Store {
   /** The relay thread's connection: migrations, reads, and the writes of light load. */
@@ -83,8 +84,8 @@ export class SqliteStore implements Store {
 
   /** Each terminal's account, as changes read it: a terminal never changes hands. */
   private readonly owners = new Map<string, string>();
-  /** Transactions by rowKey, as last written or read here (see KEPT_ROWS); frozen. */
-  private readonly kept = new BoundedMap<string, TransactionRecord>(KEPT_ROWS);
+  /** Transactions by transactionKey, as last written or read here (see KEPT_TRANSACTIONS); frozen. */
+  private readonly kept = new BoundedMap<string, TransactionRecord>(KEPT_TRANSACTIONS);
   /** The change last begun on each terminal: changes of one terminal run one after another. */
   private readonly terminalChanges = new Map<string, Promise<unknown>>();
   /** Reads a change's context in one read transaction: a snapshot, whatever commits meanwhile. */
@@ -261,7 +262,7 @@ export class SqliteStore implements Store {
     externalId: string,
     fromFile = false,
   ): TransactionRecord | undefined {
-    const key = rowKey(terminalId, externalId);
+    const key = transactionKey(terminalId, externalId);
     const kept = fromFile ? undefined : this.kept.get(key);
     if (kept) return kept;
     const row = this.statements.transactionByKey.get(terminalId, externalId);
@@ -332,6 +333,7 @@ export class SqliteStore implements Store {
   }
 
   private async decideAndWrite<R>(key: ChangeKey, decide: Decide<R>): Promise<R> {
+    const keptAs = transactionKey(key.terminalId, key.externalId);
     for (let decisions = 1; ; decisions++) {
       // After a conflict the kept row may be another process's past: read the file's.
       const fromFile = decisions > 1;
@@ -369,11 +371,11 @@ export class SqliteStore implements Store {
             ),
           },
         });
-        if (change.write) this.keep(rowKey(key.terminalId, key.externalId), change.write);
+        if (change.write) this.keep(keptAs, change.write);
         return change.result;
       } catch (error) {
         // Whether or not the row was written, the file says what it holds now.
-        this.kept.delete(rowKey(key.terminalId, key.externalId));
+        this.kept.delete(keptAs);
         if (!(error instanceof WriteConflict) || decisions >= MAX_DECISIONS) throw error;
       }
     }
