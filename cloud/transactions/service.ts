@@ -228,11 +228,9 @@ export class TransactionService {
     return result;
   }
 
+  /** The least recently changed are forgotten first: reports follow their changes closely. */
   private rememberKey({ txn }: TransactionRecord): void {
-    // Oldest first out: reports follow their transaction's changes closely.
-    if (!this.keysById.has(txn.id)) {
-      this.keysById.set(txn.id, { terminalId: txn.terminal_id, externalId: txn.external_id });
-    }
+    this.keysById.set(txn.id, { terminalId: txn.terminal_id, externalId: txn.external_id });
   }
 
   /** A transaction's terminal and external id, from memory or else from the store. */
