@@ -117,27 +117,30 @@ describe('SQLite store specifics', () => {
       store as unknown as { writer: { thread: { worker: Worker }; withThread: Set<number> } }
     ).writer;
     const posted = vi.spyOn(writer.thread.worker, 'postMessage');
-    /** Writes from `count` timers of one turn: each its own task. */
-    const fromTimers = (count: number, key: string) =>
+    /**
+     * Writes from `count` immediates queued together: each its own task, all in one check
+     * phase of the loop (timers could fall on either side of a millisecond).
+     */
+    const fromTasks = (count: number, key: string) =>
       new Promise<Array<Promise<void>>>((resolve) => {
         const writes: Array<Promise<void>> = [];
         for (let i = 0; i < count; i++) {
-          setTimeout(() => {
+          setImmediate(() => {
             writes.push(store.putSetting(key, String(i)));
             if (writes.length === count) resolve(writes);
-          }, 0);
+          });
         }
       });
     // The thread holds nothing: ten tasks' writes wait for the end of the turn, together.
     expect(writer.withThread.size).toBe(0);
-    await Promise.all(await fromTimers(10, 'idle'));
+    await Promise.all(await fromTasks(10, 'idle'));
     expect(posted.mock.calls.length).toBe(1);
     // The thread holds a write (a long commit under way): each task's write follows at once.
     posted.mockClear();
     const first = store.putSetting('large', 'x'.repeat(32 * 1024 * 1024));
     await new Promise((r) => setImmediate(r));
     expect(writer.withThread.size).toBe(1);
-    const busy = await fromTimers(10, 'busy');
+    const busy = await fromTasks(10, 'busy');
     expect(writer.withThread.size).toBeGreaterThan(1);
     expect(posted.mock.calls.length).toBe(11);
     await Promise.all([first, ...busy]);
