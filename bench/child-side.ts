@@ -19,6 +19,8 @@ export interface ChildHooks {
   /** The agent fleet: its agents for samples, and its own requests. */
   agents?: () => FleetAgents;
   fleet?: (request: FleetRequest) => Promise<FleetReply>;
+  /** The relay: when it took in each COMPLETED report, if it records them. */
+  reportTimes?: () => Array<[string, number]>;
   stop: () => Promise<void>;
 }
 
@@ -134,6 +136,15 @@ export function serveParent(hooks: ChildHooks): void {
         );
         break;
       }
+      case 'report-times':
+        send({
+          type: 'reply',
+          id: message.id,
+          ...(hooks.reportTimes
+            ? { reportTimes: hooks.reportTimes() }
+            : { error: 'this child records no report times' }),
+        });
+        break;
       case 'stop':
         send({ type: 'reply', id: message.id });
         stop();

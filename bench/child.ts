@@ -85,6 +85,15 @@ export class BenchChild {
     if (reply.type === 'reply' && reply.error) throw new Error(reply.error);
   }
 
+  /** Relay child: when it took in each transaction's COMPLETED report (epoch ms, µs precision). */
+  async reportTimes(): Promise<Map<string, number>> {
+    const reply = await this.request({ type: 'report-times' });
+    if (reply.type !== 'reply' || !reply.reportTimes) {
+      throw new Error(reply.type === 'reply' && reply.error ? reply.error : 'child sent no times');
+    }
+    return new Map(reply.reportTimes);
+  }
+
   /** Fleet child: registers `count` terminals through the relay's API. */
   async fleetRegister(count: number, concurrency: number): Promise<FleetReply> {
     return this.fleetReply(await this.request({ type: 'fleet-register', count, concurrency }));

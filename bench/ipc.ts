@@ -57,6 +57,8 @@ export type ParentRequest =
   | { id: number; type: 'fleet-register'; count: number; concurrency: number }
   /** Fleet: starts one agent per registered terminal; answers once all are started. */
   | { id: number; type: 'fleet-connect'; options: FleetConnectOptions }
+  /** Relay: when it took in each transaction's COMPLETED report (BENCH_REPORT_TIMES=1). */
+  | { id: number; type: 'report-times' }
   | { id: number; type: 'stop' };
 
 export type FleetRequest = Extract<ParentRequest, { type: 'fleet-register' | 'fleet-connect' }>;
@@ -75,6 +77,8 @@ export type ChildMessage =
       id: number;
       sample?: ProcessSample;
       fleet?: FleetReply;
+      /** [transaction id, epoch ms with µs precision] of each COMPLETED report taken in. */
+      reportTimes?: Array<[string, number]>;
       error?: string;
     }
   | { type: 'failed'; message: string };

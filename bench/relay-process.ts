@@ -2,11 +2,28 @@
  * The relay under test, alone in its own process so that its memory is its own: a fresh
  * data directory, port 0, logs at warn. Configured by the bench through TPS_* variables
  * (read by loadCloudConfig); reports its origin, its MQTT broker's address (where agents
- * connect) and its parked long polls over IPC.
+ * connect) and its parked long polls over IPC. With BENCH_REPORT_TIMES=1 it also notes
+ * when it took in each transaction's result (the relay's diagnostics channel), for the
+ * wake-up phase.
  */
+import diagnosticsChannel from 'node:diagnostics_channel';
+import { performance } from 'node:perf_hooks';
 import { loadCloudConfig } from '../cloud/config.js';
 import { startRelay } from '../cloud/relay.js';
+import { REPORT_TAKEN_CHANNEL, type ReportTaken } from '../cloud/transactions/diagnostics.js';
 import { failStart, send, serveParent } from './child-side.js';
+
+/** When each transaction's COMPLETED report was taken in, in epoch ms with µs precision. */
+function recordReportTimes(): () => Array<[string, number]> {
+  const times = new Map<string, number>();
+  diagnosticsChannel.subscribe(REPORT_TAKEN_CHANNEL, (message) => {
+    const { report } = message as ReportTaken;
+    if (report.type === 'transaction' && report.phase === 'COMPLETED') {
+      times.set(report.transaction_id, performance.timeOrigin + performance.now());
+    }
+  });
+  return () => [...times];
+}
 
 async function main(): Promise<void> {
   const config = loadCloudConfig(
@@ -15,8 +32,13 @@ async function main(): Promise<void> {
     { TPS_SIMULATOR_MODE: 'in-process', ...process.env },
     { host: '127.0.0.1', port: 0, mqttPort: 0, defaultSimulator: false, logLevel: 'warn' },
   );
+  const reportTimes = process.env.BENCH_REPORT_TIMES === '1' ? recordReportTimes() : undefined;
   const relay = await startRelay(config);
-  serveParent({ parked: () => relay.service.feed.size, stop: () => relay.close() });
+  serveParent({
+    parked: () => relay.service.feed.size,
+    ...(reportTimes ? { reportTimes } : {}),
+    stop: () => relay.close(),
+  });
   send({ type: 'ready', origin: new URL(relay.baseUrl).origin, brokerUrl: relay.brokerUrl });
 }
 

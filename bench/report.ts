@@ -116,19 +116,27 @@ export function renderFlowLatencies(flows: FlowsResult): string {
 }
 
 export function renderWakeup(w: WakeResult): string {
+  const both = (cell: (l: LatencySummary) => string) => [cell(w.bare.latency), cell(w.latency)];
   return table([
-    ['long-poll wake-up', ''],
-    ['samples', count(w.latency.count)],
-    ['p50', ms(w.latency.p50)],
-    ['p90', ms(w.latency.p90)],
-    ['p99', ms(w.latency.p99)],
-    ['max', ms(w.latency.max)],
-    ['gets not parked (skipped)', count(w.notParked)],
-    ['errors', count(w.errors)],
-    ['terminals / simulator delay', `${w.clients} / ${w.delayMs} ms`],
-    ['measured', `${w.seconds.toFixed(1)} s`],
+    ['long-poll wake-up', 'bare fastify, a timer', 'relay, simulators'],
+    ['samples', ...both((l) => count(l.count))],
+    ['p50', ...both((l) => ms(l.p50))],
+    ['p90', ...both((l) => ms(l.p90))],
+    ['p99', ...both((l) => ms(l.p99))],
+    ['max', ...both((l) => ms(l.max))],
     [
-      'relay / client / others CPU',
+      'p50 / p99 from updated_at (ms)',
+      '-',
+      `${ms(w.fromUpdatedAt.p50)} / ${ms(w.fromUpdatedAt.p99)}`,
+    ],
+    ['gets not parked (skipped)', '-', count(w.notParked)],
+    ['report time missing or off', count(w.bare.unmatched), count(w.unmatched)],
+    ['errors', count(w.bare.errors), count(w.errors)],
+    ['terminals / delay', `${w.clients} / ${w.delayMs} ms`, `${w.clients} / ${w.delayMs} ms`],
+    ['measured', '-', `${w.seconds.toFixed(1)} s`],
+    [
+      'server / client / others CPU',
+      `${pct(w.bare.cpu.server)} / ${pct(w.bare.cpu.client)} / ${pct(w.bare.cpu.others)}`,
       `${pct(w.cpu.server)} / ${pct(w.cpu.client)} / ${pct(w.cpu.others)}`,
     ],
   ]);

@@ -31,6 +31,7 @@ import {
   type MachineSettings,
 } from './state-machine.js';
 import { DueScheduler } from './due-scheduler.js';
+import { publishReportTaken } from './diagnostics.js';
 import { BoundedMap } from '../bounded-map.js';
 
 /** Who is asking: an account credential reaches all its terminals, a terminal credential one. */
@@ -409,6 +410,7 @@ export class TransactionService {
     report: TerminalReport,
     position?: ReportPosition,
   ): Promise<void> {
+    publishReportTaken({ terminalId, report });
     if (report.type === 'status') {
       const event = await this.store.updateTerminalStatus(
         terminalId,
