@@ -30,6 +30,8 @@ export interface BenchOptions {
   wakeClients: number;
   /** Simulator delay of the wake-up relay: how long a transaction stays PROCESSING. */
   wakeDelayMs: number;
+  /** How often each wake-up terminal starts a payment (longer than the delay). */
+  wakePeriodMs: number;
   /** Long polls to park at once, and the PROCESSING transactions they spread over. */
   parked: number;
   parkedTerminals: number;
@@ -51,8 +53,9 @@ const SPEC = {
   'bare-connections': { env: 'BENCH_BARE_CONNECTIONS', fallback: 50 },
   clients: { env: 'BENCH_CLIENTS', fallback: 200 },
   'wake-samples': { env: 'BENCH_WAKE_SAMPLES', fallback: 1000 },
-  'wake-clients': { env: 'BENCH_WAKE_CLIENTS', fallback: 50 },
+  'wake-clients': { env: 'BENCH_WAKE_CLIENTS', fallback: 60 },
   'wake-delay-ms': { env: 'BENCH_WAKE_DELAY_MS', fallback: 200 },
+  'wake-period-ms': { env: 'BENCH_WAKE_PERIOD_MS', fallback: 250 },
   parked: { env: 'BENCH_PARKED', fallback: 10_000 },
   'parked-terminals': { env: 'BENCH_PARKED_TERMINALS', fallback: 100 },
   agents: { env: 'BENCH_AGENTS', fallback: 1000 },
@@ -106,6 +109,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     wakeSamples: number('wake-samples'),
     wakeClients: number('wake-clients'),
     wakeDelayMs: number('wake-delay-ms'),
+    wakePeriodMs: number('wake-period-ms'),
     parked: number('parked'),
     parkedTerminals: number('parked-terminals'),
     agents: number('agents'),

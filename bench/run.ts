@@ -104,7 +104,9 @@ async function main(): Promise<void> {
   if (wakeup) {
     results.wakeup = wakeup;
     log(renderWakeup(wakeup));
-    if (wakeup.errors) log(`errors: ${wakeup.errorKinds}`);
+    for (const [name, run] of Object.entries(wakeup.relay)) {
+      if (run.errors) log(`errors (relay, ${name}): ${run.errorKinds}`);
+    }
     if (wakeup.profile) {
       log(`\nCPU profile of the relay over the measured window: ${wakeup.profile.file}`);
       log(wakeup.profile.summary);

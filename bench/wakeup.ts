@@ -6,6 +6,12 @@
  * clock: it covers the decision, the commit, the wake-up, the render and the HTTP answer.
  * The transaction's `updated_at` marks the same moment to the millisecond, truncated; a
  * sample measured from it reads up to 1 ms high, and is reported beside, as a check.
+ *
+ * Each terminal starts a payment every period, at its own phase: spread, the wake-ups come
+ * one by one, as at a till; in a burst, every terminal starts at the same moment and all
+ * their wake-ups come together. A terminal that is late skips the starts it missed instead
+ * of catching up, so that a stall (a slow disk flush) does not line the terminals up.
+ * Both run first against a bare server whose terminal is a timer: the machine's floor.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { performance } from 'node:perf_hooks';
@@ -22,11 +28,11 @@ import { ErrorTally, LatencyRecorder, type LatencySummary } from './stats.js';
 const NORMAL_AMOUNT = 1_000;
 const MAX_SECONDS = 60;
 
-export interface WakeResult {
-  clients: number;
-  delayMs: number;
-  seconds: number;
-  /** From the relay's taking in the result to the answer's arrival. */
+export type WakeSchedule = 'spread' | 'burst';
+
+/** What one schedule measured against one server. */
+export interface WakeRun {
+  /** From the report's (or timer's) moment to the answer's arrival. */
   latency: LatencySummary;
   /** The same answers, from `updated_at` (ms, truncated). */
   fromUpdatedAt: LatencySummary;
@@ -36,52 +42,71 @@ export interface WakeResult {
   notParked: number;
   errors: number;
   errorKinds: string;
+  seconds: number;
   cpu: CpuShares;
-  /** The same clients against a bare server whose "terminal" is a timer. */
-  bare: { latency: LatencySummary; unmatched: number; errors: number; cpu: CpuShares };
+}
+
+export interface WakeResult {
+  clients: number;
+  delayMs: number;
+  periodMs: number;
+  relay: Record<WakeSchedule, WakeRun>;
+  /** The same clients against bare-wake-server.ts. */
+  bare: Record<WakeSchedule, WakeRun>;
   profile?: { file: string; summary: string };
 }
 
 /** A woken long poll's answer: its transaction, when it arrived and its `updated_at`. */
 type Answered = [transactionId: string, receivedAt: number, updatedAt: number];
 
+interface Tally {
+  answered: Answered[];
+  errors: ErrorTally;
+  notParked: number;
+}
+
+/** One payment: purchase, the get that parks until the terminal is done, confirm. */
+async function payOnce(pos: Pos, externalId: string, tally: Tally): Promise<void> {
+  try {
+    const created = await pos.purchase(externalId, NORMAL_AMOUNT, 0);
+    if (created.status !== 200 || created.body?.transaction?.state !== 'PROCESSING') {
+      tally.errors.add(`purchase ${created.status} ${created.body?.transaction?.state ?? ''}`);
+      return;
+    }
+    const sentAt = epochNow();
+    const read = await pos.get(externalId, 25);
+    const txn = read.body?.transaction;
+    if (read.status !== 200 || txn?.state !== 'AWAITING_CONFIRM') {
+      tally.errors.add(`get ${read.status} ${txn?.state ?? ''}`);
+      return;
+    }
+    const updatedAt = Date.parse(txn.updated_at);
+    if (updatedAt < sentAt - 1) tally.notParked += 1;
+    else tally.answered.push([txn.id, read.receivedAt, updatedAt]);
+    const confirmed = await pos.confirm(externalId);
+    if (confirmed.status !== 200) tally.errors.add(`confirm ${confirmed.status}`);
+  } catch (error) {
+    tally.errors.add(`exception ${(error as { code?: string }).code ?? String(error)}`);
+    await pos.confirm(externalId, 'ABORTED').catch(() => undefined);
+  }
+}
+
+/** A terminal's payments, each at the next start of its phase that has not passed. */
 async function wakeLoop(
   pos: Pos,
-  client: number,
+  name: string,
+  firstStart: number,
   options: BenchOptions,
-  answered: Answered[],
-  errors: ErrorTally,
-  counts: { notParked: number },
+  tally: Tally,
   deadline: number,
 ): Promise<void> {
-  // Spread the clients over one delay so that wake-ups do not all come in one burst.
-  await sleep(Math.random() * options.wakeDelayMs);
-  let sequence = 0;
-  while (answered.length < options.wakeSamples && performance.now() < deadline) {
-    const externalId = `wake-${client}-${sequence++}`;
-    try {
-      const created = await pos.purchase(externalId, NORMAL_AMOUNT, 0);
-      if (created.status !== 200 || created.body?.transaction?.state !== 'PROCESSING') {
-        errors.add(`purchase ${created.status} ${created.body?.transaction?.state ?? ''}`);
-        continue;
-      }
-      const sentAt = epochNow();
-      const read = await pos.get(externalId, 25);
-      const txn = read.body?.transaction;
-      if (read.status !== 200 || txn?.state !== 'AWAITING_CONFIRM') {
-        errors.add(`get ${read.status} ${txn?.state ?? ''}`);
-        continue;
-      }
-      const updatedAt = Date.parse(txn.updated_at);
-      if (updatedAt < sentAt - 1) counts.notParked += 1;
-      else answered.push([txn.id, read.receivedAt, updatedAt]);
-      const confirmed = await pos.confirm(externalId);
-      if (confirmed.status !== 200) errors.add(`confirm ${confirmed.status}`);
-    } catch (error) {
-      errors.add(`exception ${(error as { code?: string }).code ?? String(error)}`);
-      await pos.confirm(externalId, 'ABORTED').catch(() => undefined);
-      await sleep(10);
-    }
+  for (let sequence = 0; tally.answered.length < options.wakeSamples; sequence++) {
+    const now = performance.now();
+    const missed = Math.max(0, Math.ceil((now - firstStart) / options.wakePeriodMs));
+    const start = firstStart + missed * options.wakePeriodMs;
+    if (start >= deadline) return;
+    await sleep(start - now);
+    await payOnce(pos, `wake-${name}-${sequence}`, tally);
   }
 }
 
@@ -107,31 +132,44 @@ function wakeSamples(answered: Answered[], reportTimes: Map<string, number>) {
   return { samples, fromUpdatedAt, unmatched };
 }
 
-/** What the wake-up clients measured against one server. */
-interface WakeRun {
-  answered: Answered[];
-  errors: ErrorTally;
-  notParked: number;
-  seconds: number;
-  cpu: CpuShares;
-}
-
-/** Runs the wake-up clients, one per POS, until the samples are in. */
+/** Runs one schedule of the wake-up clients, one per POS, until the samples are in. */
 async function driveWakeups(
   server: BenchChild,
   poses: Pos[],
+  schedule: WakeSchedule,
   options: BenchOptions,
 ): Promise<WakeRun> {
-  const answered: Answered[] = [];
-  const errors = new ErrorTally();
-  const counts = { notParked: 0 };
+  const tally: Tally = { answered: [], errors: new ErrorTally(), notParked: 0 };
   const window = await cpuWindow(server);
-  const deadline = performance.now() + MAX_SECONDS * 1000;
+  const begin = performance.now() + 10;
+  const deadline = begin + MAX_SECONDS * 1000;
   await Promise.all(
-    poses.map((pos, i) => wakeLoop(pos, i, options, answered, errors, counts, deadline)),
+    poses.map((pos, i) => {
+      const phase = schedule === 'spread' ? Math.random() * options.wakePeriodMs : 0;
+      return wakeLoop(pos, `${schedule}-${i}`, begin + phase, options, tally, deadline);
+    }),
   );
   const { seconds, cpu } = await window.end();
-  return { answered, errors, notParked: counts.notParked, seconds, cpu };
+  const { samples, fromUpdatedAt, unmatched } = wakeSamples(
+    tally.answered,
+    await server.reportTimes(),
+  );
+  return {
+    latency: samples.summary(),
+    fromUpdatedAt: fromUpdatedAt.summary(),
+    unmatched,
+    notParked: tally.notParked,
+    errors: tally.errors.total,
+    errorKinds: tally.errors.describe(),
+    seconds,
+    cpu,
+  };
+}
+
+async function bothSchedules(server: BenchChild, poses: Pos[], options: BenchOptions) {
+  const spread = await driveWakeups(server, poses, 'spread', options);
+  const burst = await driveWakeups(server, poses, 'burst', options);
+  return { spread, burst };
 }
 
 /**
@@ -149,14 +187,7 @@ async function runBareWakeups(options: BenchOptions): Promise<WakeResult['bare']
       { length: options.wakeClients },
       (_, i) => new Pos(pool, `t-bare-${i}`, credential),
     );
-    const run = await driveWakeups(server, poses, options);
-    const { samples, unmatched } = wakeSamples(run.answered, await server.reportTimes());
-    return {
-      latency: samples.summary(),
-      unmatched,
-      errors: run.errors.total,
-      cpu: run.cpu,
-    };
+    return await bothSchedules(server, poses, options);
   } finally {
     await pool.close();
     await server.stop();
@@ -164,6 +195,9 @@ async function runBareWakeups(options: BenchOptions): Promise<WakeResult['bare']
 }
 
 export async function runWakeup(options: BenchOptions): Promise<WakeResult> {
+  if (options.wakePeriodMs <= options.wakeDelayMs) {
+    throw new Error('--wake-period-ms must be longer than --wake-delay-ms');
+  }
   const bare = await runBareWakeups(options);
   const relay = await startRelayChild({
     simulatorDelayMs: options.wakeDelayMs,
@@ -175,25 +209,15 @@ export async function runWakeup(options: BenchOptions): Promise<WakeResult> {
     // The account credential reaches every terminal: one secret check instead of one each.
     const poses = simulators.map((s) => new Pos(pool, s.terminal_id, relay.account));
     if (options.cpuProfDir) await relay.process.profileStart();
-    const run = await driveWakeups(relay.process, poses, options);
-    const { samples, fromUpdatedAt, unmatched } = wakeSamples(
-      run.answered,
-      await relay.process.reportTimes(),
-    );
+    const runs = await bothSchedules(relay.process, poses, options);
     const profile = options.cpuProfDir
       ? await writeProfile(relay.process, options.cpuProfDir, 'relay-wakeup')
       : undefined;
     return {
       clients: options.wakeClients,
       delayMs: options.wakeDelayMs,
-      seconds: run.seconds,
-      latency: samples.summary(),
-      fromUpdatedAt: fromUpdatedAt.summary(),
-      unmatched,
-      notParked: run.notParked,
-      errors: run.errors.total,
-      errorKinds: run.errors.describe(),
-      cpu: run.cpu,
+      periodMs: options.wakePeriodMs,
+      relay: runs,
       bare,
       ...(profile ? { profile } : {}),
     };
