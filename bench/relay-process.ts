@@ -13,12 +13,17 @@ import { startRelay } from '../cloud/relay.js';
 import { REPORT_TAKEN_CHANNEL, type ReportTaken } from '../cloud/transactions/diagnostics.js';
 import { failStart, send, serveParent } from './child-side.js';
 
-/** When each transaction's COMPLETED report was taken in, in epoch ms with µs precision. */
+/** When each transaction's first COMPLETED report was taken in, in epoch ms with µs precision. */
 function recordReportTimes(): () => Array<[string, number]> {
   const times = new Map<string, number>();
   diagnosticsChannel.subscribe(REPORT_TAKEN_CHANNEL, (message) => {
     const { report } = message as ReportTaken;
-    if (report.type === 'transaction' && report.phase === 'COMPLETED') {
+    // The first one made the change; a terminal may send its result again (a re-sent start).
+    if (
+      report.type === 'transaction' &&
+      report.phase === 'COMPLETED' &&
+      !times.has(report.transaction_id)
+    ) {
       times.set(report.transaction_id, performance.timeOrigin + performance.now());
     }
   });
