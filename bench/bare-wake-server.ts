@@ -7,9 +7,9 @@
  * is the machine's own delay from an event in a server to its answer read by a client.
  */
 import type { AddressInfo } from 'node:net';
-import { performance } from 'node:perf_hooks';
 import Fastify from 'fastify';
 import { failStart, send, serveParent } from './child-side.js';
+import { epochNow } from './pos-api.js';
 
 interface Bare {
   id: string;
@@ -22,8 +22,6 @@ interface Body {
   terminal_id: string;
   external_id: string;
 }
-
-const epochNow = () => performance.timeOrigin + performance.now();
 
 async function main(): Promise<void> {
   const delayMs = Number(process.env.BENCH_BARE_WAKE_DELAY_MS);

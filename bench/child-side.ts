@@ -19,7 +19,7 @@ export interface ChildHooks {
   /** The agent fleet: its agents for samples, and its own requests. */
   agents?: () => FleetAgents;
   fleet?: (request: FleetRequest) => Promise<FleetReply>;
-  /** The relay: when it took in each COMPLETED report, if it records them. */
+  /** The wake-up servers: when each transaction's result was taken in (or its timer fired). */
   reportTimes?: () => Array<[string, number]>;
   stop: () => Promise<void>;
 }

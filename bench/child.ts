@@ -85,7 +85,7 @@ export class BenchChild {
     if (reply.type === 'reply' && reply.error) throw new Error(reply.error);
   }
 
-  /** Relay child: when it took in each transaction's COMPLETED report (epoch ms, µs precision). */
+  /** Wake-up servers: when each transaction's result was taken in (epoch ms, µs precision). */
   async reportTimes(): Promise<Map<string, number>> {
     const reply = await this.request({ type: 'report-times' });
     if (reply.type !== 'reply' || !reply.reportTimes) {

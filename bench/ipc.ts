@@ -57,7 +57,7 @@ export type ParentRequest =
   | { id: number; type: 'fleet-register'; count: number; concurrency: number }
   /** Fleet: starts one agent per registered terminal; answers once all are started. */
   | { id: number; type: 'fleet-connect'; options: FleetConnectOptions }
-  /** Relay: when it took in each transaction's COMPLETED report (BENCH_REPORT_TIMES=1). */
+  /** Wake-up servers: when each transaction's result was taken in (relay: BENCH_REPORT_TIMES=1). */
   | { id: number; type: 'report-times' }
   | { id: number; type: 'stop' };
 

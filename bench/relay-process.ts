@@ -7,11 +7,11 @@
  * wake-up phase.
  */
 import diagnosticsChannel from 'node:diagnostics_channel';
-import { performance } from 'node:perf_hooks';
 import { loadCloudConfig } from '../cloud/config.js';
 import { startRelay } from '../cloud/relay.js';
 import { REPORT_TAKEN_CHANNEL, type ReportTaken } from '../cloud/transactions/diagnostics.js';
 import { failStart, send, serveParent } from './child-side.js';
+import { epochNow } from './pos-api.js';
 
 /** When each transaction's first COMPLETED report was taken in, in epoch ms with µs precision. */
 function recordReportTimes(): () => Array<[string, number]> {
@@ -24,7 +24,7 @@ function recordReportTimes(): () => Array<[string, number]> {
       report.phase === 'COMPLETED' &&
       !times.has(report.transaction_id)
     ) {
-      times.set(report.transaction_id, performance.timeOrigin + performance.now());
+      times.set(report.transaction_id, epochNow());
     }
   });
   return () => [...times];
