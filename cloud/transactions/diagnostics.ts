@@ -18,6 +18,6 @@ export interface ReportTaken {
 
 const reportTaken = diagnosticsChannel.channel(REPORT_TAKEN_CHANNEL);
 
-export function publishReportTaken(message: ReportTaken): void {
-  if (reportTaken.hasSubscribers) reportTaken.publish(message);
+export function publishReportTaken(terminalId: string, report: TerminalReport): void {
+  if (reportTaken.hasSubscribers) reportTaken.publish({ terminalId, report } satisfies ReportTaken);
 }

@@ -410,7 +410,7 @@ export class TransactionService {
     report: TerminalReport,
     position?: ReportPosition,
   ): Promise<void> {
-    publishReportTaken({ terminalId, report });
+    publishReportTaken(terminalId, report);
     if (report.type === 'status') {
       const event = await this.store.updateTerminalStatus(
         terminalId,
