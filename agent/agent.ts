@@ -9,8 +9,8 @@
  * ```
  */
 import type { Logger } from 'pino';
-import type { BackoffOptions } from './backoff.js';
-import { systemClock, systemTimers, type Clock, type Timers } from './clock.js';
+import type { BackoffOptions } from '../common/backoff.js';
+import { systemClock, systemTimers, type Clock, type Timers } from '../common/clock.js';
 import type { AgentConfig } from './config.js';
 import { Executor } from './executor.js';
 import { Heartbeat } from './heartbeat.js';
@@ -32,9 +32,9 @@ export interface AgentDeps {
   /** Knobs for tests and benches; the defaults suit the field. */
   tuning?: {
     /** Broker reconnect back-off (default 500 ms doubling to 60 s, jittered). */
-    reconnect?: BackoffOptions;
+    reconnect?: Partial<BackoffOptions>;
     /** Reader retry back-off (default 500 ms doubling to 30 s). */
-    readerRetry?: BackoffOptions;
+    readerRetry?: Partial<BackoffOptions>;
     /** Watchdog on a running transaction (default 15 s). */
     watchMs?: number;
     connectTimeoutMs?: number;

@@ -1,7 +1,7 @@
 /**
  * The byte stream under the MQTT link: TCP for mqtt://, TLS for mqtts://, always with
  * Nagle's algorithm off. With it on, every QoS 1 round trip waits for the kernel's delayed
- * ACK (≈ 40-90 ms instead of ≈ 0.1 ms, PLATFORM-NOTES). Certificate files are read at each
+ * ACK (≈ 40-90 ms instead of ≈ 0.1 ms; docs/architecture.md, platform facts). Certificate files are read at each
  * connect, so a renewed certificate is used at the next reconnect without a restart.
  */
 import { readFileSync } from 'node:fs';

@@ -1,7 +1,7 @@
 /** `tps agent --config FILE` and `tps agent doctor --config FILE`. */
 import { parseArgs } from 'node:util';
 import { startAgent } from './agent.js';
-import { systemClock } from './clock.js';
+import { systemClock } from '../common/clock.js';
 import { AgentConfigError, loadAgentConfig } from './config.js';
 import { runDoctor } from './doctor.js';
 import { openHardware } from './hardware.js';

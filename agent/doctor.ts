@@ -13,8 +13,9 @@ import { ReceiptPrinter } from '../firmware-bridge/printer/printer.js';
 import { connectTcpPrinter } from '../firmware-bridge/printer/tcp.js';
 import { SerialCardReader } from '../firmware-bridge/reader/serial-card-reader.js';
 import { openSerialPort } from '../firmware-bridge/transport/serial-port.js';
+import { doctorClientId } from '../protocol/mqtt.js';
 import { openBrokerSocket } from './broker-socket.js';
-import type { Clock } from './clock.js';
+import type { Clock } from '../common/clock.js';
 import { AgentConfigError, loadAgentConfig, type AgentConfig } from './config.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';
@@ -231,7 +232,7 @@ async function checkPrinter(config: AgentConfig, timeoutMs: number): Promise<Che
 export async function checkBroker(config: AgentConfig, timeoutMs: number): Promise<CheckResult[]> {
   const { broker } = config;
   const client = new MqttClient(() => openBrokerSocket(broker), {
-    clientId: `doctor-${config.terminal_id}-${process.pid}`,
+    clientId: doctorClientId(config.terminal_id, process.pid),
     clean: true,
     protocolVersion: 4,
     reconnectPeriod: 0,

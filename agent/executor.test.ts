@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { ManualTimers } from '../firmware-bridge/serial/timers.js';
+import { ManualTimers } from '../common/testing/manual-timers.js';
 import type { CommandMessage } from '../protocol/mqtt.js';
 import type { TerminalTransactionState } from '../protocol/terminal-status.js';
 import { Executor } from './executor.js';

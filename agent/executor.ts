@@ -3,37 +3,37 @@
  * a report through the journal's outbox. Its rules, in the order they are checked:
  *
  * - a command_id seen before is acknowledged again with its first outcome and not applied;
- * - journal first, then acknowledge, then act (architecture invariant 4): a command's
+ * - journal first, then acknowledge, then act, invariant 4 (docs/architecture.md): a command's
  *   effect on the journal and its outbox reports are one commit, the cmd-ack follows, the
  *   reader call comes last;
  * - a transaction never runs twice: a start for a transaction the journal knows, in any
  *   state, is acknowledged and does nothing else;
  * - the reader does one thing at a time: starts and reversals queue behind the running
- *   transaction, in arrival order;
+ *   transaction, in arrival order (reader-slot.ts);
  * - when a reader command fails (delivery unknown), the reader's own record decides
- *   (recovery.ts), after a back-off, as it does at start and as a watchdog while a
- *   transaction runs.
+ *   (reconciler.ts, recovery.ts), after a back-off, as it does at start and as a watchdog
+ *   while a transaction runs.
  *
- * docs/agent.md has the table of commands and outcomes.
+ * Here: the commands and the reader's events. Every row change goes through
+ * journal-writer.ts. docs/agent.md has the table of commands and outcomes.
  */
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
+import type { BackoffOptions } from '../common/backoff.js';
+import type { Clock, Timers } from '../common/clock.js';
 import type { CommandMessage } from '../protocol/mqtt.js';
-import type {
-  StartTransactionCommand,
-  TerminalCommand,
-  TerminalReport,
-} from '../protocol/terminal-link.js';
+import type { StartTransactionCommand, TerminalCommand } from '../protocol/terminal-link.js';
 import type { TerminalTransactionState } from '../protocol/terminal-status.js';
-import { Backoff, type BackoffOptions } from './backoff.js';
-import type { Clock, Timers } from './clock.js';
-import type { CommandOutcome, Journal, TransactionRow } from './journal.js';
+import { decideCancel, decideContinue, decideStart } from './command-rules.js';
+import { JournalWriter } from './journal-writer.js';
+import type { CommandOutcome, Journal } from './journal.js';
 import type { PrinterPort, ReaderIdentified, ReaderPort, ReaderResult } from './ports.js';
-import { isOpen, reconcile, reverseOwed, type Outcome, type Reconciliation } from './recovery.js';
+import { ReaderSlot } from './reader-slot.js';
+import { Reconciler } from './reconciler.js';
+import { isOpen, reverseOwed } from './recovery.js';
 import {
   CANCELLED_BEFORE_START,
   EXPIRED,
-  NEVER_RAN,
   commandRow,
   errorInfo,
   outcomeOf,
@@ -56,25 +56,14 @@ export interface ExecutorOptions {
   /** Ask the reader's record this long after the last sign of a running transaction (default 15 s). */
   watchMs?: number;
   /** Back-off between attempts when the reader does not answer (default 500 ms to 30 s). */
-  retry?: BackoffOptions;
+  retry?: Partial<BackoffOptions>;
 }
 
-type Job = { kind: 'start' | 'reverse'; id: string };
-type Busy = { kind: 'transaction' | 'reverse'; id: string };
-
 export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }> {
-  private busy: Busy | undefined;
-  private readonly jobs: Job[] = [];
-  private recovering = false;
-  private stopped = false;
-  /** Transactions whose start the reader acknowledged in this process's life. */
-  private readonly delivered = new Set<string>();
-  private readonly reconciling = new Set<string>();
-  private readonly retries = new Map<string, Backoff>();
-  private readonly timers = new Set<unknown>();
-  private watchTimer: unknown;
+  private readonly writer: JournalWriter;
+  private readonly slot: ReaderSlot;
+  private readonly reconciler: Reconciler;
   private printing: Promise<void> = Promise.resolve();
-  private lastState: TerminalTransactionState = 'READY';
   private readonly readerListeners = {
     customer_identified: (event: ReaderIdentified) => this.onIdentified(event),
     result: (event: ReaderResult) => this.onResult(event),
@@ -82,15 +71,32 @@ export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }
 
   constructor(private readonly options: ExecutorOptions) {
     super();
+    const { journal, reader, clock, timers, logger, reported } = options;
+    this.writer = new JournalWriter({ journal, clock, reported });
+    this.slot = new ReaderSlot({
+      journal,
+      reader,
+      writer: this.writer,
+      timers,
+      logger,
+      ...(options.watchMs !== undefined ? { watchMs: options.watchMs } : {}),
+      ...(options.retry ? { retry: options.retry } : {}),
+      reconcile: (id) => this.reconciler.reconcile(id),
+      onState: (state) => this.emit('state', state),
+    });
+    this.reconciler = new Reconciler({
+      journal,
+      reader,
+      writer: this.writer,
+      slot: this.slot,
+      logger,
+    });
     options.reader.on('customer_identified', this.readerListeners.customer_identified);
     options.reader.on('result', this.readerListeners.result);
   }
 
   get transactionState(): TerminalTransactionState {
-    if (this.recovering || this.busy?.kind === 'reverse') return 'BUSY';
-    if (!this.busy) return 'READY';
-    const row = this.options.journal.transaction(this.busy.id);
-    return row?.state === 'PAUSED' ? 'AWAITING_CONTINUE' : 'PROCESSING';
+    return this.slot.state;
   }
 
   /**
@@ -98,7 +104,7 @@ export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }
    * calls it before the broker's PUBACK; reader calls run after.
    */
   handle(message: CommandMessage): void {
-    if (this.stopped) return;
+    if (this.slot.stopped) return;
     const { command } = message;
     const seen = this.options.journal.command(command.command_id);
     if (seen) {
@@ -133,24 +139,22 @@ export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }
   async recover(): Promise<void> {
     const open = this.options.journal.openTransactions();
     if (open.length === 0) return;
-    this.recovering = true;
-    this.changed();
+    this.slot.recovering = true;
+    this.slot.changed();
     this.options.logger.info(
       { count: open.length },
       'reconciling open transactions with the reader',
     );
-    for (const row of open) await this.reconcile(row.transaction_id);
-    this.recovering = false;
-    this.changed();
-    this.pump();
+    for (const row of open) await this.reconciler.reconcile(row.transaction_id);
+    this.slot.recovering = false;
+    this.slot.changed();
+    this.slot.pump();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
+    this.slot.stop();
     this.options.reader.off('customer_identified', this.readerListeners.customer_identified);
     this.options.reader.off('result', this.readerListeners.result);
-    this.options.timers.clearTimeout(this.watchTimer);
-    for (const timer of this.timers) this.options.timers.clearTimeout(timer);
     await this.printing;
   }
 
@@ -159,45 +163,47 @@ export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }
   private start(command: StartTransactionCommand): void {
     const { journal, clock } = this.options;
     const id = command.transaction_id;
-    const expiresAt = command.expires_at;
     const entry = { command: commandRow(command, 'ACCEPTED') };
-    if (journal.transaction(id)) {
-      journal.record(entry);
-      this.options.ack(command.command_id, 'ACCEPTED');
-      this.options.logger.info(
-        { transactionId: id },
-        'start for a known transaction: not run again',
-      );
-      return;
+    switch (decideStart(journal.transaction(id), command, clock.now())) {
+      case 'known':
+        journal.record(entry);
+        this.options.ack(command.command_id, 'ACCEPTED');
+        this.options.logger.info(
+          { transactionId: id },
+          'start for a known transaction: not run again',
+        );
+        return;
+      case 'expired':
+        journal.record({
+          command: commandRow(command, 'EXPIRED'),
+          transaction: this.writer.newRow(id, 'CANCELLED', {
+            request: readerStart(command),
+            result: EXPIRED,
+          }),
+          reports: [transactionReport(id, 'CANCELLED', EXPIRED)],
+        });
+        this.options.ack(command.command_id, 'EXPIRED');
+        this.options.logger.warn(
+          { transactionId: id, expiresAt: command.expires_at },
+          'start refused: expired',
+        );
+        this.options.reported();
+        return;
+      case 'run':
+        journal.record({
+          ...entry,
+          transaction: this.writer.newRow(id, 'QUEUED', { request: readerStart(command) }),
+        });
+        this.options.ack(command.command_id, 'ACCEPTED');
+        this.slot.enqueueStart(id);
     }
-    if (expiresAt !== undefined && Date.parse(expiresAt) < clock.now().getTime()) {
-      journal.record({
-        command: commandRow(command, 'EXPIRED'),
-        transaction: this.newRow(id, 'CANCELLED', {
-          request: readerStart(command),
-          result: EXPIRED,
-        }),
-        reports: [transactionReport(id, 'CANCELLED', EXPIRED)],
-      });
-      this.options.ack(command.command_id, 'EXPIRED');
-      this.options.logger.warn({ transactionId: id, expiresAt }, 'start refused: expired');
-      this.options.reported();
-      return;
-    }
-    journal.record({
-      ...entry,
-      transaction: this.newRow(id, 'QUEUED', { request: readerStart(command) }),
-    });
-    this.options.ack(command.command_id, 'ACCEPTED');
-    this.jobs.push({ kind: 'start', id });
-    this.pump();
   }
 
   private continue(command: TerminalCommand & { type: 'transaction.continue' }): void {
     const id = command.transaction_id;
     const row = this.options.journal.transaction(id);
     const entry = { command: commandRow(command, 'ACCEPTED') };
-    if (row?.state !== 'PAUSED' || row.continue_requested) {
+    if (!row || decideContinue(row) === 'ignore') {
       this.options.journal.record(entry);
       this.options.ack(command.command_id, 'ACCEPTED');
       this.options.logger.warn(
@@ -207,16 +213,16 @@ export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }
       return;
     }
     const amount = command.requested_amount;
-    this.write(
+    this.writer.write(
       row,
       { state: 'RUNNING', continue_requested: true, continue_amount: amount },
       [],
       entry,
     );
     this.options.ack(command.command_id, 'ACCEPTED');
-    this.changed();
-    this.armWatch();
-    this.call(id, 'continue', () => this.options.reader.continue(id, amount));
+    this.slot.changed();
+    this.slot.armWatch();
+    this.slot.call(id, 'continue', () => this.options.reader.continue(id, amount));
   }
 
   private cancel(command: TerminalCommand & { type: 'transaction.cancel' }): void {
@@ -225,51 +231,47 @@ export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }
     const row = journal.transaction(id);
     const entry = { command: commandRow(command, 'ACCEPTED') };
     const ack = () => this.options.ack(command.command_id, 'ACCEPTED');
-    if (!row) {
-      // Never started: remember it, so that a late start is refused.
-      journal.record({
-        ...entry,
-        transaction: this.newRow(id, 'CANCELLED', {
-          cancel_requested: true,
-          result: CANCELLED_BEFORE_START,
-        }),
-      });
-      ack();
-      logger.info({ transactionId: id }, 'cancel before start: the start will be refused');
-      return;
+    switch (decideCancel(row)) {
+      case 'refuse-later':
+        journal.record({
+          ...entry,
+          transaction: this.writer.newRow(id, 'CANCELLED', {
+            cancel_requested: true,
+            result: CANCELLED_BEFORE_START,
+          }),
+        });
+        ack();
+        logger.info({ transactionId: id }, 'cancel before start: the start will be refused');
+        return;
+      case 'drop':
+        this.writer.write(
+          row!,
+          { state: 'CANCELLED', cancel_requested: true, result: CANCELLED_BEFORE_START },
+          [transactionReport(id, 'CANCELLED', CANCELLED_BEFORE_START)],
+          entry,
+        );
+        ack();
+        this.slot.dropStart(id);
+        return;
+      case 'stop':
+        this.writer.write(row!, { cancel_requested: true }, [], entry);
+        ack();
+        this.slot.call(id, 'cancel', () => this.options.reader.cancel(id));
+        return;
+      case 'reverse':
+        this.writer.write(row!, { cancel_requested: true }, [], entry);
+        ack();
+        logger.info({ transactionId: id }, 'cancel after success: reversing');
+        this.slot.enqueueReverse(id);
+        return;
+      case 'nothing':
+        journal.record(entry);
+        ack();
+        logger.info(
+          { transactionId: id, state: row?.state },
+          'cancel of a transaction that will not charge',
+        );
     }
-    if (row.state === 'QUEUED') {
-      const outcome = CANCELLED_BEFORE_START;
-      this.write(
-        row,
-        { state: 'CANCELLED', cancel_requested: true, result: outcome },
-        [transactionReport(id, 'CANCELLED', outcome)],
-        entry,
-      );
-      ack();
-      const queued = this.jobs.findIndex((job) => job.kind === 'start' && job.id === id);
-      if (queued >= 0) this.jobs.splice(queued, 1);
-      return;
-    }
-    if (row.state === 'RUNNING' || row.state === 'PAUSED') {
-      this.write(row, { cancel_requested: true }, [], entry);
-      ack();
-      this.call(id, 'cancel', () => this.options.reader.cancel(id));
-      return;
-    }
-    if (row.state === 'COMPLETED' && row.result?.result_code === 'SUCCESS') {
-      this.write(row, { cancel_requested: true }, [], entry);
-      ack();
-      logger.info({ transactionId: id }, 'cancel after success: reversing');
-      this.enqueueReverse(id);
-      return;
-    }
-    journal.record(entry);
-    ack();
-    logger.info(
-      { transactionId: id, state: row.state },
-      'cancel of a transaction that will not charge',
-    );
   }
 
   private print(command: TerminalCommand & { type: 'print' }): void {
@@ -296,21 +298,21 @@ export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }
     const id = event.transaction_id;
     const row = this.options.journal.transaction(id);
     if (!row) return this.unknown(id, 'customer_identified');
-    this.retries.delete(id);
+    this.slot.answered(id);
     if (row.state === 'RUNNING' && !row.continue_requested) {
       const report = transactionReport(id, 'CUSTOMER_IDENTIFIED', {
         details: { customer_identity: event.customer_identity },
       });
-      this.write(row, { state: 'PAUSED' }, row.cancel_requested ? [] : [report]);
-      this.changed();
-      this.armWatch();
-      if (row.cancel_requested) this.call(id, 'cancel', () => this.options.reader.cancel(id));
+      this.writer.write(row, { state: 'PAUSED' }, row.cancel_requested ? [] : [report]);
+      this.slot.changed();
+      this.slot.armWatch();
+      if (row.cancel_requested) this.slot.call(id, 'cancel', () => this.options.reader.cancel(id));
     } else if (!isOpen(row) && row.cancel_requested) {
       this.options.logger.error(
         { transactionId: id },
         'the reader paused a cancelled transaction: cancelling',
       );
-      this.call(id, 'cancel', () => this.options.reader.cancel(id));
+      this.slot.call(id, 'cancel', () => this.options.reader.cancel(id));
     }
   }
 
@@ -318,7 +320,7 @@ export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }
     const id = event.transaction_id;
     const row = this.options.journal.transaction(id);
     if (!row) return this.unknown(id, 'result');
-    this.retries.delete(id);
+    this.slot.answered(id);
     const outcome = outcomeOf(event);
     const success = event.phase === 'COMPLETED' && event.result_code === 'SUCCESS';
     this.options.logger.info(
@@ -326,275 +328,25 @@ export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }
       'reader result',
     );
     if (isOpen(row)) {
-      this.finalize(row, event.phase, outcome);
-      if (success && row.cancel_requested) this.enqueueReverse(id);
+      this.slot.finalize(row, event.phase, outcome);
+      if (success && row.cancel_requested) this.slot.enqueueReverse(id);
     } else if (reverseOwed(row)) {
       if (event.phase === 'CANCELLED') {
-        this.write(row, { state: 'CANCELLED', result: outcome }, [
+        this.writer.write(row, { state: 'CANCELLED', result: outcome }, [
           transactionReport(id, 'CANCELLED', outcome),
         ]);
-        this.release(id);
+        this.slot.release(id);
       } else {
         this.options.logger.error(
           { transactionId: id, resultCode: event.result_code },
           'reversal not done',
         );
-        this.release(id);
-        this.retryLater(id);
+        this.slot.release(id);
+        this.slot.retryLater(id);
       }
     } else if (row.state === 'CANCELLED' && success) {
-      this.chargedAfterCancel(row, outcome);
+      this.reconciler.chargedAfterCancel(row, outcome);
     }
-  }
-
-  // ---- reconciliation ----
-
-  private async reconcile(id: string): Promise<void> {
-    if (this.reconciling.has(id) || this.stopped) return;
-    this.reconciling.add(id);
-    try {
-      let record;
-      for (;;) {
-        try {
-          record = await this.options.reader.lastTransaction();
-          break;
-        } catch (error) {
-          if (this.stopped) return;
-          const delay = this.backoff(id).next();
-          this.options.logger.warn(
-            { err: errorInfo(error), transactionId: id, delayMs: delay },
-            'the reader does not answer',
-          );
-          await new Promise<void>((resolve) => this.later(resolve, delay));
-          if (this.stopped) return;
-        }
-      }
-      if (this.stopped) return;
-      const row = this.options.journal.transaction(id);
-      if (!row) return;
-      const decision = reconcile(row, record, { startDelivered: this.delivered.has(id) });
-      this.options.logger.info(
-        { transactionId: id, record, decision: decision.action },
-        'reconciled with the reader',
-      );
-      this.apply(row, decision);
-    } finally {
-      this.reconciling.delete(id);
-    }
-  }
-
-  private apply(row: TransactionRow, decision: Reconciliation): void {
-    const id = row.transaction_id;
-    const { reader } = this.options;
-    switch (decision.action) {
-      case 'none':
-        return;
-      case 'never-ran':
-        return this.finalize(row, 'CANCELLED', NEVER_RAN);
-      case 'running':
-        this.adopt(id);
-        if (row.state !== 'RUNNING') this.write(row, { state: 'RUNNING' });
-        if (decision.cancel) this.call(id, 'cancel', () => reader.cancel(id));
-        return;
-      case 'paused': {
-        this.adopt(id);
-        const identity = decision.record.details?.customer_identity;
-        const report = transactionReport(
-          id,
-          'CUSTOMER_IDENTIFIED',
-          identity ? { details: { customer_identity: identity } } : {},
-        );
-        if (row.state !== 'PAUSED')
-          this.write(row, { state: 'PAUSED' }, decision.report ? [report] : []);
-        if (decision.cancel) this.call(id, 'cancel', () => reader.cancel(id));
-        return this.changed();
-      }
-      case 'resend-continue':
-        this.adopt(id);
-        return this.call(id, 'continue', () => reader.continue(id, row.continue_amount));
-      case 'final':
-        this.finalize(row, decision.phase, decision.outcome);
-        if (decision.reverse) this.enqueueReverse(id);
-        return;
-      case 'reverse':
-        if (this.busy?.id === id) this.release(id);
-        return this.enqueueReverse(id);
-      case 'reversed':
-        this.write(row, { state: 'CANCELLED', result: decision.outcome }, [
-          transactionReport(id, 'CANCELLED', decision.outcome),
-        ]);
-        return this.release(id);
-      case 'charged-after-cancel':
-        return this.chargedAfterCancel(row, decision.outcome);
-    }
-  }
-
-  /** The reader charged a transaction the agent had reported as cancelled: reverse it. */
-  private chargedAfterCancel(row: TransactionRow, outcome: Outcome): void {
-    this.options.logger.error(
-      { transactionId: row.transaction_id },
-      'charged after a cancel: reversing',
-    );
-    this.write(row, { state: 'COMPLETED', cancel_requested: true, result: outcome });
-    this.enqueueReverse(row.transaction_id);
-  }
-
-  // ---- the reader's one slot ----
-
-  private pump(): void {
-    if (this.stopped || this.recovering || this.busy) return;
-    for (let job = this.jobs.shift(); job; job = this.jobs.shift()) {
-      const row = this.options.journal.transaction(job.id);
-      const { id } = job;
-      if (job.kind === 'start' && row?.state === 'QUEUED' && row.request) {
-        const request = row.request;
-        this.write(row, { state: 'RUNNING' }); // journaled before the reader hears of it
-        this.busy = { kind: 'transaction', id };
-        this.changed();
-        this.armWatch();
-        this.call(
-          id,
-          'start',
-          () => this.options.reader.start(request),
-          () => this.delivered.add(id),
-        );
-        return;
-      }
-      if (job.kind === 'reverse' && row && reverseOwed(row)) {
-        this.busy = { kind: 'reverse', id };
-        this.changed();
-        this.armWatch();
-        this.call(id, 'reverse', () => this.options.reader.reverse(id));
-        return;
-      }
-    }
-    this.changed();
-  }
-
-  private adopt(id: string): void {
-    if (!this.busy) this.busy = { kind: 'transaction', id };
-    this.changed();
-    this.armWatch();
-  }
-
-  private release(id: string): void {
-    if (this.busy?.id !== id) return;
-    this.busy = undefined;
-    this.options.timers.clearTimeout(this.watchTimer);
-    this.changed();
-    this.pump();
-  }
-
-  private enqueueReverse(id: string): void {
-    const queued = this.jobs.some((job) => job.kind === 'reverse' && job.id === id);
-    if (!queued && !(this.busy?.kind === 'reverse' && this.busy.id === id)) {
-      this.jobs.push({ kind: 'reverse', id });
-    }
-    this.pump();
-  }
-
-  private finalize(row: TransactionRow, phase: 'COMPLETED' | 'CANCELLED', outcome: Outcome): void {
-    this.write(row, { state: phase, result: outcome }, [
-      transactionReport(row.transaction_id, phase, outcome),
-    ]);
-    this.delivered.delete(row.transaction_id);
-    this.release(row.transaction_id);
-  }
-
-  /** Calls the reader; any failure leaves the decision to the reader's record. */
-  private call(id: string, what: string, command: () => Promise<void>, onTaken?: () => void): void {
-    let sent: Promise<void>;
-    try {
-      sent = command();
-    } catch (error) {
-      sent = Promise.reject(error);
-    }
-    sent.then(
-      () => {
-        this.retries.delete(id);
-        onTaken?.();
-      },
-      (error: unknown) => {
-        if (this.stopped) return;
-        this.options.logger.warn(
-          { err: errorInfo(error), transactionId: id, command: what },
-          'reader command failed',
-        );
-        if (what === 'reverse' && this.busy?.kind === 'reverse') this.release(id);
-        this.retryLater(id);
-      },
-    );
-  }
-
-  private retryLater(id: string): void {
-    this.later(() => void this.reconcile(id), this.backoff(id).next());
-  }
-
-  private armWatch(): void {
-    const { timers } = this.options;
-    timers.clearTimeout(this.watchTimer);
-    if (!this.busy || this.stopped) return;
-    this.watchTimer = timers.setTimeout(() => {
-      const id = this.busy?.id;
-      if (id) void this.reconcile(id).then(() => this.armWatch());
-    }, this.options.watchMs ?? 15_000);
-  }
-
-  // ---- helpers ----
-
-  private write(
-    row: TransactionRow,
-    changes: Partial<TransactionRow>,
-    reports: TerminalReport[] = [],
-    entry: { command?: ReturnType<typeof commandRow> } = {},
-  ): void {
-    this.options.journal.record({
-      ...entry,
-      transaction: { ...row, ...changes, updated_at: this.options.clock.now().toISOString() },
-      reports,
-    });
-    if (reports.length) this.options.reported();
-  }
-
-  private newRow(
-    id: string,
-    state: TransactionRow['state'],
-    extra: Partial<TransactionRow>,
-  ): TransactionRow {
-    const at = this.options.clock.now().toISOString();
-    return {
-      transaction_id: id,
-      state,
-      cancel_requested: false,
-      continue_requested: false,
-      created_at: at,
-      updated_at: at,
-      ...extra,
-    };
-  }
-
-  private changed(): void {
-    const state = this.transactionState;
-    if (state === this.lastState) return;
-    this.lastState = state;
-    this.emit('state', state);
-  }
-
-  private backoff(id: string): Backoff {
-    let backoff = this.retries.get(id);
-    if (!backoff) {
-      backoff = new Backoff({ baseMs: 500, capMs: 30_000, ...this.options.retry });
-      this.retries.set(id, backoff);
-    }
-    return backoff;
-  }
-
-  private later(callback: () => void, ms: number): void {
-    const handle = this.options.timers.setTimeout(() => {
-      this.timers.delete(handle);
-      callback();
-    }, ms);
-    this.timers.add(handle);
   }
 
   private unknown(id: string, event: string): void {

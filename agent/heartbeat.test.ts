@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { ManualTimers } from '../firmware-bridge/serial/timers.js';
+import { ManualTimers } from '../common/testing/manual-timers.js';
 import type { StatusReport } from '../protocol/terminal-link.js';
 import { Heartbeat } from './heartbeat.js';
 import { ScriptedReader } from './testing/scripted-reader.js';

@@ -9,7 +9,7 @@
  */
 import type { Logger } from 'pino';
 import type { TerminalReadings } from '../protocol/terminal-status.js';
-import type { Clock, Timers } from './clock.js';
+import type { Clock, Timers } from '../common/clock.js';
 import type { Journal } from './journal.js';
 import type { ReaderPort, ReaderProgress, ReaderReadings } from './ports.js';
 

@@ -1,7 +1,7 @@
 /**
  * The agent's journal: one SQLite file (WAL, synchronous=FULL) holding what must survive a
  * crash or a power loss. The agent writes here before it acts and before it acknowledges
- * (architecture invariant 4); every call is one commit.
+ * as invariant 4 (docs/architecture.md) asks; every call is one commit.
  *
  * - commands:     every command received, by command_id, so a re-sent command applies once
  * - transactions: what the agent knows of each transaction: its state, whether the relay

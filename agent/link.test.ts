@@ -2,7 +2,7 @@ import net from 'node:net';
 import { Aedes } from 'aedes';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Timers } from './clock.js';
+import type { Timers } from '../common/clock.js';
 import { AgentLink } from './link.js';
 
 const NEVER = 1e9;
@@ -70,7 +70,7 @@ describe('agent link reconnects', () => {
       logger: pino({ level: 'silent' }),
       clock: { now: () => new Date(now) },
       timers,
-      backoff: { baseMs: 100, capMs: 400, random: () => 0.5 },
+      backoff: { initialMs: 100, maxMs: 400, random: () => 0.5 },
       resendMs: NEVER,
     });
     cleanups.push(() => link.stop());

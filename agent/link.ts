@@ -20,14 +20,15 @@ import type { Logger } from 'pino';
 import {
   CommandMessage,
   ReportAckMessage,
+  agentClientId,
   terminalTopics,
   type CommandAckMessage,
   type PresenceMessage,
   type ReportMessage,
 } from '../protocol/mqtt.js';
-import { Backoff, type BackoffOptions } from './backoff.js';
+import { Backoff, type BackoffOptions } from '../common/backoff.js';
 import { openBrokerSocket } from './broker-socket.js';
-import type { Clock, Timers } from './clock.js';
+import type { Clock, Timers } from '../common/clock.js';
 import type { BrokerConfig } from './config.js';
 import type { CommandOutcome, Journal } from './journal.js';
 
@@ -41,7 +42,8 @@ export interface AgentLinkOptions {
   logger: Logger;
   clock: Clock;
   timers: Timers;
-  backoff?: BackoffOptions;
+  /** Reconnect back-off (default 500 ms doubling to 60 s, jittered). */
+  backoff?: Partial<BackoffOptions>;
   /** A connection up this long counts as good: the back-off starts over (default 10 s). */
   stableAfterMs?: number;
   /** Give up a connect attempt without CONNACK after this long (default 10 s). */
@@ -76,11 +78,11 @@ export class AgentLink {
   constructor(private readonly options: AgentLinkOptions) {
     this.topics = terminalTopics(options.terminalId);
     this.journalId = options.journal.id;
-    this.backoff = new Backoff(options.backoff);
+    this.backoff = new Backoff({ initialMs: 500, maxMs: 60_000, ...options.backoff });
     const { broker } = options;
     const will: PresenceMessage = { connected: false };
     const clientOptions: IClientOptions = {
-      clientId: options.clientId ?? `agent-${options.terminalId}`,
+      clientId: options.clientId ?? agentClientId(options.terminalId),
       clean: false,
       protocolVersion: 4,
       keepalive: broker.keepalive_s,

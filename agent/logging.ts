@@ -1,10 +1,11 @@
 /**
  * The agent's pino logger: secrets and card data never reach a log (architecture
- * invariant 7). The same SECRET_FIELDS as the relay, wherever they appear in a log object,
+ * invariant 7, docs/architecture.md). The same SECRET_FIELDS as the relay, wherever they appear in a log object,
  * plus the key material of the broker config.
  */
 import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
-import { SECRET_FIELDS, secretRedactor } from '../protocol/secrets.js';
+import { secretRedactor } from '../common/redact.js';
+import { SECRET_FIELDS } from '../protocol/secrets.js';
 
 const redactSecrets = secretRedactor([...SECRET_FIELDS, 'key', 'cert']);
 

@@ -5,7 +5,7 @@
  * power loss), after any failed reader command (delivery unknown), and as a watchdog
  * while a transaction runs (an event lost with the serial link).
  *
- * The reader's record is the truth (architecture invariant 4). The firmware writes it
+ * The reader's record is the truth: invariant 4 (docs/architecture.md). The firmware writes it
  * durably before it acknowledges a start, so a transaction that is not the reader's last
  * one never reached it: it never ran and never will (the agent refuses it from now on).
  *

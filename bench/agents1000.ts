@@ -3,7 +3,7 @@
  * relay child starts with no terminal; the fleet child (bench/agent-fleet.ts) registers
  * the terminals with `POST /pos/v1/terminal/create` and starts one idle agent each
  * (emulated firmware, heartbeat every hour), a few a second: a busy Node process accepts
- * only ≈ 100-150 new connections a second (PLATFORM-NOTES). The phase waits until every
+ * only ≈ 100-150 new connections a second (docs/architecture.md, platform facts). The phase waits until every
  * agent has its CONNACK and the relay answers `connected: true` for every terminal, then
  * reads the relay's RSS after a GC, beside the reading before any terminal existed.
  */

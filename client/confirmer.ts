@@ -8,7 +8,7 @@
  */
 import type { Revision } from '../protocol/index.js';
 import type { ApiClient } from './api-client.js';
-import { Backoff, type BackoffPolicy } from './backoff.js';
+import { Backoff, type BackoffPolicy } from '../common/backoff.js';
 import { TpsError, toTpsError } from './errors.js';
 import type { JournalEntry } from './journal.js';
 import type { Ledger } from './ledger.js';
@@ -71,7 +71,7 @@ export class Confirmer {
 
   private async run(key: string): Promise<void> {
     const { api, ledger, timing, closed } = this.deps;
-    const backoff = new Backoff(this.deps.policy, timing.random);
+    const backoff = new Backoff({ ...this.deps.policy, random: timing.random });
     for (;;) {
       const entry = ledger.current(key);
       if (closed.aborted || !entry || entry.phase !== 'RESULT' || !entry.confirm) return;

@@ -13,7 +13,7 @@
  */
 import type { Revision } from '../protocol/index.js';
 import type { ApiClient } from './api-client.js';
-import { Backoff, type BackoffPolicy } from './backoff.js';
+import { Backoff, type BackoffPolicy } from '../common/backoff.js';
 import type { Confirmer } from './confirmer.js';
 import { toTpsError, type TpsError } from './errors.js';
 import type { JournalEntry } from './journal.js';
@@ -50,7 +50,7 @@ export class Creator {
    */
   async run(key: string, uncertain: boolean, signal: AbortSignal): Promise<CreateOutcome> {
     const { ledger, timing, confirmer } = this.deps;
-    const backoff = new Backoff(this.deps.policy, timing.random);
+    const backoff = new Backoff({ ...this.deps.policy, random: timing.random });
     let busySince: number | undefined;
     let waitedForConfirms = false;
     for (;;) {

@@ -11,9 +11,9 @@
  */
 import type { Revision } from '../protocol/index.js';
 import type { ApiClient, RawCloudEvent } from './api-client.js';
-import { Backoff, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
+import { Backoff, type BackoffPolicy } from '../common/backoff.js';
 import { toTpsError, type TpsError } from './errors.js';
-import { systemTiming, type Timing } from './timing.js';
+import { DEFAULT_BACKOFF, systemTiming, type Timing } from './timing.js';
 import type { TerminalStatusOf, TransactionOf } from './types.js';
 
 export const EVENT_KINDS = ['Transaction', 'TerminalStatus'] as const;
@@ -62,7 +62,7 @@ export async function* followEvents<R extends Revision>(
 ): AsyncGenerator<PosEvent<R>, void, undefined> {
   const { signal } = options;
   const timing = options.timing ?? systemTiming;
-  const backoff = new Backoff({ ...DEFAULT_BACKOFF, ...options.backoff }, timing.random);
+  const backoff = new Backoff({ ...DEFAULT_BACKOFF, ...options.backoff, random: timing.random });
   const wanted =
     options.type === undefined
       ? undefined

@@ -5,9 +5,9 @@
  * 408/429/5xx, honouring Retry-After).
  */
 import type { z } from 'zod';
-import { Backoff, DEFAULT_RETRY, parseRetryAfter, type RetryPolicy } from './backoff.js';
+import { Backoff, parseRetryAfter, type RetryPolicy } from '../common/backoff.js';
 import { TpsError, toTpsError } from './errors.js';
-import { systemTiming, type Timing } from './timing.js';
+import { DEFAULT_RETRY, systemTiming, type Timing } from './timing.js';
 
 export interface TransportOptions {
   /** Base address with the version segment, e.g. http://127.0.0.1:8080/pos/v1 */
@@ -66,7 +66,7 @@ export class Transport {
       ...(call.retry === false ? { maxAttempts: 1 } : call.retry),
     };
     const attempts = exchange.idempotent ? Math.max(1, policy.maxAttempts) : 1;
-    const backoff = new Backoff(policy, this.timing.random);
+    const backoff = new Backoff({ ...policy, random: this.timing.random });
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.once(exchange, call);

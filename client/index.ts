@@ -33,12 +33,6 @@ export {
 } from './journal.js';
 export { SqliteJournal } from './sqlite-journal.js';
 export { followEvents, eventKindOf, type FollowEventsOptions, type PosEvent } from './events.js';
-export {
-  DEFAULT_BACKOFF,
-  DEFAULT_RETRY,
-  backoffDelay,
-  type BackoffPolicy,
-  type RetryPolicy,
-} from './backoff.js';
-export { systemTiming, type Timing } from './timing.js';
+export { backoffDelay, type BackoffPolicy, type RetryPolicy } from '../common/backoff.js';
+export { DEFAULT_BACKOFF, DEFAULT_RETRY, systemTiming, type Timing } from './timing.js';
 export type * from './types.js';

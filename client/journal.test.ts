@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { MemoryJournal, type Journal } from './journal.js';
-import { entry, journalConformance } from './journal-conformance.js';
+import { entry, journalConformance } from './testing/journal-conformance.js';
 import { SqliteJournal } from './sqlite-journal.js';
 
 const tempFile = () =>

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryJournal, entryKey, type JournalEntry } from './journal.js';
-import { entry } from './journal-conformance.js';
+import { entry } from './testing/journal-conformance.js';
 import { Ledger } from './ledger.js';
 
 /** A journal whose updates wait until the test lets them through. */

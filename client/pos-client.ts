@@ -14,7 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import { PurchaseRequest, RefundRequest, type Revision } from '../protocol/index.js';
 import { ApiClient, type ApiClientOptions } from './api-client.js';
-import { DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
+import type { BackoffPolicy } from '../common/backoff.js';
 import { Confirmer } from './confirmer.js';
 import { Creator } from './creator.js';
 import { TpsError, abortedError, toTpsError } from './errors.js';
@@ -36,7 +36,7 @@ import {
 } from './payment.js';
 import { SqliteJournal } from './sqlite-journal.js';
 import { TerminalLocks } from './terminal-locks.js';
-import { systemTiming, type Timing } from './timing.js';
+import { DEFAULT_BACKOFF, systemTiming, type Timing } from './timing.js';
 import type { AnyTransaction, PurchaseBody, RefundBody } from './types.js';
 
 export interface PosClientOptions<R extends Revision = 'v1'> extends ApiClientOptions<R> {

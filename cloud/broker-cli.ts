@@ -11,13 +11,15 @@ import {
   DEFAULT_RELAY_USERNAME,
   checkRelayUsername,
   emqxAclFile,
+  emqxConf,
   mosquittoAclFile,
+  mosquittoConf,
   mosquittoPasswordFile,
   writeFileAtomic,
   type BrokerUser,
 } from './mqtt/broker-files.js';
 import type { TerminalRecord } from './store/records.js';
-import { openStore } from './store/open.js';
+import { openBackend } from './store/open.js';
 import type { Store } from './store/store.js';
 
 export const BROKER_USAGE = `Usage: tps broker mosquitto --out DIR [options]
@@ -123,12 +125,12 @@ export async function runBroker(argv: string[]): Promise<void> {
     );
   }
 
-  const store = await openStore(config, { mustExist: true });
+  const backend = await openBackend(config, { mustExist: true });
   let credentials: AgentCredentials;
   try {
-    credentials = await agentCredentials(store);
+    credentials = await agentCredentials(backend.store);
   } finally {
-    await store.close();
+    await backend.close();
   }
   const { users, simulated, older } = credentials;
   if (users.some((u) => u.username === relayUsername)) {
@@ -179,14 +181,29 @@ function emqxUsersFile(users: BrokerUser[]): string {
   return `${JSON.stringify(records, null, 2)}\n`;
 }
 
+/** The listeners the printed configuration shows; the operator adapts ports and files. */
+const EXAMPLE_LISTENERS = {
+  agents: {
+    port: 8883,
+    tls: { certfile: '/etc/broker/certs/broker.crt', keyfile: '/etc/broker/certs/broker.key' },
+  },
+  relays: { port: 1883, host: '127.0.0.1' },
+};
+
+const indent = (text: string) =>
+  text
+    .trimEnd()
+    .split('\n')
+    .map((line) => (line ? `  ${line}` : ''))
+    .join('\n');
+
 function mosquittoHints(passwd: string, acl: string): string {
   return `
-In mosquitto.conf (with your listener, e.g. 'listener 1883'):
+mosquitto.conf (agents on their own listener, where each session is its username, so
+no agent can take over another terminal's; relays on a listener only they reach; adapt
+ports, addresses and certificates):
 
-  allow_anonymous false
-  password_file ${passwd}
-  acl_file ${acl}
-  set_tcp_nodelay true
+${indent(mosquittoConf({ passwordFile: passwd, aclFile: acl }, EXAMPLE_LISTENERS))}
 
 Mosquitto reads both files as its own user (usually 'mosquitto'): the first time, give
 them to it (chown mosquitto: ${passwd} ${acl}); later runs keep the owner.
@@ -198,19 +215,11 @@ SIGHUP makes a running Mosquitto read both files again:
 
 function emqxHints(users: string, acl: string): string {
   return `
-In emqx.conf (EMQX 5):
+emqx.conf (EMQX 5.8.3 or later; agents on their own listener and zone, where each
+session is agent-<username>, so no agent can take over another terminal's; relays on a
+listener only they reach; adapt ports, addresses and certificates):
 
-  authentication = [{
-    mechanism = password_based
-    backend = built_in_database
-    user_id_type = username
-    password_hash_algorithm { name = pbkdf2, mac_fun = sha512, iterations = 101, dk_length = 64 }
-  }]
-  authorization {
-    no_match = deny
-    deny_action = ignore
-    sources = [{ type = file, enable = true, path = "${acl}" }]
-  }
+${indent(emqxConf({ aclFile: acl }, EXAMPLE_LISTENERS))}
 
 Import the users (again after every run; existing users are replaced):
 

@@ -33,7 +33,12 @@ export async function runCloud(argv: string[]): Promise<void> {
   }
   const config = loadCloudConfig(values, process.env);
   const relay = await startRelay(config);
-  process.stderr.write(banner(relay));
+  process.stderr.write(
+    showBanner(relay, {
+      terminal: process.stderr.isTTY === true,
+      file: path.resolve(config.dataDir, CREDENTIALS_FILE),
+    }),
+  );
   const shutdown = (signal: string) => {
     relay.logger.info({ signal }, 'shutting down');
     relay.close().then(
@@ -45,15 +50,43 @@ export async function runCloud(argv: string[]): Promise<void> {
   process.once('SIGTERM', shutdown);
 }
 
-function banner(relay: Relay): string {
-  const lines = [
+/** Where generated credentials go when standard error is no terminal (a log). */
+export const CREDENTIALS_FILE = 'first-start-credentials.txt';
+
+/**
+ * The start-up banner. Generated credentials (and the curl lines that carry them) go to
+ * standard error only when it is a terminal, which a person reads; when it is not (a
+ * log collector, a file, a pipe), they go to a 0600 file whose path the banner names.
+ */
+function showBanner(relay: Relay, output: { terminal: boolean; file: string }): string {
+  const { shown, secret } = banner(relay);
+  if (secret.length === 0) return `${shown.join('\n')}\n`;
+  if (output.terminal) return `${[...shown, ...secret].join('\n')}\n`;
+  const fd = fs.openSync(output.file, 'w', 0o600);
+  try {
+    fs.fchmodSync(fd, 0o600);
+    fs.writeFileSync(fd, `${secret.join('\n').trim()}\n`);
+  } finally {
+    fs.closeSync(fd);
+  }
+  return `${[
+    ...shown,
+    '',
+    `Generated credentials (shown this once) written to ${output.file} (mode 0600),`,
+    'not here, as standard error is no terminal: keep them, then delete the file.',
+  ].join('\n')}\n`;
+}
+
+function banner(relay: Relay): { shown: string[]; secret: string[] } {
+  const shown = [
     '',
     `Terminal payment relay listening on ${relay.baseUrl}/v1/ (and /v0/)`,
     `OpenAPI: ${relay.baseUrl}/v1/openapi.json`,
   ];
+  const secret: string[] = [];
   const account = relay.bootstrap.accountCredential;
   if (account) {
-    lines.push(
+    secret.push(
       '',
       'Account API credential (shown this once; keep it to create simulators):',
       `  username ${account.username}`,
@@ -65,7 +98,8 @@ function banner(relay: Relay): string {
     const auth = `${sim.username}:${sim.password}`;
     const post = (op: string, body: object) =>
       `  curl -s -u '${auth}' -H 'Content-Type: application/json' \\\n    -d '${JSON.stringify(body)}' ${relay.baseUrl}/v1/${op}`;
-    lines.push(
+    shown.push('', `Simulated terminal ${sim.terminal_id} created.`);
+    secret.push(
       '',
       `Simulated terminal ${sim.terminal_id} (credential shown this once):`,
       `  username ${sim.username}`,
@@ -85,8 +119,8 @@ function banner(relay: Relay): string {
       }),
     );
   }
-  lines.push('', 'More simulated terminals: tps simulator create --help', '');
-  return lines.join('\n');
+  shown.push('', 'More simulated terminals: tps simulator create --help', '');
+  return { shown, secret };
 }
 
 export const SIMULATOR_USAGE = `Usage: tps simulator create [--json] [--base-url URL] [--username U] [--password P]

@@ -40,6 +40,12 @@ export const CloudConfigSchema = z
       .optional(),
     mqttUsername: z.string().min(1).optional(),
     mqttPassword: z.string().min(1).optional(),
+    /** The embedded broker's listener (docs/security.md). */
+    mqttMaxPacketBytes: z.coerce.number().int().min(1024).max(268_435_460).default(65_536),
+    mqttConnectTimeoutS: seconds.min(1).max(600).default(10),
+    mqttMaxConnections: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
+    mqttMaxPayloadBytes: z.coerce.number().int().min(256).max(268_435_455).default(16_384),
+    mqttMessagesPerMinute: z.coerce.number().int().min(1).max(1_000_000).default(600),
     mqttPublicUrl: z
       .string()
       .regex(/^mqtts?:\/\/[^\s]+$/, 'must be an mqtt:// or mqtts:// address')
@@ -62,12 +68,35 @@ export const CloudConfigSchema = z
       .regex(/^postgres(ql)?:\/\/[^\s]+$/, 'must be a postgres:// or postgresql:// address')
       .optional(),
     shutdownDelayS: seconds.max(600).default(0),
+    /** Failed sign-ins are counted in windows this long (docs/security.md). */
+    signInWindowS: seconds.min(1).max(86_400).default(900),
+    signInFailuresPerUserSource: z.coerce.number().int().min(1).max(100_000).default(10),
+    signInFailuresPerSource: z.coerce.number().int().min(1).max(100_000).default(30),
+    signInFailuresPerUser: z.coerce.number().int().min(1).max(1_000_000).default(100),
+    /** Slow password hashes checked at once; beyond, 503 SERVICE_BUSY at once. */
+    signInHashes: z.coerce.number().int().min(1).max(64).default(2),
+    /**
+     * Proxies whose X-Forwarded-For names the client: addresses and CIDR ranges separated
+     * by commas (also `loopback`, `linklocal`, `uniquelocal`). Without it the source of
+     * a request is its peer.
+     */
+    trustProxy: z
+      .string()
+      .regex(
+        /^\s*(loopback|linklocal|uniquelocal|[0-9a-fA-F.:/]+)(\s*,\s*(loopback|linklocal|uniquelocal|[0-9a-fA-F.:/]+))*\s*$/,
+        'must be addresses or CIDR ranges separated by commas',
+      )
+      .optional(),
     /** Create one simulated terminal on first start. */
     defaultSimulator: z
       .enum(['true', 'false'])
       .transform((v) => v === 'true')
       .or(z.boolean())
       .default(true),
+  })
+  .refine((c) => c.mqttMaxPayloadBytes < c.mqttMaxPacketBytes, {
+    message: 'TPS_MQTT_MAX_PAYLOAD_BYTES must be below TPS_MQTT_MAX_PACKET_BYTES',
+    path: ['mqttMaxPayloadBytes'],
   })
   .refine((c) => (c.tlsCert === undefined) === (c.tlsKey === undefined), {
     message: 'TPS_TLS_CERT and TPS_TLS_KEY must be set together',
@@ -176,6 +205,31 @@ export const CLOUD_SETTINGS = {
     flag: 'mqtt-password',
     doc: "The relay's password at the external broker.",
   },
+  mqttMaxPacketBytes: {
+    env: 'TPS_MQTT_MAX_PACKET_BYTES',
+    flag: 'mqtt-max-packet-bytes',
+    doc: 'Largest MQTT packet the embedded broker reads; a larger one ends its connection at its header.',
+  },
+  mqttConnectTimeoutS: {
+    env: 'TPS_MQTT_CONNECT_TIMEOUT_S',
+    flag: 'mqtt-connect-timeout-s',
+    doc: 'Seconds a new connection to the embedded broker has to send CONNECT; then it is closed.',
+  },
+  mqttMaxConnections: {
+    env: 'TPS_MQTT_MAX_CONNECTIONS',
+    flag: 'mqtt-max-connections',
+    doc: 'Connections the embedded broker holds at once; more are closed at once.',
+  },
+  mqttMaxPayloadBytes: {
+    env: 'TPS_MQTT_MAX_PAYLOAD_BYTES',
+    flag: 'mqtt-max-payload-bytes',
+    doc: 'Largest message an agent may publish; a larger one is dropped before the relay reads it.',
+  },
+  mqttMessagesPerMinute: {
+    env: 'TPS_MQTT_MESSAGES_PER_MINUTE',
+    flag: 'mqtt-messages-per-minute',
+    doc: "Messages one terminal's agent may publish per minute (bursts as large); more are dropped.",
+  },
   mqttPublicUrl: {
     env: 'TPS_MQTT_PUBLIC_URL',
     flag: 'mqtt-public-url',
@@ -210,6 +264,36 @@ export const CLOUD_SETTINGS = {
     env: 'TPS_WEBHOOK_DISABLE_AFTER_S',
     flag: 'webhook-disable-after-s',
     doc: 'A webhook failing for this long is disabled, with the reason shown in /webhook/list.',
+  },
+  signInWindowS: {
+    env: 'TPS_SIGN_IN_WINDOW_S',
+    flag: 'sign-in-window-s',
+    doc: 'Failed sign-ins are counted in windows of this many seconds.',
+  },
+  signInFailuresPerUserSource: {
+    env: 'TPS_SIGN_IN_FAILURES_PER_USER_SOURCE',
+    flag: 'sign-in-failures-per-user-source',
+    doc: 'Failed sign-ins of one username from one address per window; then 429.',
+  },
+  signInFailuresPerSource: {
+    env: 'TPS_SIGN_IN_FAILURES_PER_SOURCE',
+    flag: 'sign-in-failures-per-source',
+    doc: 'Failed sign-ins from one address, any usernames, per window; then 429.',
+  },
+  signInFailuresPerUser: {
+    env: 'TPS_SIGN_IN_FAILURES_PER_USER',
+    flag: 'sign-in-failures-per-user',
+    doc: 'Failed sign-ins of one username from anywhere per window; then 429, except where it signed in before.',
+  },
+  signInHashes: {
+    env: 'TPS_SIGN_IN_HASHES',
+    flag: 'sign-in-hashes',
+    doc: 'Password hashes checked at once; beyond, 503 with Retry-After.',
+  },
+  trustProxy: {
+    env: 'TPS_TRUST_PROXY',
+    flag: 'trust-proxy',
+    doc: 'Proxies trusted to name the client in X-Forwarded-For: addresses or CIDR ranges, comma-separated.',
   },
   defaultSimulator: {
     env: 'TPS_DEFAULT_SIMULATOR',

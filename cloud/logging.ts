@@ -1,6 +1,7 @@
 /** pino options shared by every logger of the relay: secrets and card data never reach a log. */
 import type { LoggerOptions } from 'pino';
-import { SECRET_FIELDS, secretRedactor } from '../protocol/index.js';
+import { secretRedactor } from '../common/redact.js';
+import { SECRET_FIELDS } from '../protocol/index.js';
 
 const redactSecrets = secretRedactor(SECRET_FIELDS);
 

@@ -1,48 +1,56 @@
 /**
- * Assembles the relay: store, terminal link, transaction service and HTTP API, and
- * the first-start bootstrap (account credential, one simulated terminal).
+ * Wires the relay: the store and its two companions (change bus, leadership lock), events,
+ * the links to terminals with the command outbox and report inbox, the transaction
+ * service, background work and the HTTP API. Policy lives in the parts; this file only
+ * makes them, in an order where each exists before what uses it, and stops them in
+ * reverse (docs/architecture.md).
  */
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
-import type { SimulatorCreateResponse } from '../protocol/index.js';
+import type { TerminalCommand, TerminalReport } from '../protocol/index.js';
+import { systemClock, type Clock } from '../common/clock.js';
 import { Authenticator } from './accounts/authenticator.js';
-import { hashGeneratedSecret, hashSecret } from './accounts/secrets.js';
-import { randomBytes } from 'node:crypto';
-import { CursorTokens } from './events/cursor-token.js';
+import { bootstrapAccount, type Bootstrap } from './accounts/bootstrap.js';
+import { signInThrottle } from './accounts/sign-in-throttle.js';
+import { BackgroundWork } from './cluster/background.js';
+import { routeNotices } from './cluster/notices.js';
+import type { CloudConfig } from './config.js';
+import { prepareDataDir } from './data-dir.js';
+import { ReportInbox } from './delivery/inbox.js';
+import { CommandOutbox } from './delivery/outbox.js';
+import { storedCursorTokens } from './events/cursor-token.js';
 import { EventFeed } from './events/event-feed.js';
 import { EventLog } from './events/event-list.js';
 import { EventRetention } from './events/retention.js';
 import { Webhooks } from './events/webhooks.js';
-import { systemClock, type Clock } from './clock.js';
-import type { CloudConfig } from './config.js';
+import { RelayAddress } from './http/address.js';
 import { buildHttpServer } from './http/server.js';
-import { cohortOf, newAccountId, newSecret, newUsername } from './ids.js';
 import { loggerOptions } from './logging.js';
-import { startEmbeddedBroker, type EmbeddedBroker } from './mqtt/embedded-broker.js';
+import { SHARE_GROUP, relayClientId } from './mqtt/client-id.js';
+import {
+  listenerLimits,
+  startEmbeddedBroker,
+  type EmbeddedBroker,
+} from './mqtt/embedded-broker.js';
 import { MqttTerminalLink } from './mqtt/mqtt-link.js';
+import { RelayMetrics } from './ops/metrics.js';
+import { relayReadiness } from './ops/readiness.js';
 import type { SimulatorFleet } from './simulator/fleet.js';
 import { SimulatorHost } from './simulator/host.js';
-import { LinkRouter } from './terminals/link-router.js';
+import { SimulatorPlacement } from './simulator/placement.js';
 import { lockDataDir } from './store/data-dir-lock.js';
-import { openStore } from './store/open.js';
-import type { Store, StoreChange } from './store/store.js';
-import { BackgroundWork } from './cluster/background.js';
-import { RelayMetrics } from './ops/metrics.js';
+import { openBackend } from './store/open.js';
+import type { Store } from './store/store.js';
+import { CardDataGuard } from './terminals/card-data-guard.js';
+import { LinkRouter } from './terminals/link-router.js';
 import { PrintSpooler } from './terminals/print-spooler.js';
 import { TerminalRegistry } from './terminals/registry.js';
 import { TransactionService } from './transactions/service.js';
+import { supersededCommands } from './transactions/superseded.js';
 
 export const DEFAULT_WAIT_SECONDS = 25;
 
-export interface Bootstrap {
-  accountId: string;
-  /** The event subject that covers every terminal of the account. */
-  cohortId: string;
-  /** Generated at first start; shown once. */
-  accountCredential?: { username: string; password: string };
-  /** Created at first start; shown once. */
-  simulator?: SimulatorCreateResponse;
-}
+export type { Bootstrap };
 
 export interface Relay {
   /** Base address without the version segment, e.g. http://127.0.0.1:8080/pos */
@@ -75,40 +83,20 @@ export interface RelayOptions {
   clock?: Clock;
 }
 
-const ACCOUNT_SETTING = 'default_account_id';
-const TOKEN_KEY_SETTING = 'event_token_key';
-
-/**
- * The relay's MQTT client id. Alone on a broker, it is stable across restarts (kept with
- * the data), so the broker keeps its session; relays sharing a store also share agent
- * traffic in clean sessions, and each process needs an id of its own.
- */
-async function mqttClientId(store: Store, shared: boolean): Promise<string> {
-  const stored = await store.claimSetting('relay_instance_id', randomBytes(6).toString('hex'));
-  return shared ? `tps-relay-${stored}-${randomBytes(4).toString('hex')}` : `tps-relay-${stored}`;
-}
-
-/** Agents' traffic is shared among the relays of one store through this group. */
-const SHARE_GROUP = 'tps-relay';
-
-/** The key that signs event-list tokens, made once and kept, so tokens survive restarts. */
-async function tokenKey(store: Store): Promise<Buffer> {
-  const stored = await store.claimSetting(TOKEN_KEY_SETTING, randomBytes(32).toString('base64'));
-  return Buffer.from(stored, 'base64');
-}
-
 export async function startRelay(config: CloudConfig, options: RelayOptions = {}): Promise<Relay> {
   const logger = options.logger ?? pino(loggerOptions(config.logLevel));
   const clock = options.clock ?? systemClock;
+  prepareDataDir(config.dataDir, logger, { sqlite: !config.databaseUrl });
   const dataDirLock = config.databaseUrl ? undefined : lockDataDir(config.dataDir);
-  const store = await openStore(config, { logger: logger.child({ part: 'store' }) }).catch(
+  const backend = await openBackend(config, { logger: logger.child({ part: 'store' }) }).catch(
     (error: unknown) => {
       dataDirLock?.release();
       throw error;
     },
   );
+  const { store, bus, lock } = backend;
   const closeStore = async () => {
-    await store.close();
+    await backend.close();
     dataDirLock?.release();
   };
   // What has started, to be stopped in reverse should a later part fail to start (a port
@@ -123,18 +111,22 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
 
   async function startParts(): Promise<Relay> {
     const bootstrap = await bootstrapAccount(store, config, clock);
+    const metrics = new RelayMetrics();
+    const address = new RelayAddress(config);
+    let draining = false;
 
+    // Events, their log and who is told of them.
     const eventFeed = new EventFeed();
-    let baseUrl = '';
     const events = new EventLog({
       store,
       feed: eventFeed,
-      tokens: new CursorTokens(await tokenKey(store)),
+      tokens: await storedCursorTokens(store),
       vendor: config.eventVendor,
-      source: () => baseUrl,
+      source: () => address.baseUrl,
     });
     const webhooks = new Webhooks({
       store,
+      bus,
       feed: eventFeed,
       log: events,
       clock,
@@ -155,40 +147,31 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       logger.child({ part: 'retention' }),
     );
 
-    let draining = false;
-    // Relays on one store and one external broker share the agents' traffic.
-    const shared = config.databaseUrl !== undefined && config.mqttUrl !== undefined;
+    // The links to terminals: agents over MQTT, simulated terminals in process.
     const broker: EmbeddedBroker | undefined = config.mqttUrl
       ? undefined
-      : await startEmbeddedBroker({ store, logger: logger.child({ part: 'broker' }) });
+      : await startEmbeddedBroker({
+          store,
+          logger: logger.child({ part: 'broker' }),
+          throttle: signInThrottle(config),
+          onSignInFailure: (outcome) => metrics.signInFailures.inc({ listener: 'mqtt', outcome }),
+          limits: listenerLimits(config),
+          onLimit: (limit) => metrics.mqttLimited.inc({ limit }),
+        });
     if (broker) started.push(() => broker.close());
+    // Relays on one store and one external broker share the agents' traffic.
+    const shared = config.databaseUrl !== undefined && config.mqttUrl !== undefined;
     const mqttLink = new MqttTerminalLink({
       url: config.mqttUrl ?? 'mqtt://embedded',
       ...(broker ? { connectInProcess: () => broker.connectInProcess() } : {}),
       username: config.mqttUsername ?? broker?.relayCredential.username ?? '',
       password: config.mqttPassword ?? broker?.relayCredential.password ?? '',
-      clientId: await mqttClientId(store, shared),
+      clientId: await relayClientId(store, shared),
       ...(shared ? { shareGroup: SHARE_GROUP } : {}),
-      onReportOutcome: (outcome) => metrics.reportsApplied.inc({ outcome }),
-      store,
+      maxPayloadBytes: config.mqttMaxPayloadBytes,
       clock,
       logger: logger.child({ part: 'mqtt-link' }),
     });
-    const metrics = new RelayMetrics({
-      parkedTransactionPolls: () => service.feed.size,
-      parkedEventWaits: () => eventFeed.size,
-      commandsAwaitingAck: () => mqttLink.awaitingAck,
-      leading: () => background.isLeading,
-      ready: () => !draining && mqttLink.connected,
-      brokerConnected: () => mqttLink.connected,
-    });
-    // Subscribed before agents can connect to the embedded broker (see connectInProcess).
-    await mqttLink.connect();
-    started.push(() => mqttLink.close());
-    const brokerUrl =
-      config.mqttUrl ?? (await broker!.listen(config.mqttHost ?? config.host, config.mqttPort)).url;
-    const agentBrokerUrl = config.mqttPublicUrl ?? brokerUrl;
-
     const inProcess =
       config.simulatorMode === 'in-process'
         ? new SimulatorHost({
@@ -197,6 +180,59 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
             logger: logger.child({ part: 'simulator' }),
           })
         : undefined;
+    const link = new LinkRouter(store, { SIMULATOR: inProcess ?? mqttLink, AGENT: mqttLink });
+
+    // Commands go out through the outbox, reports come in through the inbox, over either
+    // link; both hear what other relays on the store did through the change bus.
+    const outbox = new CommandOutbox<TerminalCommand>({
+      store,
+      publish: (terminalId, command) => link.publish(terminalId, command),
+      obsolete: supersededCommands(store),
+      onRemoteChange: (listener) => bus.subscribe(listener),
+      clock,
+      logger: logger.child({ part: 'outbox' }),
+    });
+    const service = new TransactionService({
+      store,
+      outbox,
+      clock,
+      logger: logger.child({ part: 'transactions' }),
+      events: eventFeed,
+      settings: {
+        maxUnconfirmed: config.maxUnconfirmed,
+        startTtlMs: config.startTtlS * 1000,
+        pauseTimeoutMs: config.pauseTimeoutS * 1000,
+        gracePeriodMs: config.gracePeriodS * 1000,
+      },
+    });
+    const cardData = new CardDataGuard(logger.child({ part: 'card-data' }), (event) =>
+      metrics.securityEvents.inc({ event }),
+    );
+    const inbox = new ReportInbox<TerminalReport>({
+      apply: (terminalId, report, position) =>
+        service.applyReport(terminalId, cardData.clean(terminalId, report), position),
+      onRemoteChange: (listener) => bus.subscribe(listener),
+      onOutcome: (outcome) => metrics.reportsApplied.inc({ outcome }),
+      logger: logger.child({ part: 'inbox' }),
+    });
+    link.listen({
+      commandAcked: (terminalId, commandId) => void outbox.acknowledged(terminalId, commandId),
+      report: (terminalId, report, sequenced) => inbox.receive(terminalId, report, sequenced),
+      reachable: (terminalId) => outbox.republish(terminalId),
+      reconnected: () => outbox.republish(),
+    });
+    const closeDelivery = async () => {
+      outbox.close();
+      await inbox.close();
+      await mqttLink.close();
+    };
+    started.push(closeDelivery);
+    // Subscribed before agents can connect to the embedded broker (see connectInProcess).
+    await mqttLink.connect();
+    const brokerUrl =
+      config.mqttUrl ?? (await broker!.listen(config.mqttHost ?? config.host, config.mqttPort)).url;
+    const agentBrokerUrl = config.mqttPublicUrl ?? brokerUrl;
+
     // The agent path's modules (agent, firmware emulation) load only when simulators use it.
     const simulators: SimulatorFleet =
       inProcess ??
@@ -208,40 +244,27 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         clock,
         logger: logger.child({ part: 'simulator' }),
       });
-    const service = new TransactionService({
-      store,
-      link: new LinkRouter(store, { SIMULATOR: inProcess ?? mqttLink, AGENT: mqttLink }),
-      clock,
-      logger: logger.child({ part: 'transactions' }),
-      events: eventFeed,
-      settings: {
-        maxUnconfirmed: config.maxUnconfirmed,
-        startTtlMs: config.startTtlS * 1000,
-        pauseTimeoutMs: config.pauseTimeoutS * 1000,
-        gracePeriodMs: config.gracePeriodS * 1000,
-      },
-    });
     const registry = new TerminalRegistry(store, clock);
     const spooler = new PrintSpooler(clock, (terminalId, contents, commandId) =>
-      service.sendCommand(terminalId, {
-        type: 'print',
-        command_id: commandId,
-        format: 'PNG',
-        contents,
-      }),
+      outbox.queue(terminalId, { type: 'print', command_id: commandId, format: 'PNG', contents }),
     );
 
+    // Background work runs in the leading relay only.
+    const placement = new SimulatorPlacement(
+      simulators,
+      bus,
+      store,
+      (): boolean => background.isLeading,
+    );
     const background = new BackgroundWork(
       [
         { name: 'transactions', start: () => service.lead(), stop: () => service.unlead() },
+        { name: 'outbox', start: () => outbox.lead(), stop: () => outbox.unlead() },
         { name: 'webhooks', start: () => webhooks.start(), stop: () => webhooks.stop() },
         { name: 'retention', start: () => retention.start(), stop: () => retention.stop() },
         {
           name: 'simulators',
-          start: async () => {
-            const terminals = await store.listTerminals('SIMULATOR');
-            await Promise.all(terminals.map((t) => simulators.attach(t)));
-          },
+          start: () => placement.reconcile(),
           stop: () => simulators.close(),
         },
       ],
@@ -249,71 +272,54 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
     );
     started.push(() => background.stop());
     // Changes committed by other relays on the same store wake what waits here.
-    const unwatch = store.watch((change: StoreChange) => {
-      switch (change.kind) {
-        case 'transaction':
-          void service.applyRemote(change).catch((error: unknown) => {
-            logger.warn({ err: error }, 'could not apply a change from another relay');
-          });
-          return;
-        case 'events':
-          if (change.events) eventFeed.publish(change.events);
-          else eventFeed.nudge();
-          return;
-        case 'resync':
-          eventFeed.nudge();
-          service.resync().catch((error: unknown) => {
-            logger.warn({ err: error }, 'could not re-read parked long polls and deadlines');
-          });
-          return;
-        case 'webhooks':
-          webhooks.reconcile().catch((error: unknown) => {
-            logger.warn({ err: error }, 'could not bring webhook deliveries in line');
-          });
-          return;
-        case 'simulator':
-          if (!background.isLeading) return;
-          store
-            .getTerminal(change.terminalId)
-            .then((terminal) => terminal && simulators.attach(terminal))
-            .catch((error: unknown) => {
-              logger.warn({ err: error, terminalId: change.terminalId }, 'simulator not started');
-            });
-          return;
-        default:
-          return;
-      }
+    const unsubscribe = bus.subscribe(
+      routeNotices(
+        {
+          transaction: (notice) => service.applyRemote(notice),
+          events: (notice) =>
+            notice.events ? eventFeed.publish(notice.events) : eventFeed.nudge(),
+          // Notices were missed: what they would have told is read again, announcements too.
+          resync: async () => {
+            await Promise.all([service.resync(), webhooks.reconcile(), placement.reconcile()]);
+          },
+          webhooks: () => webhooks.reconcile(),
+          simulator: async (terminalId) => placement.announced(await store.getTerminal(terminalId)),
+        },
+        logger,
+      ),
+    );
+    started.push(unsubscribe);
+    metrics.watch({
+      parkedTransactionPolls: () => service.feed.size,
+      parkedEventWaits: () => eventFeed.size,
+      commandsAwaitingAck: () => outbox.awaitingAck,
+      leading: () => background.isLeading,
+      ready: () => !draining && mqttLink.connected,
+      brokerConnected: () => mqttLink.connected,
     });
-    started.push(unwatch);
 
     const app = buildHttpServer({
       logger,
-      authenticator: new Authenticator(store),
+      authenticator: new Authenticator(store, undefined, {
+        throttle: signInThrottle(config),
+        maxHashing: config.signInHashes,
+        onFailure: (outcome) => metrics.signInFailures.inc({ listener: 'http', outcome }),
+      }),
+      ...(config.trustProxy ? { trustProxy: config.trustProxy } : {}),
       service,
       registry,
       spooler,
       events,
       webhooks,
-      // The leading relay hosts simulated terminals; another one tells it of a new one.
-      startSimulator: async (terminal) => {
-        if (background.isLeading) await simulators.attach(terminal);
-        else await store.announce({ kind: 'simulator', terminalId: terminal.id });
-      },
+      startSimulator: (terminal) => placement.place(terminal),
       ops: {
         metrics,
-        readiness: {
-          async check() {
-            const storeCheck = await store.getSetting(ACCOUNT_SETTING).then(
-              () => true as const,
-              (error: unknown) => `store unreachable: ${String(error)}`,
-            );
-            return {
-              serving: draining ? 'shutting down' : true,
-              store: storeCheck,
-              broker: mqttLink.connected ? true : 'not connected to the MQTT broker',
-            };
-          },
-        },
+        readiness: relayReadiness({
+          store,
+          draining: () => draining,
+          brokerConnected: () => mqttLink.connected,
+          logger,
+        }),
       },
       agentBrokerUrl: () => agentBrokerUrl,
       defaultWaitSeconds: DEFAULT_WAIT_SECONDS,
@@ -324,27 +330,23 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
     });
     await app.listen({ host: config.host, port: config.port });
     const port = (app.server.address() as AddressInfo).port;
-    const scheme = config.tlsCert ? 'https' : 'http';
-    const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-    baseUrl = config.publicUrl ?? `${scheme}://${host}:${port}/pos`;
-    const leadership = store.leadership();
-    leadership.start(
+    address.listening(port);
+    lock.start(
       () => void background.lead(),
       () => void background.lose(),
     );
-    started.push(() => leadership.stop());
-    // An embedded store leads at once: its background work has started when start resolves.
+    started.push(() => lock.stop());
+    // The embedded lock leads at once: its background work has started when start resolves.
     await background.settled();
     if (config.defaultSimulator && (await store.listTerminals('SIMULATOR')).length === 0) {
       const { terminal, issued } = await registry.createSimulator(bootstrap.accountId);
-      if (background.isLeading) await simulators.attach(terminal);
-      else await store.announce({ kind: 'simulator', terminalId: terminal.id });
+      await placement.place(terminal);
       bootstrap.simulator = issued;
     }
 
     let closed = false;
     return {
-      baseUrl,
+      baseUrl: address.baseUrl,
       port,
       bootstrap,
       store,
@@ -370,55 +372,14 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         service.stop();
         events.stop();
         await app.close();
-        unwatch();
+        unsubscribe();
         // Work stops here before the lead is given up: no overlap with the next leader.
         await background.stop();
-        await leadership.stop();
-        await mqttLink.close();
+        await lock.stop();
+        await closeDelivery();
         await broker?.close();
         await closeStore();
       },
     };
   }
-}
-
-/** The default account, its configured credential, or one generated and shown at first start. */
-async function bootstrapAccount(
-  store: Store,
-  config: CloudConfig,
-  clock: Clock,
-): Promise<Bootstrap> {
-  const now = clock.now().toISOString();
-  let accountId = await store.getSetting(ACCOUNT_SETTING);
-  let firstStart = false;
-  if (!accountId) {
-    // Relays started together on a new store each propose an account; one is kept.
-    const candidate = newAccountId();
-    await store.ensureAccount(candidate, now);
-    accountId = await store.claimSetting(ACCOUNT_SETTING, candidate);
-    firstStart = accountId === candidate;
-  }
-  const bootstrap: Bootstrap = { accountId, cohortId: cohortOf(accountId) };
-  if (config.accountUsername && config.accountPassword) {
-    const existing = await store.findCredential(config.accountUsername);
-    if (existing && existing.accountId !== accountId) {
-      throw new Error(`TPS_ACCOUNT_USERNAME ${config.accountUsername} belongs to another account`);
-    }
-    await store.putCredential({
-      username: config.accountUsername,
-      secretHash: await hashSecret(config.accountPassword),
-      accountId,
-      createdAt: now,
-    });
-  } else if (firstStart) {
-    const credential = { username: newUsername(), password: newSecret() };
-    await store.putCredential({
-      username: credential.username,
-      secretHash: hashGeneratedSecret(credential.password),
-      accountId,
-      createdAt: now,
-    });
-    bootstrap.accountCredential = credential;
-  }
-  return bootstrap;
 }

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SerialCardReader } from './reader/serial-card-reader.js';
 import { ReaderEventLog } from './reader/reader-events.js';
-import { newTransactionId } from './reader/readers-under-test.js';
+import { newTransactionId } from './reader/testing/readers-under-test.js';
 import type { ProbeReport } from './tools/probe.js';
 import { openPty, ptySupport } from './transport/pty.js';
 import { openSerialPort } from './transport/serial-port.js';

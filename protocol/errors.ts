@@ -85,6 +85,15 @@ export const ERROR_CATALOGUE = {
       'The next_token points before the oldest event still kept (retention deleted the events in between); start a new read.',
   },
   WEBHOOK_NOT_FOUND: { status: 404, meaning: 'No such webhook for this credential.' },
+  TOO_MANY_REQUESTS: {
+    status: 429,
+    meaning:
+      'Too many failed sign-ins for this username or from this address; wait for Retry-After.',
+  },
+  SERVICE_BUSY: {
+    status: 503,
+    meaning: 'The service is momentarily saturated; repeat the request after Retry-After.',
+  },
   INTERNAL_ERROR: {
     status: 500,
     meaning: 'An unexpected fault; the request may be repeated safely.',

@@ -27,6 +27,16 @@ export function terminalTopics(terminalId: string) {
   };
 }
 
+/**
+ * The client id an agent connects with. A broker lets an agent's credential use only its
+ * own (cloud/mqtt/acl.ts), so that no agent can take over another terminal's session.
+ */
+export const agentClientId = (terminalId: string): string => `agent-${terminalId}`;
+
+/** The client id `tps agent doctor` checks the broker with, beside the running agent. */
+export const doctorClientId = (terminalId: string, pid: number): string =>
+  `doctor-${terminalId}-${pid}`;
+
 /** Topic filters under which the relay hears every agent. */
 export const RELAY_SUBSCRIPTIONS = {
   commandAck: `${TOPIC_ROOT}/+/cmd-ack`,

@@ -30,7 +30,8 @@ export interface OperationSpec {
   errors: readonly number[];
 }
 
-const AUTH = [401, 405, 413, 415] as const;
+/** What any operation may answer before its own checks: authentication, method, body, load. */
+const AUTH = [401, 405, 413, 415, 429, 503] as const;
 
 export const OPERATIONS = {
   '/transaction/purchase': {

@@ -74,6 +74,18 @@ export const TerminalCommand = z.discriminatedUnion('type', [
 export type TerminalCommand = z.infer<typeof TerminalCommand>;
 export type StartTransactionCommand = z.infer<typeof StartTransactionCommand>;
 
+/**
+ * The payment method as a terminal reports it: a card number is taken in any form up to
+ * 64 characters, so that a report whose number is not masked as the Transaction requires
+ * is still read (and its result applied) while the relay drops the number
+ * (cloud/terminals/card-data-guard.ts). Refusing the whole report would leave the result
+ * unknown and hold up every later report of the agent's outbox behind it.
+ */
+export const ReportedPaymentMethodDetails = PaymentMethodDetails.extend({
+  card_number_customer: z.string().max(64).optional(),
+  card_number_merchant: z.string().max(64).optional(),
+});
+
 /** The payment details a terminal reports with a result; members as on the Transaction. */
 export const TransactionResultDetails = z.object({
   authorized_amount: Amount.optional(),
@@ -81,7 +93,7 @@ export const TransactionResultDetails = z.object({
   tip_amount: Amount.optional(),
   surcharge_amount: Amount.optional(),
   cashback_amount: Amount.optional(),
-  payment_method_details: PaymentMethodDetails.optional(),
+  payment_method_details: ReportedPaymentMethodDetails.optional(),
   receipt_details_customer: ReceiptText.optional(),
   receipt_details_merchant: ReceiptText.optional(),
   reference: Reference.optional(),

@@ -61,6 +61,25 @@ export const CARDHOLDER_VERIFICATIONS = [
   'CONSUMER_DEVICE',
 ] as const;
 
+/**
+ * A card number as the relay stores and serves it: 13-19 digits and `*`, showing at most
+ * the first 6 and the last 4 digits (PCI DSS), so everything between is `*`. The spec's
+ * own pattern (13-19 of digits and `*`) would let a full number through.
+ */
+export const MaskedCardNumber = z
+  .string()
+  .regex(
+    /^[0-9*]{6}\*{3,9}[0-9*]{4}$/,
+    'must be 13-19 digits and *, showing at most the first 6 and last 4 digits',
+  );
+
+export function isMaskedCardNumber(value: string): boolean {
+  return MaskedCardNumber.safeParse(value).success;
+}
+
+/** The members that hold a card number. */
+export const CARD_NUMBER_FIELDS = ['card_number_customer', 'card_number_merchant'] as const;
+
 export const PaymentMethodDetails = z.object({
   payment_method: z.literal('CARD'),
   acquirer_reference: z
@@ -89,14 +108,8 @@ export const PaymentMethodDetails = z.object({
     .regex(/^[0-9A-Z]{2}$/)
     .optional(),
   card_entry_mode: z.enum(CARD_ENTRY_MODES).optional(),
-  card_number_customer: z
-    .string()
-    .regex(/^[0-9*]{13,19}$/)
-    .optional(),
-  card_number_merchant: z
-    .string()
-    .regex(/^[0-9*]{13,19}$/)
-    .optional(),
+  card_number_customer: MaskedCardNumber.optional(),
+  card_number_merchant: MaskedCardNumber.optional(),
   card_scheme: z.enum(CARD_SCHEMES).optional(),
   card_sequence_number: z
     .string()
@@ -187,11 +200,29 @@ export type TransactionV0 = z.infer<typeof TransactionV0>;
  * Renders the stored transaction for a revision: v0 drops milliseconds and the v1-only
  * members, and carries `refundable_amount` on the transaction itself.
  */
+/**
+ * The payment method details without a card number that shows more than the first 6 and
+ * last 4 digits: the relay refuses to store one (cloud/terminals/card-data-guard.ts), and
+ * never serves one a store may hold from before.
+ */
+function withoutFullCardNumbers(txn: Transaction): Transaction {
+  const details = txn.payment_method_details;
+  if (!details || CARD_NUMBER_FIELDS.every((f) => !details[f] || isMaskedCardNumber(details[f]))) {
+    return txn;
+  }
+  const kept = { ...details };
+  for (const field of CARD_NUMBER_FIELDS) {
+    if (kept[field] && !isMaskedCardNumber(kept[field])) delete kept[field];
+  }
+  return { ...txn, payment_method_details: kept };
+}
+
 export function renderTransaction(
-  txn: Transaction,
+  stored: Transaction,
   revision: Revision,
   refundableAmount?: number,
 ): Transaction | TransactionV0 {
+  const txn = withoutFullCardNumbers(stored);
   if (revision === 'v1') {
     const { extra_amounts: _ignored, ...rest } = txn;
     return refundableAmount === undefined

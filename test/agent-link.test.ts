@@ -59,7 +59,7 @@ describe.each(BROKERS)('agent link on $name', ({ open }) => {
       reader: emulated.reader,
       ...(options.printer ? { printer: options.printer } : {}),
       logger: silent,
-      tuning: { reconnect: { baseMs: 20, capMs: 200 } },
+      tuning: { reconnect: { initialMs: 20, maxMs: 200 } },
     });
     running.push(async () => {
       await instance.stop();

@@ -6,7 +6,7 @@
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { InMemoryReaderMemory } from '../firmware-bridge/emulator/reader-memory.js';
-import { ManualTimers } from '../firmware-bridge/serial/timers.js';
+import { ManualTimers } from '../common/testing/manual-timers.js';
 import { startAgent } from '../agent/agent.js';
 import { emulatedReader } from '../agent/emulated-reader.js';
 import {
@@ -56,7 +56,7 @@ async function runAgent(
   const agent = await startAgent(config, {
     reader: emulated.reader,
     logger: silent,
-    tuning: { reconnect: { baseMs: 20, capMs: 100 }, reportResendMs: 200 },
+    tuning: { reconnect: { initialMs: 20, maxMs: 100 }, reportResendMs: 200 },
   });
   const stop = async () => {
     await agent.stop();

@@ -10,6 +10,7 @@ import mqtt from 'mqtt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashGeneratedSecret } from '../cloud/accounts/secrets.js';
 import { newSecret } from '../cloud/ids.js';
+import { agentClientId } from '../protocol/index.js';
 import { runTpsToEnd } from './support/e2e-parts.js';
 import { post, startTestRelay, tempDataDir, type TestRelay } from './support/relay.js';
 
@@ -31,6 +32,8 @@ async function signIn(username: string, password: string): Promise<void> {
   const client = await mqtt.connectAsync(relay.brokerUrl, {
     username,
     password,
+    // The embedded broker takes an agent's credential under its own client id only.
+    clientId: agentClientId(username),
     reconnectPeriod: 0,
     connectTimeout: 5000,
   });

@@ -312,6 +312,62 @@ describe('two relays on one PostgreSQL and one Mosquitto', () => {
     expect(new Set(eventIds).size).toBe(eventIds.length);
   }, 90_000);
 
+  it('takes up a webhook and a simulator announced while the leader was not listening', async () => {
+    const [leader, follower] = (await leaderFirst()) as [RelayChild, RelayChild];
+    // The relays' listening sessions are dropped again and again while the follower
+    // announces what it created: only the leader's re-read, once it listens, finds them.
+    let dropping = true;
+    const dropped = (async () => {
+      while (dropping) {
+        await admin.query(
+          `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+            WHERE query = 'LISTEN tps_changes' AND datname = $1`,
+          [database],
+        );
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    })();
+    const hook = await post(
+      follower.baseUrl,
+      'v1',
+      '/webhook/create',
+      { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/missed` },
+      ACCOUNT,
+    );
+    if (hook.status !== 200) throw new Error(JSON.stringify(hook.body));
+    const created = await post(follower.baseUrl, 'v1', '/simulator/create', {}, ACCOUNT);
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const sim = created.body as SimulatorCreateResponse;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    dropping = false;
+    await dropped;
+    terminals.push(sim.terminal_id);
+    await eventually(
+      () => call(leader, sim, '/terminal/status', {}),
+      (r) => r.body?.status?.connected === true,
+      { ms: 20_000, what: 'the simulator created meanwhile to connect', context: output },
+    );
+    const bought = await call(leader, sim, '/transaction/purchase', {
+      external_id: 'announced-unheard',
+      requested_amount: 400,
+      currency: 'EUR',
+      wait_seconds: 0,
+    });
+    await eventually(
+      () => delivered.filter((e) => e.data.id === bought.body.transaction.id),
+      (events) => events.length > 0,
+      { ms: 15_000, what: 'a delivery to the webhook created meanwhile', context: output },
+    );
+    const deleted = await post(
+      follower.baseUrl,
+      'v1',
+      '/webhook/delete',
+      { id: hook.body.webhook.id },
+      ACCOUNT,
+    );
+    expect(deleted.status).toBe(200);
+  }, 60_000);
+
   it('makes one transaction of 50 concurrent duplicate creates spread over both relays', async () => {
     const sim = await newTerminal(relays[1]!);
     const answers = await Promise.all(

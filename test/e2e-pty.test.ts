@@ -17,7 +17,7 @@ import {
   type EmulatedNetworkPrinter,
 } from '../firmware-bridge/printer/emulated-network-printer.js';
 import { pngToRaster } from '../firmware-bridge/printer/png-raster.js';
-import { receiptLike } from '../firmware-bridge/printer/test-images.js';
+import { receiptLike } from '../firmware-bridge/printer/testing/images.js';
 import { ptySupport } from '../firmware-bridge/transport/pty.js';
 import type { TerminalCreateResponse } from '../protocol/api.js';
 import {

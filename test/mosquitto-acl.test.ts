@@ -9,15 +9,17 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import mqtt, { type MqttClient } from 'mqtt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashGeneratedSecret } from '../cloud/accounts/secrets.js';
-import { systemClock } from '../cloud/clock.js';
+import { systemClock } from '../common/clock.js';
 import { SqliteStore } from '../cloud/store/sqlite.js';
 import { TerminalRegistry } from '../cloud/terminals/registry.js';
-import { terminalTopics } from '../protocol/index.js';
+import { mosquittoConf } from '../cloud/mqtt/broker-files.js';
+import { agentClientId, terminalTopics } from '../protocol/index.js';
 import { eventually, freePorts, runTpsToEnd } from './support/e2e-parts.js';
 
 const MOSQUITTO = [
@@ -27,6 +29,8 @@ const MOSQUITTO = [
   '/usr/local/bin/mosquitto',
   '/opt/homebrew/sbin/mosquitto',
 ].find((p) => fs.existsSync(p));
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const RELAY = { username: 'tps-relay', password: 'relay-broker-password-for-the-test' };
 const ACCOUNT_ID = 'acct-mosquitto-test';
@@ -44,7 +48,9 @@ describe.skipIf(!MOSQUITTO)(
     const brokerDir = path.join(dir, 'broker');
     let broker: ChildProcess | undefined;
     let brokerOutput = '';
+    /** The agents' listener, and the relays'. */
     let url = '';
+    let relayUrl = '';
     const clients: MqttClient[] = [];
     let a: Agent;
     let b: Agent;
@@ -76,16 +82,22 @@ describe.skipIf(!MOSQUITTO)(
     async function startMosquitto(): Promise<void> {
       // A port free when asked may be taken before Mosquitto binds it: try another.
       for (let attempt = 1; ; attempt++) {
-        const [port] = await freePorts(1);
+        const [port, relayPort] = await freePorts(2);
         const conf = path.join(dir, 'mosquitto.conf');
         fs.writeFileSync(
           conf,
           [
-            `listener ${port} 127.0.0.1`,
-            'allow_anonymous false',
-            `password_file ${path.join(brokerDir, 'passwd')}`,
-            `acl_file ${path.join(brokerDir, 'acl')}`,
-            'set_tcp_nodelay true',
+            // What `tps broker mosquitto` prints, on this test's ports.
+            mosquittoConf(
+              {
+                passwordFile: path.join(brokerDir, 'passwd'),
+                aclFile: path.join(brokerDir, 'acl'),
+              },
+              {
+                agents: { port: port!, host: '127.0.0.1' },
+                relays: { port: relayPort!, host: '127.0.0.1' },
+              },
+            ),
             'persistence false',
             'log_dest stderr',
             'log_type error',
@@ -116,6 +128,7 @@ describe.skipIf(!MOSQUITTO)(
         if (started) {
           broker = child;
           url = `mqtt://127.0.0.1:${port}`;
+          relayUrl = `mqtt://127.0.0.1:${relayPort}`;
           return;
         }
         child.kill('SIGKILL');
@@ -123,14 +136,30 @@ describe.skipIf(!MOSQUITTO)(
       }
     }
 
-    function connect(username: string, password: string): Promise<MqttClient> {
-      const client = mqtt.connect(url, {
+    /** Connects to the agents' listener, or the relay user to the relays'. */
+    function connect(
+      username: string,
+      password: string,
+      options: { clientId?: string; clean?: boolean; will?: boolean } = {},
+    ): Promise<MqttClient> {
+      const client = mqtt.connect(username === RELAY.username ? relayUrl : url, {
         username,
         password,
         protocolVersion: 4,
-        clean: true,
+        clean: options.clean ?? true,
         reconnectPeriod: 0,
         connectTimeout: 5000,
+        ...(options.clientId !== undefined ? { clientId: options.clientId } : {}),
+        ...(options.will
+          ? {
+              will: {
+                topic: terminalTopics(username).presence,
+                payload: Buffer.from('{"connected":false}'),
+                qos: 1 as const,
+                retain: true,
+              },
+            }
+          : {}),
       });
       clients.push(client);
       return new Promise((resolve, reject) => {
@@ -318,6 +347,66 @@ describe.skipIf(!MOSQUITTO)(
         { what: 'the marker to reach the relay', context },
       );
       expect(relayHeard).toEqual([{ topic: own.report, payload: 'marker' }]);
+    });
+
+    it('an agent’s credential cannot take over another terminal’s session, whatever client id it sends', async () => {
+      const relay = await connect(RELAY.username, RELAY.password);
+      const relayHeard = heard(relay);
+      await relay.subscribeAsync(terminalTopics(b.id).presence, { qos: 1 });
+      const victim = await connect(b.id, b.secret, {
+        clientId: agentClientId(b.id),
+        clean: false,
+        will: true,
+      });
+      const victimHeard = heard(victim);
+      await victim.subscribeAsync(terminalTopics(b.id).command, { qos: 1 });
+      let victimClosed = false;
+      victim.on('close', () => (victimClosed = true));
+
+      const intruders: MqttClient[] = [];
+      for (const [clientId, clean] of [
+        [agentClientId(b.id), false],
+        [agentClientId(b.id), true],
+        // The session id b gets on the agents' listener.
+        [b.id, true],
+      ] as const) {
+        const intruder = await connect(a.id, a.secret, { clientId, clean });
+        await intruder.subscribeAsync(terminalTopics(a.id).command, { qos: 1 });
+        intruders.push(intruder);
+      }
+      const intruderHeard = intruders.map((i) => heard(i));
+
+      await relay.publishAsync(terminalTopics(b.id).command, 'for-b-only', { qos: 1 });
+      await eventually(
+        () => victimHeard,
+        (m) => m.some((x) => x.payload === 'for-b-only'),
+        { what: 'b to receive its command', context },
+      );
+      expect(victimClosed).toBe(false);
+      // b's last will never fired.
+      expect(relayHeard.filter((m) => m.payload.includes('"connected":false'))).toEqual([]);
+      expect(intruderHeard.flat()).toEqual([]);
+    });
+
+    it('ends a connection that declares a packet over max_packet_size, before sign-in', async () => {
+      const { hostname, port } = new URL(url);
+      const socket = net.connect({ host: hostname, port: Number(port) });
+      socket.on('error', () => undefined);
+      await new Promise((resolve) => socket.once('connect', resolve));
+      const closed = new Promise((resolve) => socket.once('close', resolve));
+      // CONNECT declaring 268,435,455 bytes (256 MB), then a trickle.
+      socket.write(Buffer.from([0x10, 0xff, 0xff, 0xff, 0x7f]));
+      const trickle = setInterval(() => socket.writable && socket.write(Buffer.from([0])), 50);
+      try {
+        await eventually(
+          () => Promise.race([closed.then(() => true), sleep(100).then(() => false)]),
+          (done) => done,
+          { what: 'Mosquitto to close the connection', context, ms: 3000 },
+        );
+      } finally {
+        clearInterval(trickle);
+        socket.destroy();
+      }
     });
 
     it('a terminal registered later gets in once the files are written again and Mosquitto has its SIGHUP', async () => {

@@ -1,10 +1,21 @@
-/** HTTP Basic authentication against the stored credentials. */
+/**
+ * HTTP Basic authentication against the stored credentials, with guessing throttled
+ * (sign-in-throttle.ts): a sign-in over a limit answers 429 with Retry-After before its
+ * secret is checked, and a slow hash beyond the gate's slots answers 503 at once.
+ *
+ * Every failed sign-in costs one full key stretching whatever the username: an unknown
+ * one is checked against a decoy hash, and a known one whose check was answered from
+ * memory (one HMAC) or by a fast hash (a generated secret's SHA-256) pays the decoy's
+ * PBKDF2 too. So an answer's time tells whether the secret was right, never whether the
+ * username exists, and each guess costs the guesser as much as the relay.
+ */
 import { BoundedMap } from '../bounded-map.js';
 import { ApiError } from '../errors.js';
 import type { CredentialRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
-import type { Principal } from '../transactions/service.js';
-import { VerifiedSecretCache, hashSecret, verifySecret } from './secrets.js';
+import type { Principal } from './principal.js';
+import { VerifiedSecretCache, hashSecret, isSlowHash, verifySecret } from './secrets.js';
+import { HashGate, HashingBusy, type SignInThrottle } from './sign-in-throttle.js';
 
 const CHALLENGE = { 'WWW-Authenticate': 'Basic realm="terminal-payment-service", charset="UTF-8"' };
 
@@ -18,8 +29,20 @@ const unauthorized = (description: string) => new ApiError('UNAUTHORIZED', descr
 export const CREDENTIAL_TTL_MS = 10_000;
 const CREDENTIALS_KEPT = 10_000;
 
+/** Why a sign-in failed, for the metrics. */
+export type SignInFailure = 'wrong_credential' | 'throttled' | 'busy';
+
+export interface AuthenticatorOptions {
+  /** Failed sign-ins per username and source; none: no limit (unit tests). */
+  throttle?: SignInThrottle;
+  /** Slow hashes at once (default 2). */
+  maxHashing?: number;
+  onFailure?: (outcome: SignInFailure) => void;
+}
+
 export class Authenticator {
-  private readonly cache = new VerifiedSecretCache();
+  private readonly gate: HashGate;
+  private readonly cache: VerifiedSecretCache;
   /** Compared against for unknown usernames, so that a miss costs as long as a hit. */
   private readonly decoy = hashSecret('decoy-secret-never-issued');
 
@@ -31,7 +54,15 @@ export class Authenticator {
   constructor(
     private readonly store: Store,
     private readonly now: () => number = () => performance.now(),
-  ) {}
+    private readonly options: AuthenticatorOptions = {},
+  ) {
+    this.gate = new HashGate(options.maxHashing ?? 2);
+    this.cache = new VerifiedSecretCache((secret, stored) =>
+      isSlowHash(stored)
+        ? this.gate.run(() => verifySecret(secret, stored))
+        : verifySecret(secret, stored),
+    );
+  }
 
   private async credential(username: string): Promise<CredentialRecord | undefined> {
     const now = this.now();
@@ -43,7 +74,8 @@ export class Authenticator {
     return record;
   }
 
-  async authenticate(header: string | undefined): Promise<Principal> {
+  /** `source`: the client's address (sign-in-throttle.ts sourceOf). */
+  async authenticate(header: string | undefined, source = 'unknown'): Promise<Principal> {
     if (!header) throw unauthorized('missing Authorization header (HTTP Basic)');
     const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
     if (!match?.[1]) throw unauthorized('Authorization must be HTTP Basic');
@@ -52,17 +84,42 @@ export class Authenticator {
     if (colon < 1) throw unauthorized('malformed Basic credentials');
     const username = decoded.slice(0, colon);
     const secret = decoded.slice(colon + 1);
-    const credential = await this.credential(username);
-    if (!credential) {
-      await verifySecret(secret, await this.decoy);
-      throw unauthorized('wrong username or password');
+
+    const { throttle, onFailure } = this.options;
+    const wait = throttle?.check(username, source);
+    if (wait !== undefined) {
+      onFailure?.('throttled');
+      throw new ApiError(
+        'TOO_MANY_REQUESTS',
+        `too many failed sign-ins for this username or from this address; retry after ${wait} s`,
+        { 'Retry-After': String(wait) },
+      );
     }
-    if (!(await this.cache.verify(username, secret, credential.secretHash))) {
-      throw unauthorized('wrong username or password');
+    try {
+      const credential = await this.credential(username);
+      const outcome = credential
+        ? await this.cache.check(username, secret, credential.secretHash)
+        : { valid: false, verified: false };
+      if (outcome.valid) {
+        throttle?.succeeded(username, source);
+        return {
+          accountId: credential!.accountId,
+          ...(credential!.terminalId ? { terminalId: credential!.terminalId } : {}),
+        };
+      }
+      if (!(outcome.verified && isSlowHash(credential!.secretHash))) {
+        const decoy = await this.decoy;
+        await this.gate.run(() => verifySecret(secret, decoy));
+      }
+    } catch (error) {
+      if (!(error instanceof HashingBusy)) throw error;
+      onFailure?.('busy');
+      throw new ApiError('SERVICE_BUSY', 'too many sign-ins being checked at once; retry soon', {
+        'Retry-After': '1',
+      });
     }
-    return {
-      accountId: credential.accountId,
-      ...(credential.terminalId ? { terminalId: credential.terminalId } : {}),
-    };
+    throttle?.failed(username, source);
+    onFailure?.('wrong_credential');
+    throw unauthorized('wrong username or password');
   }
 }

@@ -68,6 +68,11 @@ export async function verifySecret(secret: string, stored: string): Promise<bool
   return timingSafeEqual(actual, expected);
 }
 
+/** Whether checking a secret against this stored hash stretches the key (PBKDF2, scrypt). */
+export function isSlowHash(stored: string): boolean {
+  return stored.startsWith('pbkdf2-sha256$') || stored.startsWith('scrypt$');
+}
+
 const CACHE_LIMIT = 10_000;
 
 /** Remembers secrets already verified against a given stored hash. */
@@ -89,9 +94,22 @@ export class VerifiedSecretCache {
   }
 
   async verify(username: string, secret: string, storedHash: string): Promise<boolean> {
+    return (await this.check(username, secret, storedHash)).valid;
+  }
+
+  /**
+   * Like verify, and says whether the verifier ran (or was awaited) for this check, as
+   * opposed to an answer from memory: a caller that wants every failure to cost the
+   * same can then add the work that was not done.
+   */
+  async check(
+    username: string,
+    secret: string,
+    storedHash: string,
+  ): Promise<{ valid: boolean; verified: boolean }> {
     const entry = this.entries.get(username);
     if (entry && entry.storedHash === storedHash) {
-      return timingSafeEqual(entry.digest, this.digest(secret));
+      return { valid: timingSafeEqual(entry.digest, this.digest(secret)), verified: false };
     }
     const digest = this.digest(secret);
     const key = `${username}\u0000${storedHash}\u0000${digest.toString('hex')}`;
@@ -100,8 +118,8 @@ export class VerifiedSecretCache {
       verification = this.verifier(secret, storedHash).finally(() => this.inflight.delete(key));
       this.inflight.set(key, verification);
     }
-    if (!(await verification)) return false;
+    if (!(await verification)) return { valid: false, verified: true };
     this.entries.set(username, { storedHash, digest });
-    return true;
+    return { valid: true, verified: true };
   }
 }

@@ -1,7 +1,8 @@
 /**
  * The relay's background work (deadlines, re-sending commands, webhook delivery, event
- * retention, hosted simulators) runs in the one process that holds the store's
- * leadership. Taking and losing the lead start and stop its parts, one change at a time.
+ * retention, hosted simulators) runs in the one process that holds the leadership lock
+ * (leadership-lock.ts). Taking and losing the lead start and stop its parts, one change
+ * at a time.
  */
 import type { Logger } from 'pino';
 

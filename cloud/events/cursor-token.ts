@@ -3,9 +3,10 @@
  * tamper-proof (HMAC-SHA256 over the content with a key kept in the store), bound to the
  * account that was given it.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { ApiError } from '../errors.js';
+import type { Store } from '../store/store.js';
 
 export const CursorSchema = z.object({
   /** Position of the last event handed out. */
@@ -47,4 +48,12 @@ export class CursorTokens {
     if (cursor.a !== accountId) throw invalid;
     return cursor;
   }
+}
+
+/** The key that signs event-list tokens, made once and kept, so tokens survive restarts. */
+export async function storedCursorTokens(
+  store: Pick<Store, 'claimSetting'>,
+): Promise<CursorTokens> {
+  const stored = await store.claimSetting('event_token_key', randomBytes(32).toString('base64'));
+  return new CursorTokens(Buffer.from(stored, 'base64'));
 }

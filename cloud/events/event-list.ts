@@ -18,9 +18,11 @@ import {
 import { Cancellation } from '../cancellation.js';
 import { ApiError } from '../errors.js';
 import { cohortOf } from '../ids.js';
+import { longPoll } from '../long-poll.js';
 import type { EventQuery, EventRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
-import type { Principal } from '../transactions/service.js';
+import type { Timers } from '../../common/clock.js';
+import type { Principal } from '../accounts/principal.js';
 import type { Cursor, CursorTokens } from './cursor-token.js';
 import type { EventFeed, EventNotice } from './event-feed.js';
 
@@ -32,6 +34,8 @@ export interface EventListOptions {
   vendor: string;
   /** The API base address without the version segment (known once listening). */
   source: () => string;
+  /** What parked readers time out on (default: the system's). */
+  timers?: Timers;
 }
 
 /** Which events a reader sees: its account, maybe one terminal, maybe one kind. */
@@ -146,49 +150,45 @@ export class EventLog {
 
   /** Parks until an event of the scope is committed, the time runs out or the client leaves. */
   private waitForEvents(query: EventQuery, waitMs: number, gone: Cancellation) {
-    if (gone.cancelled || this.closing.cancelled) return Promise.resolve([]);
-    const { store, feed } = this.options;
+    const { store, feed, timers } = this.options;
     const matches = (notice: EventNotice) =>
       (query.subject === undefined || notice.subject === query.subject) &&
       (query.kind === undefined || notice.kind === query.kind);
-    return new Promise<EventRecord[]>((resolve, reject) => {
-      let settled = false;
+    const parking = {
+      waitMs,
+      otherwise: (): EventRecord[] => [],
+      cancelledBy: [gone, this.closing],
+      timers,
+    };
+    return longPoll(parking, (parked) => {
       let reading = false;
       let readAgain = false;
-      const finish = (events: EventRecord[]) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        unsubscribe();
-        undoGone();
-        undoClosing();
-        resolve(events);
-      };
       const read = (): void => {
-        if (settled) return;
+        if (parked.settled) return;
         // A notice during a read may describe a commit that read did not see: read again.
         if (reading) {
           readAgain = true;
           return;
         }
         reading = true;
-        store.readEvents(query).then((events) => {
-          reading = false;
-          if (events.length > 0) finish(events);
-          else if (readAgain) {
-            readAgain = false;
-            read();
-          }
-        }, reject);
+        store.readEvents(query).then(
+          (events) => {
+            reading = false;
+            if (events.length > 0) parked.settle(events);
+            else if (readAgain) {
+              readAgain = false;
+              read();
+            }
+          },
+          (error: unknown) => parked.fail(error),
+        );
       };
       const unsubscribe = feed.subscribe(query.accountId, (notice) => {
         if (!notice || matches(notice)) read();
       });
-      const timer = setTimeout(() => finish([]), waitMs);
-      const undoGone = gone.onCancel(() => finish([]));
-      const undoClosing = this.closing.onCancel(() => finish([]));
       // An event may have been committed between the first read and the subscription.
       read();
+      return unsubscribe;
     });
   }
 }

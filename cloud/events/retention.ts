@@ -4,18 +4,19 @@
  * deleted get EVENTS_EXPIRED, never a silent gap.
  */
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.js';
+import { systemTimers, type Clock, type Timers } from '../../common/clock.js';
 import type { Store } from '../store/store.js';
 
 export class EventRetention {
-  private timer: NodeJS.Timeout | undefined;
+  private timer: unknown;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: Pick<Store, 'trimEvents'>,
     private readonly clock: Clock,
     private readonly retentionMs: number,
     private readonly oldestNeeded: () => Promise<number>,
     private readonly logger: Logger,
+    private readonly timers: Timers = systemTimers,
   ) {}
 
   /** Trims once; answers the position through which events are now deleted. */
@@ -29,12 +30,23 @@ export class EventRetention {
       this.trim().catch((error: unknown) =>
         this.logger.error({ err: error }, 'event retention failed'),
       );
+    // Each sweep arms the next one before it starts, so sweeps come every `intervalMs`
+    // however long one takes, and a sweep never holds up an exit.
+    const every = () => {
+      this.timer = this.timers.setTimeout(
+        () => {
+          every();
+          void run();
+        },
+        intervalMs,
+        { unref: true },
+      );
+    };
     void run();
-    this.timer = setInterval(run, intervalMs);
-    this.timer.unref();
+    every();
   }
 
   stop(): void {
-    clearInterval(this.timer);
+    this.timers.clearTimeout(this.timer);
   }
 }

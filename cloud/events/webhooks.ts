@@ -13,12 +13,14 @@ import {
   type WebhookCreateRequest,
   type WebhookView,
 } from '../../protocol/index.js';
-import type { Clock } from '../clock.js';
+import { Backoff } from '../../common/backoff.js';
+import { systemTimers, type Clock, type Timers } from '../../common/clock.js';
+import type { ChangeBus } from '../cluster/change-bus.js';
 import { ApiError } from '../errors.js';
 import { cohortOf, newWebhookId } from '../ids.js';
 import type { EventQuery, WebhookRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
-import type { Principal } from '../transactions/service.js';
+import type { Principal } from '../accounts/principal.js';
 import type { EventFeed } from './event-feed.js';
 import type { EventLog } from './event-list.js';
 import { webhookSignature } from './webhook-signature.js';
@@ -38,9 +40,15 @@ export interface WebhookSettings {
 
 export interface WebhookOptions {
   store: Store;
+  /** Tells the leading relay of receivers created, deleted or re-enabled elsewhere. */
+  bus: ChangeBus;
   feed: EventFeed;
   log: EventLog;
   clock: Clock;
+  /** The back-off's timers (default: the system's). */
+  timers?: Timers;
+  /** The back-off's jitter, uniform in [0, 1) (default Math.random). */
+  random?: () => number;
   logger: Logger;
   settings: WebhookSettings;
 }
@@ -123,7 +131,7 @@ export class Webhooks {
     await this.deliverers.get(id)?.stop();
     this.deliverers.delete(id);
     await this.options.store.deleteWebhook(id);
-    if (!this.leading) await this.options.store.announce({ kind: 'webhooks' });
+    if (!this.leading) await this.options.bus.announce({ kind: 'webhooks' });
     return { webhook: { ...(await this.view(hook)), enabled: false } };
   }
 
@@ -194,7 +202,7 @@ export class Webhooks {
   /** Delivers to a receiver from now on: here when leading, else in the leading relay. */
   private async started(id: string): Promise<void> {
     if (this.leading) this.run(id);
-    else await this.options.store.announce({ kind: 'webhooks' });
+    else await this.options.bus.announce({ kind: 'webhooks' });
   }
 
   private run(id: string): void {
@@ -244,7 +252,11 @@ class Deliverer {
     if (!hook?.enabled) return;
     let cursor = hook.cursor;
     let failingSince = hook.failingSince;
-    let attempt = 0;
+    const backoff = new Backoff({
+      initialMs: settings.retryBaseMs,
+      maxMs: settings.retryCapMs,
+      ...(this.options.random ? { random: this.options.random } : {}),
+    });
     try {
       while (!this.stopped) {
         const query = { ...this.hooks.query(hook), after: cursor, limit: PAGE };
@@ -257,7 +269,7 @@ class Deliverer {
           const error = await this.deliver(hook, this.options.log.render(event, 'v1'));
           if (this.stopped) return;
           if (error === undefined) {
-            attempt = 0;
+            backoff.reset();
             failingSince = undefined;
             cursor = event.position;
             this.saveCursor(cursor);
@@ -277,9 +289,7 @@ class Deliverer {
             return;
           }
           await store.updateWebhook(this.id, { failingSince, lastError: error });
-          const backoff = Math.min(settings.retryCapMs, settings.retryBaseMs * 2 ** attempt);
-          attempt += 1;
-          await this.pause(backoff * (0.5 + Math.random() / 2));
+          await this.pause(backoff.next());
           hook = (await store.getWebhook(this.id)) ?? hook;
           break;
         }
@@ -326,9 +336,10 @@ class Deliverer {
             }
           })
         : () => {};
-      const timer = Number.isFinite(ms) ? setTimeout(() => finish(), ms) : undefined;
+      const timers = this.options.timers ?? systemTimers;
+      const timer = Number.isFinite(ms) ? timers.setTimeout(() => finish(), ms) : undefined;
       const finish = () => {
-        clearTimeout(timer);
+        timers.clearTimeout(timer);
         unsubscribe();
         this.wake = undefined;
         resolve();

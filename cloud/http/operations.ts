@@ -25,7 +25,8 @@ import type { EventLog } from '../events/event-list.js';
 import type { Webhooks } from '../events/webhooks.js';
 import type { PrintSpooler } from '../terminals/print-spooler.js';
 import type { TerminalRegistry } from '../terminals/registry.js';
-import type { Principal, TransactionService } from '../transactions/service.js';
+import type { Principal } from '../accounts/principal.js';
+import type { TransactionService } from '../transactions/service.js';
 
 export interface OperationDeps {
   service: TransactionService;

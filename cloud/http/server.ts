@@ -14,8 +14,9 @@ import {
   type Revision,
 } from '../../protocol/index.js';
 import type { Authenticator } from '../accounts/authenticator.js';
+import { sourceOf } from '../accounts/sign-in-throttle.js';
 import { Cancellation } from '../cancellation.js';
-import type { Principal } from '../transactions/service.js';
+import type { Principal } from '../accounts/principal.js';
 import { registerOpsRoutes, type Readiness } from '../ops/ops-routes.js';
 import type { RelayMetrics } from '../ops/metrics.js';
 import { handleError, sendError } from './errors.js';
@@ -30,6 +31,12 @@ export interface HttpServerOptions extends OperationDeps {
   publicUrl?: string;
   /** /health, /ready and /metrics for load balancers and operators. */
   ops?: { readiness: Readiness; metrics: RelayMetrics };
+  /**
+   * Proxies whose X-Forwarded-For names the client (TPS_TRUST_PROXY): addresses and CIDR
+   * ranges separated by commas. The client's address is the source the sign-in limits
+   * count by.
+   */
+  trustProxy?: string;
 }
 
 /** A print body is at most 262,143 base64 characters; this leaves room for the rest. */
@@ -45,6 +52,7 @@ export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
   const app = Fastify({
     loggerInstance: options.logger,
     bodyLimit: BODY_LIMIT,
+    ...(options.trustProxy ? { trustProxy: options.trustProxy } : {}),
     // At close, parked long polls have already been answered (Relay.close): cut every
     // remaining connection, including ones that never sent a request, or close waits on them.
     forceCloseConnections: true,
@@ -97,10 +105,15 @@ export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
           try {
             request.principal = await options.authenticator.authenticate(
               request.headers.authorization,
+              sourceOf(request.ip),
             );
           } catch (error) {
-            request.log.warn(
-              { username: basicUsername(request.headers.authorization) },
+            const code = (error as { code?: unknown }).code;
+            // Refusals by a limit are counted in the metrics; one line each would let a
+            // guesser fill the log at the rate it can send requests.
+            const limited = code === 'TOO_MANY_REQUESTS' || code === 'SERVICE_BUSY';
+            request.log[limited ? 'debug' : 'warn'](
+              { username: basicUsername(request.headers.authorization), source: request.ip, code },
               'authentication failed',
             );
             throw error;

@@ -1,9 +1,11 @@
 /**
- * Who may use which topic. An agent, connected with its terminal id as username, reaches
- * only its own terminal's topics, in its own direction; the relay reaches all. The same
- * rules generate broker configuration for external brokers (broker-files.ts).
+ * Who may use which client id and which topic. An agent, connected with its terminal id
+ * as username, may use only its own client id (and the doctor's), so it can never take
+ * over another terminal's session; it reaches only its own terminal's topics, in its own
+ * direction, and is handed no message of another terminal's. The relay reaches all. The
+ * same rules generate broker configuration for external brokers (broker-files.ts).
  */
-import { parseTopic } from '../../protocol/index.js';
+import { agentClientId, doctorClientId, parseTopic } from '../../protocol/index.js';
 
 export type MqttIdentity = { role: 'relay' } | { role: 'agent'; terminalId: string };
 
@@ -21,5 +23,24 @@ export function mayPublish(identity: MqttIdentity, topic: string): boolean {
 export function maySubscribe(identity: MqttIdentity, topicFilter: string): boolean {
   if (identity.role === 'relay') return true;
   const parsed = parseTopic(topicFilter);
+  return parsed?.terminalId === identity.terminalId && AGENT_SUBSCRIBES.has(parsed.kind);
+}
+
+/**
+ * Whether an agent's credential may connect under this client id: its agent's own
+ * (`agent-<terminal id>`), or `tps agent doctor`'s (`doctor-<terminal id>-<pid>`), which
+ * checks the broker beside the running agent. Both name the terminal, so neither is
+ * another terminal's session.
+ */
+export function mayConnectAs(terminalId: string, clientId: string): boolean {
+  if (clientId === agentClientId(terminalId)) return true;
+  const prefix = doctorClientId(terminalId, 0).slice(0, -1);
+  return clientId.startsWith(prefix) && /^\d{1,10}$/.test(clientId.slice(prefix.length));
+}
+
+/** Whether a message on `topic` may be handed to this client (forwarding, retained). */
+export function mayReceive(identity: MqttIdentity, topic: string): boolean {
+  if (identity.role === 'relay') return true;
+  const parsed = parseTopic(topic);
   return parsed?.terminalId === identity.terminalId && AGENT_SUBSCRIBES.has(parsed.kind);
 }

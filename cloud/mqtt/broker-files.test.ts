@@ -2,12 +2,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { terminalTopics } from '../../protocol/index.js';
-import { mayPublish, maySubscribe } from './acl.js';
+import { agentClientId, doctorClientId, terminalTopics } from '../../protocol/index.js';
+import { mayConnectAs, mayPublish, mayReceive, maySubscribe } from './acl.js';
 import {
   checkRelayUsername,
   emqxAclFile,
+  emqxConf,
   mosquittoAclFile,
+  mosquittoConf,
   mosquittoPasswordFile,
   writeFileAtomic,
 } from './broker-files.js';
@@ -44,6 +46,63 @@ describe('broker files', () => {
       '{allow, all, subscribe, ["tps/v1/t/${username}/cmd", "tps/v1/t/${username}/report-ack"]}.',
     );
     expect(acl.trim().endsWith('{deny, all}.')).toBe(true);
+  });
+
+  it('an agent’s credential may use its own client id and its doctor’s, nothing else', () => {
+    expect(mayConnectAs('t-2000000001', agentClientId('t-2000000001'))).toBe(true);
+    expect(mayConnectAs('t-2000000001', doctorClientId('t-2000000001', 4242))).toBe(true);
+    for (const other of [
+      agentClientId('t-2000000002'),
+      doctorClientId('t-2000000002', 4242),
+      `${agentClientId('t-2000000001')}x`,
+      'doctor-t-2000000001-',
+      'doctor-t-2000000001-12-3',
+      't-2000000001',
+      '',
+    ]) {
+      expect(mayConnectAs('t-2000000001', other), other).toBe(false);
+    }
+  });
+
+  it('a message is handed to an agent only on its own incoming topics; to the relay, all', () => {
+    const agent = { role: 'agent' as const, terminalId: 't-2000000001' };
+    const own = terminalTopics('t-2000000001');
+    const other = terminalTopics('t-2000000002');
+    expect(Object.values(own).filter((topic) => mayReceive(agent, topic))).toEqual([
+      own.command,
+      own.reportAck,
+    ]);
+    expect(Object.values(other).some((topic) => mayReceive(agent, topic))).toBe(false);
+    expect(mayReceive(agent, '$SYS/broker/heartbeat')).toBe(false);
+    expect(Object.values(other).every((topic) => mayReceive({ role: 'relay' }, topic))).toBe(true);
+  });
+
+  it('Mosquitto conf: agents’ listener binds each session to its username, the relays’ does not', () => {
+    const conf = mosquittoConf(
+      { passwordFile: '/etc/m/passwd', aclFile: '/etc/m/acl' },
+      { agents: { port: 8883 }, relays: { port: 1883, host: '10.0.0.5' } },
+    ).split('\n');
+    const agents = conf.indexOf('listener 8883');
+    const relays = conf.indexOf('listener 1883 10.0.0.5');
+    expect(agents).toBeGreaterThan(0);
+    expect(relays).toBeGreaterThan(agents);
+    const setting = conf.indexOf('use_username_as_clientid true');
+    expect(setting > agents && setting < relays).toBe(true);
+    expect(conf).toContain('password_file /etc/m/passwd');
+    expect(conf).toContain('allow_anonymous false');
+  });
+
+  it('EMQX conf: agents’ zone overrides every client id with agent-<username>', () => {
+    const conf = emqxConf(
+      { aclFile: '/etc/emqx/tps/acl.conf' },
+      { agents: { port: 8883 }, relays: { port: 1883, host: '10.0.0.5' } },
+    );
+    const prefix = agentClientId('');
+    expect(conf).toContain(`clientid_override = "concat(['${prefix}', username])"`);
+    expect(conf).toMatch(
+      /listeners\.tcp\.agents \{\n {2}bind = "0\.0\.0\.0:8883"\n {2}zone = agents/,
+    );
+    expect(conf).toMatch(/listeners\.tcp\.default \{\n {2}bind = "10\.0\.0\.5:1883"/);
   });
 
   it('password file lines are username:hash', () => {

@@ -10,10 +10,13 @@ import { Duplex, PassThrough } from 'node:stream';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { Aedes, type AuthenticateError, type Client } from 'aedes';
 import type { Logger } from 'pino';
-import { verifyAgentSecret } from '../accounts/mosquitto-hash.js';
+import type { SignInFailure } from '../accounts/authenticator.js';
+import { hashForBroker, verifyAgentSecret } from '../accounts/mosquitto-hash.js';
 import { VerifiedSecretCache } from '../accounts/secrets.js';
+import { sourceOf, type SignInThrottle } from '../accounts/sign-in-throttle.js';
 import type { Store } from '../store/store.js';
-import { mayPublish, maySubscribe, type MqttIdentity } from './acl.js';
+import { mayConnectAs, mayPublish, mayReceive, maySubscribe, type MqttIdentity } from './acl.js';
+import { MessageRate, WarningLimiter, limitPacketSize } from './listener-limits.js';
 
 export interface EmbeddedBroker {
   /** The credential the relay's own link uses. */
@@ -32,48 +35,152 @@ export interface EmbeddedBroker {
 
 export const RELAY_USERNAME = 'tps-relay';
 
-function authError(message: string): AuthenticateError {
-  return Object.assign(new Error(message), { returnCode: 4 }) as AuthenticateError;
+/** CONNACK return codes of MQTT 3.1.1 the broker refuses with. */
+const IDENTIFIER_REJECTED = 2;
+const SERVER_UNAVAILABLE = 3;
+const BAD_CREDENTIAL = 4;
+
+function authError(message: string, returnCode = BAD_CREDENTIAL): AuthenticateError {
+  return Object.assign(new Error(message), { returnCode }) as AuthenticateError;
 }
 
-export async function startEmbeddedBroker(options: {
+/** Where a connection comes from, for the sign-in limits; the relay's own has no address. */
+function sourceOfClient(client: Client): string {
+  const address = (client.conn as { remoteAddress?: string } | undefined)?.remoteAddress;
+  return address ? sourceOf(address) : 'in-process';
+}
+
+/** The listener's bounds (TPS_MQTT_*, docs/security.md); the defaults are the documented ones. */
+export interface ListenerLimits {
+  maxPacketBytes: number;
+  connectTimeoutMs: number;
+  maxConnections: number;
+  /** For agents' messages; the relay's own (print jobs) are not limited. */
+  maxPayloadBytes: number;
+  /** Per terminal whose agent runs outside the relay; hosted simulators are not limited. */
+  messagesPerMinute: number;
+}
+
+export const DEFAULT_LISTENER_LIMITS: ListenerLimits = {
+  maxPacketBytes: 65_536,
+  connectTimeoutMs: 10_000,
+  maxConnections: 10_000,
+  maxPayloadBytes: 16_384,
+  messagesPerMinute: 600,
+};
+
+export type ListenerLimit =
+  'packet_size' | 'connect_timeout' | 'connections' | 'payload_size' | 'message_rate';
+
+export interface EmbeddedBrokerOptions {
   store: Store;
   logger: Logger;
-}): Promise<EmbeddedBroker> {
-  const { store, logger } = options;
+  /** Failed sign-ins per terminal id (username) and source, as for the HTTP API. */
+  throttle?: SignInThrottle;
+  onSignInFailure?: (outcome: SignInFailure | 'client_id') => void;
+  limits?: Partial<ListenerLimits>;
+  /** Counts what a limit refused (for metrics). */
+  onLimit?: (limit: ListenerLimit) => void;
+}
+
+export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promise<EmbeddedBroker> {
+  const { store, logger, throttle, onSignInFailure } = options;
+  const limits = { ...DEFAULT_LISTENER_LIMITS, ...options.limits };
+  const warnings = new WarningLimiter(logger);
+  const limited = (limit: ListenerLimit, fields: Record<string, unknown>, message: string) => {
+    options.onLimit?.(limit);
+    warnings.warn(limit, fields, message);
+  };
+  const rate = new MessageRate(limits.messagesPerMinute);
+  /** Agents whose messages are rate-limited: every one but the relay's hosted simulators. */
+  const rateLimited = new WeakSet<Client>();
+  /**
+   * Messages refused after aedes has acknowledged them (QoS 1): handed to no one. The
+   * agent sends them again, as it does every message the relay does not acknowledge.
+   */
+  const dropped = new WeakSet<Buffer>();
   const relayPassword = randomBytes(24).toString('base64url');
   const identities = new WeakMap<Client, MqttIdentity>();
   // Agents' hashes are Mosquitto's `$7$` (or, made before it, salted SHA-256).
   const secrets = new VerifiedSecretCache(verifyAgentSecret);
+  // Checked for unknown terminal ids, so that they answer in the time a known one does.
+  const decoy = hashForBroker(randomBytes(24).toString('base64url'));
 
   const broker = await Aedes.createBroker({
+    connectTimeout: limits.connectTimeoutMs,
     authenticate: (client, username, password, done) => {
       const secret = password?.toString('utf8') ?? '';
+      if (!username) return done(authError('username required'), false);
+      const source = sourceOfClient(client);
+      const wait = throttle?.check(username, source);
+      if (wait !== undefined) {
+        onSignInFailure?.('throttled');
+        logger.debug({ username, source, retryAfterS: wait }, 'sign-in refused: too many failures');
+        return done(authError('too many failed sign-ins', SERVER_UNAVAILABLE), false);
+      }
+      const refuse = (message: string, returnCode = BAD_CREDENTIAL) => {
+        throttle?.failed(username, source);
+        onSignInFailure?.(returnCode === IDENTIFIER_REJECTED ? 'client_id' : 'wrong_credential');
+        logger.warn({ username, source, clientId: client.id }, message);
+        done(authError(message, returnCode), false);
+      };
+      // Before the secret: a credential never opens, nor ends, another terminal's session.
+      if (username !== RELAY_USERNAME && !mayConnectAs(username, client.id)) {
+        return refuse('agent sign-in refused: not its own client id', IDENTIFIER_REJECTED);
+      }
       if (username === RELAY_USERNAME) {
         const ok =
           secret.length === relayPassword.length &&
           timingSafeEqual(Buffer.from(secret), Buffer.from(relayPassword));
-        if (ok) identities.set(client, { role: 'relay' });
-        return ok ? done(null, true) : done(authError('bad relay credential'), false);
+        if (!ok) return refuse('relay sign-in refused');
+        throttle?.succeeded(username, source);
+        identities.set(client, { role: 'relay' });
+        return done(null, true);
       }
-      if (!username) return done(authError('username required'), false);
       store
         .findAgentCredential(username)
         .then(async (hash) => {
-          if (!hash || !(await secrets.verify(username, secret, hash))) {
-            logger.warn({ terminalId: username }, 'agent sign-in refused');
-            return done(authError('bad agent credential'), false);
-          }
+          const ok = await secrets.verify(username, secret, hash ?? decoy);
+          if (!hash || !ok) return refuse('agent sign-in refused');
+          throttle?.succeeded(username, source);
           identities.set(client, { role: 'agent', terminalId: username });
+          // The relay's own simulated terminals run on its clock, faster than any reader.
+          if ((await store.getTerminal(username))?.kind !== 'SIMULATOR') rateLimited.add(client);
           done(null, true);
         })
-        .catch(() => done(authError('credential check failed'), false));
+        .catch(() => done(authError('credential check failed', SERVER_UNAVAILABLE), false));
     },
     authorizePublish: (client, packet, done) => {
       const identity = client ? identities.get(client) : { role: 'relay' as const };
-      if (identity && mayPublish(identity, packet.topic)) return done(null);
-      logger.warn({ topic: packet.topic, clientId: client?.id }, 'publish refused');
-      done(new Error('not authorized'));
+      if (!identity || !mayPublish(identity, packet.topic)) {
+        logger.warn({ topic: packet.topic, clientId: client?.id }, 'publish refused');
+        return done(new Error('not authorized'));
+      }
+      if (identity.role === 'agent') {
+        const drop = (limit: ListenerLimit, message: string) => {
+          dropped.add(packet.payload as Buffer);
+          packet.retain = false;
+          limited(limit, { terminalId: identity.terminalId, topic: packet.topic }, message);
+        };
+        if (packet.payload.length > limits.maxPayloadBytes) {
+          drop('payload_size', `agent message over ${limits.maxPayloadBytes} bytes dropped`);
+        } else if (
+          // A closed client's publish is its last will: the relay must hear it went away.
+          !client!.closed &&
+          rateLimited.has(client!) &&
+          !rate.take(identity.terminalId)
+        ) {
+          drop('message_rate', `agent over ${limits.messagesPerMinute} messages a minute: dropped`);
+        }
+      }
+      done(null);
+    },
+    // Subscriptions are checked already; this holds whatever a session carries (retained
+    // messages, a session restored) to the same rule, message by message.
+    authorizeForward: (client, packet) => {
+      if (dropped.has(packet.payload as Buffer)) return null;
+      const identity = identities.get(client);
+      return identity && mayReceive(identity, packet.topic) ? packet : null;
     },
     authorizeSubscribe: (client, subscription, done) => {
       const identity = identities.get(client);
@@ -83,7 +190,31 @@ export async function startEmbeddedBroker(options: {
     },
   });
 
-  const server = net.createServer({ noDelay: true }, (socket) => broker.handle(socket));
+  broker.on('connectionError', (_client, error) => {
+    if (/connect did not arrive in time/.test(error.message)) {
+      limited('connect_timeout', {}, 'connection without CONNECT in time closed');
+    }
+  });
+
+  const server = net.createServer({ noDelay: true }, (socket) =>
+    broker.handle(
+      limitPacketSize(socket, limits.maxPacketBytes, (declared) =>
+        limited(
+          'packet_size',
+          { source: socket.remoteAddress, declared },
+          `MQTT packet over ${limits.maxPacketBytes} bytes: connection closed`,
+        ),
+      ),
+    ),
+  );
+  server.maxConnections = limits.maxConnections;
+  server.on('drop', (data) =>
+    limited(
+      'connections',
+      { source: data?.remoteAddress },
+      `${limits.maxConnections} connections held: one more closed`,
+    ),
+  );
 
   return {
     relayCredential: { username: RELAY_USERNAME, password: relayPassword },
@@ -109,5 +240,22 @@ export async function startEmbeddedBroker(options: {
       await new Promise<void>((resolve) => broker.close(() => resolve()));
       await closed;
     },
+  };
+}
+
+/** The listener's bounds as configured (TPS_MQTT_*). */
+export function listenerLimits(config: {
+  mqttMaxPacketBytes: number;
+  mqttConnectTimeoutS: number;
+  mqttMaxConnections: number;
+  mqttMaxPayloadBytes: number;
+  mqttMessagesPerMinute: number;
+}): ListenerLimits {
+  return {
+    maxPacketBytes: config.mqttMaxPacketBytes,
+    connectTimeoutMs: config.mqttConnectTimeoutS * 1000,
+    maxConnections: config.mqttMaxConnections,
+    maxPayloadBytes: config.mqttMaxPayloadBytes,
+    messagesPerMinute: config.mqttMessagesPerMinute,
   };
 }

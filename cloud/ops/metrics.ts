@@ -19,8 +19,11 @@ export class RelayMetrics {
   readonly httpRequests: Counter<'method' | 'route' | 'status'>;
   readonly httpDuration: Histogram<'route'>;
   readonly reportsApplied: Counter<'outcome'>;
+  readonly signInFailures: Counter<'listener' | 'outcome'>;
+  readonly mqttLimited: Counter<'limit'>;
+  readonly securityEvents: Counter<'event'>;
 
-  constructor(gauges: RelayGauges) {
+  constructor() {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'tps_' });
     this.httpRequests = new Counter({
@@ -42,6 +45,32 @@ export class RelayMetrics {
       labelNames: ['outcome'],
       registers,
     });
+    this.signInFailures = new Counter({
+      name: 'tps_sign_in_failures_total',
+      help: 'Sign-ins refused, by listener (http, mqtt) and outcome (wrong_credential, throttled, busy, client_id).',
+      labelNames: ['listener', 'outcome'],
+      registers,
+    });
+    this.mqttLimited = new Counter({
+      name: 'tps_mqtt_limited_total',
+      help: 'What a limit of the embedded broker refused, by limit (packet_size, connect_timeout, connections, payload_size, message_rate).',
+      labelNames: ['limit'],
+      registers,
+    });
+    this.securityEvents = new Counter({
+      name: 'tps_security_events_total',
+      help: 'Security events, by event (unmasked_card_number: a terminal reported a full card number, dropped).',
+      labelNames: ['event'],
+      registers,
+    });
+  }
+
+  /**
+   * The live figures, read at each scrape, registered once the parts they read exist (the
+   * counters above are needed while those parts are made).
+   */
+  watch(gauges: RelayGauges): void {
+    const registers = [this.registry];
     const gauge = (name: string, help: string, read: () => number | boolean) =>
       new Gauge({
         name,

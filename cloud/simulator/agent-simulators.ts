@@ -17,7 +17,7 @@ import { FileReaderMemory } from '../../firmware-bridge/emulator/file-reader-mem
 import { EmulatedPrinter } from '../../firmware-bridge/printer/emulated-printer.js';
 import { createStreamPair } from '../../firmware-bridge/serial/stream-pair.js';
 import { hashForBroker } from '../accounts/mosquitto-hash.js';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../../common/clock.js';
 import { newSecret } from '../ids.js';
 import type { TerminalRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
@@ -101,7 +101,7 @@ export class AgentSimulators implements SimulatorFleet {
       logger: logger.child({ part: 'agent' }),
       clock,
       // The broker is on the same machine: come back at once after a relay restart.
-      tuning: { reconnect: { baseMs: 50, capMs: 2000 } },
+      tuning: { reconnect: { initialMs: 50, maxMs: 2000 } },
     });
     this.running.set(terminal.id, { agent, memory, reader, printer, driverPrinter });
     // A simulator handed out should take a payment at once: wait (briefly) for its link.

@@ -1,12 +1,12 @@
 /**
  * Simulated terminals hosted inside the relay, reached through the same TerminalLink
- * interface as real ones.
+ * interface as real ones, beneath the same outbox and inbox.
  */
 import type { Logger } from 'pino';
-import type { TerminalCommand, TerminalReport } from '../../protocol/index.js';
-import type { Clock } from '../clock.js';
+import type { TerminalCommand } from '../../protocol/index.js';
+import type { Clock } from '../../common/clock.js';
 import type { TerminalRecord } from '../store/records.js';
-import type { ReportHandler, TerminalLink } from '../terminals/link.js';
+import type { LinkEvents, TerminalLink } from '../terminals/link.js';
 import type { ReaderOutcome, SimulatorFleet } from './fleet.js';
 import { SimulatedTerminal } from './simulated-terminal.js';
 
@@ -18,13 +18,13 @@ export interface SimulatorHostOptions {
 
 /**
  * Simulated terminals played inside the relay, without the agent path: for comparing
- * the two paths and for a relay without MQTT (TPS_SIMULATOR_MODE=in-process).
+ * the two paths and for a relay without MQTT (TPS_SIMULATOR_MODE=in-process). A command
+ * is acknowledged when the simulated terminal says so; its reports carry no position (it
+ * keeps no journal), and the inbox applies them in the order they were made.
  */
 export class SimulatorHost implements TerminalLink, SimulatorFleet {
   private readonly terminals = new Map<string, SimulatedTerminal>();
-  private handler: ReportHandler = async () => {};
-  /** Reports of one terminal are handled one after another, in the order they were made. */
-  private readonly queues = new Map<string, Promise<void>>();
+  private events: LinkEvents | undefined;
 
   constructor(private readonly options: SimulatorHostOptions) {}
 
@@ -37,7 +37,7 @@ export class SimulatorHost implements TerminalLink, SimulatorFleet {
         delayMs: this.options.delayMs,
         clock: this.options.clock,
         logger: this.options.logger.child({ terminalId: terminal.id }),
-        report: (report) => this.deliver(terminal.id, report),
+        report: async (report) => this.events?.report(terminal.id, report),
       }),
     );
   }
@@ -50,28 +50,20 @@ export class SimulatorHost implements TerminalLink, SimulatorFleet {
     return this.terminals.get(terminalId)?.printed.length ?? 0;
   }
 
-  async send(terminalId: string, command: TerminalCommand): Promise<void> {
+  listen(events: LinkEvents): void {
+    this.events = events;
+  }
+
+  async publish(terminalId: string, command: TerminalCommand): Promise<void> {
     const terminal = this.terminals.get(terminalId);
     if (!terminal) throw new Error(`no simulated terminal ${terminalId}`);
-    await terminal.handle(command);
-  }
-
-  onReport(handler: ReportHandler): void {
-    this.handler = handler;
-  }
-
-  private deliver(terminalId: string, report: TerminalReport): Promise<void> {
-    const previous = this.queues.get(terminalId) ?? Promise.resolve();
-    const next = previous.then(() => this.handler(terminalId, report));
-    const settled = next.catch((error: unknown) => {
-      this.options.logger.error({ err: error, terminalId }, 'report not handled');
-    });
-    this.queues.set(terminalId, settled);
-    return settled;
+    terminal.handle(command).then(
+      () => this.events?.commandAcked(terminalId, command.command_id),
+      (error: unknown) => this.options.logger.error({ err: error, terminalId }, 'command failed'),
+    );
   }
 
   async close(): Promise<void> {
     for (const terminal of this.terminals.values()) terminal.close();
-    await Promise.all(this.queues.values());
   }
 }

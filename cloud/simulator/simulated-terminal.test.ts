@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { StartTransactionCommand, TerminalReport } from '../../protocol/index.js';
-import { systemClock } from '../clock.js';
+import { systemClock } from '../../common/clock.js';
 import { SimulatedTerminal } from './simulated-terminal.js';
 
 const APPROVED_AT_ONCE = 100002;
@@ -49,6 +49,41 @@ describe('a simulated terminal', () => {
       transaction_id: 'txn-1000',
     });
     expect(terminal.outcomes().get('txn-1000')).toBe('REVERSED');
+    terminal.close();
+  });
+
+  it("follows the agent's command rules: an expired start and a start after its cancel never run", async () => {
+    const reports: TerminalReport[] = [];
+    const now = new Date('2026-11-24T12:00:00.000Z');
+    const terminal = new SimulatedTerminal({
+      terminalId: 't-1',
+      delayMs: 0,
+      clock: { now: () => now },
+      logger: pino({ level: 'silent' }),
+      report: async (report) => {
+        reports.push(report);
+      },
+    });
+    await terminal.handle({ ...start(1), expires_at: '2026-11-24T11:59:59.000Z' });
+    expect(reports).toContainEqual(
+      expect.objectContaining({
+        transaction_id: 'txn-1',
+        phase: 'CANCELLED',
+        result_code: 'EXPIRED',
+      }),
+    );
+    await terminal.handle({
+      type: 'transaction.cancel',
+      command_id: 'c-2',
+      transaction_id: 'txn-2',
+    });
+    await terminal.handle(start(2));
+    const charged = reports.filter(
+      (r) => r.type === 'transaction' && r.phase === 'COMPLETED' && r.transaction_id === 'txn-2',
+    );
+    expect(charged).toEqual([]);
+    expect(terminal.outcomes().get('txn-1')).toBe('STOPPED');
+    expect(terminal.outcomes().get('txn-2')).toBe('STOPPED');
     terminal.close();
   });
 });

@@ -18,7 +18,14 @@ import {
   type Scenario,
   type ScenarioDelay,
 } from '../../firmware-bridge/emulator/scenarios.js';
-import type { Clock } from '../clock.js';
+import {
+  decideCancel,
+  decideContinue,
+  decideStart,
+  type KnownTransaction,
+} from '../../agent/command-rules.js';
+import { CANCELLED_BEFORE_START, EXPIRED, NEVER_RAN } from '../../agent/reports.js';
+import type { Clock } from '../../common/clock.js';
 import type { ReaderOutcome } from './fleet.js';
 
 type Phase = 'RUNNING' | 'PAUSED' | 'DONE';
@@ -78,8 +85,13 @@ export class SimulatedTerminal {
 
   private start(command: StartTransactionCommand): Promise<void> {
     const existing = this.runs.get(command.transaction_id);
-    if (existing) {
-      return existing.phase === 'RUNNING' ? this.owe(existing) : Promise.resolve();
+    switch (decideStart(existing && known(existing), command, this.options.clock.now())) {
+      case 'known':
+        return existing!.phase === 'RUNNING' ? this.owe(existing!) : Promise.resolve();
+      case 'expired':
+        return this.refuseExpired(command);
+      case 'run':
+        break;
     }
     this.sequence += 1;
     const run: Run = {
@@ -102,7 +114,7 @@ export class SimulatedTerminal {
   private continue(transactionId: string, requestedAmount: number | undefined): Promise<void> {
     const run = this.runs.get(transactionId);
     if (!run) return this.forget(transactionId);
-    if (run.phase !== 'PAUSED' || !run.command) {
+    if (decideContinue(known(run)) === 'ignore' || !run.command) {
       return run.phase === 'RUNNING' ? this.owe(run) : Promise.resolve();
     }
     run.phase = 'RUNNING';
@@ -115,25 +127,55 @@ export class SimulatedTerminal {
 
   private async cancel(transactionId: string): Promise<void> {
     const run = this.runs.get(transactionId);
-    if (!run) return;
-    if (run.phase === 'DONE') {
-      if (run.result === 'SUCCESS') {
-        run.result = 'REVERSED';
+    switch (decideCancel(run && known(run))) {
+      case 'refuse-later':
+        this.remember(transactionId, 'STOPPED');
+        return;
+      case 'reverse':
+        run!.result = 'REVERSED';
         this.options.logger.info({ transactionId }, 'payment reversed');
-      }
-      return;
+        return;
+      case 'nothing':
+        return;
+      case 'drop':
+      case 'stop':
+        break;
     }
-    clearTimeout(run.timer);
-    this.finish(run, 'STOPPED');
+    clearTimeout(run!.timer);
+    this.finish(run!, 'STOPPED');
     await this.options.report({
       type: 'transaction',
       transaction_id: transactionId,
       phase: 'CANCELLED',
-      result_code: 'ABORTED',
+      result_code: CANCELLED_BEFORE_START.result_code,
       result_description: 'Cancelled by the register',
     });
-    this.settle(run);
+    this.settle(run!);
     await this.status({ transaction_state: 'READY', screen_message: 'Cancelled' });
+  }
+
+  /** A start after its expiry is refused, as an agent refuses it: it will never charge. */
+  private async refuseExpired(command: StartTransactionCommand): Promise<void> {
+    this.remember(command.transaction_id, EXPIRED.result_code);
+    await this.options.report({
+      type: 'transaction',
+      transaction_id: command.transaction_id,
+      phase: 'CANCELLED',
+      ...EXPIRED,
+    });
+  }
+
+  /** A transaction that ended without ever running, remembered so a late start is refused. */
+  private remember(transactionId: string, result: string): void {
+    const run: Run = {
+      transactionId,
+      command: undefined,
+      // It never reached the reader: it takes no number in the reader's sequence.
+      sequence: 0,
+      phase: 'DONE',
+      owedAcks: [],
+    };
+    this.finish(run, result);
   }
 
   /** A command for a transaction this terminal has no record of: it will never charge. */
@@ -142,8 +184,7 @@ export class SimulatedTerminal {
       type: 'transaction',
       transaction_id: transactionId,
       phase: 'CANCELLED',
-      result_code: 'ABORTED',
-      result_description: 'The terminal has no record of this transaction',
+      ...NEVER_RAN,
     });
   }
 
@@ -236,7 +277,9 @@ export class SimulatedTerminal {
               ? 'CHARGED'
               : run.result === 'STOPPED' || run.result === 'REVERSED'
                 ? run.result
-                : 'DECLINED',
+                : run.result === 'EXPIRED'
+                  ? 'STOPPED'
+                  : 'DECLINED',
       );
     }
     return outcomes;
@@ -244,5 +287,20 @@ export class SimulatedTerminal {
 
   close(): void {
     for (const run of this.runs.values()) clearTimeout(run.timer);
+  }
+}
+
+/** A run as the agent's command rules see a transaction (agent/command-rules.ts). */
+function known(run: Run): KnownTransaction {
+  switch (run.phase) {
+    case 'RUNNING':
+      return { state: 'RUNNING' };
+    case 'PAUSED':
+      return { state: 'PAUSED' };
+    case 'DONE':
+      // Stopped, reversed or refused: it ended without a charge.
+      return run.result === 'STOPPED' || run.result === 'REVERSED' || run.result === 'EXPIRED'
+        ? { state: 'CANCELLED' }
+        : { state: 'COMPLETED', result: { result_code: run.result } };
   }
 }

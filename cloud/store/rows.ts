@@ -2,7 +2,12 @@
  * The tables' rows as both stores read them (same columns in SQLite and PostgreSQL, the
  * bodies as JSON text), and the records made from them.
  */
-import type { EventRecord, TerminalRecord, TransactionRecord } from './records.js';
+import type {
+  CredentialRecord,
+  EventRecord,
+  TerminalRecord,
+  TransactionRecord,
+} from './records.js';
 
 export const UNCONFIRMED_STATES = `('PROCESSING','AWAITING_CONTINUE','AWAITING_CONFIRM')`;
 export const ACTIVE_STATES = `('PROCESSING','AWAITING_CONTINUE')`;
@@ -41,6 +46,22 @@ export interface EventRow {
   time: string;
   data: string;
 }
+
+export interface CredentialRow {
+  username: string;
+  secret_hash: string;
+  account_id: string;
+  terminal_id: string | null;
+  created_at: string;
+}
+
+export const toCredential = (row: CredentialRow): CredentialRecord => ({
+  username: row.username,
+  secretHash: row.secret_hash,
+  accountId: row.account_id,
+  ...(row.terminal_id ? { terminalId: row.terminal_id } : {}),
+  createdAt: row.created_at,
+});
 
 export const toTransaction = (row: TransactionRow): TransactionRecord => ({
   txn: JSON.parse(row.body),

@@ -5,7 +5,7 @@
  * load.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { ReportOutOfOrder } from './store.js';
+import { ReportOutOfOrder } from '../delivery/report-order.js';
 import {
   WriteConflict,
   commitBatch,

@@ -14,7 +14,7 @@
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
-import { ReportOutOfOrder } from './store.js';
+import { ReportOutOfOrder } from '../delivery/report-order.js';
 import {
   WriteConflict,
   commitBatch,

@@ -14,7 +14,8 @@ import type {
   WebhookRecord,
 } from './records.js';
 import { ACTIVE_STATES, IN_UNCONFIRMED_INDEX, TRIMMED_SETTING, terminalValues } from './rows.js';
-import { ReportOutOfOrder, checkReport, type ChangeKey, type ReportPosition } from './store.js';
+import { ReportOutOfOrder, checkReport, type ReportPosition } from '../delivery/report-order.js';
+import type { ChangeKey } from './store.js';
 
 /** The page size of a new store file (see openSqliteFile). */
 export const PAGE_SIZE = 16_384;

@@ -8,7 +8,11 @@ import type { Store } from './store.js';
 import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
 import { SqliteStore } from './sqlite.js';
 import type { SqliteWriter } from './sqlite-writer.js';
-import { storeConformance, terminalRecord, transactionRecord } from './store-conformance.js';
+import {
+  storeConformance,
+  terminalRecord,
+  transactionRecord,
+} from './testing/store-conformance.js';
 
 const tempFile = () =>
   path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tps-store-')), 'relay.sqlite');
@@ -343,10 +347,14 @@ describe('SQLite store query plans', () => {
   it('looks transactions and events up through indexes, never by scanning a table', async () => {
     const file = tempFile();
     const store = new SqliteStore(file);
-    const { db, statements } = store as unknown as {
+    type Statements = Record<string, Database.Statement>;
+    const internals = store as unknown as {
       db: Database.Database;
-      statements: Record<string, Database.Statement>;
+      statements: Statements;
+      changes: { statements: Statements };
     };
+    const { db } = internals;
+    const statements = { ...internals.statements, ...internals.changes.statements };
     const plan = (sql: string) =>
       (
         db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(

@@ -3,13 +3,17 @@
  * Every money-state change goes through `changeTransaction`, which runs a synchronous
  * decision against a consistent snapshot and writes its result atomically, together
  * with the commands it sends to the terminal. A resolved promise means committed.
+ * Data only: how relays sharing a store hear of each other's changes is the change bus
+ * (cluster/change-bus.ts), which of them runs the background work the leadership lock
+ * (cluster/leadership-lock.ts); store/open.ts opens the three together.
  */
 import type { TerminalCommand, TerminalReadings } from '../../protocol/index.js';
+import type { ReportPosition } from '../delivery/report-order.js';
+import type { Decide } from '../transactions/change.js';
 import type {
   CredentialRecord,
   EventQuery,
   EventRecord,
-  NewEvent,
   PendingCommand,
   WebhookRecord,
   TerminalRecord,
@@ -27,86 +31,6 @@ export interface ChangeKey {
   /** The change applies an agent's report: applied once, in order, in the same commit. */
   report?: ReportPosition;
 }
-
-/** Where a report stands in its agent's outbox (docs/mqtt.md). */
-export interface ReportPosition {
-  journal: string;
-  seq: number;
-  /** The report that must be applied before this one (0 or absent: none). */
-  prev?: number;
-}
-
-/**
- * A report the store did not apply: one applied before (`duplicate`), or one that arrived
- * ahead of an earlier one still missing (`gap`: with several relays sharing the agents'
- * traffic, the earlier one may still be on its way through another).
- */
-export class ReportOutOfOrder extends Error {
-  constructor(readonly reason: 'duplicate' | 'gap') {
-    super(`report ${reason}`);
-  }
-}
-
-/**
- * Where a report at `position` stands after `last`: within one journal each seq applies
- * once, and only after the report the agent sent before it; a new journal (a wiped
- * agent) starts from nothing.
- */
-export function checkReport(
-  last: { journal: string | undefined; seq: number },
-  position: ReportPosition,
-): 'apply' | ReportOutOfOrder['reason'] {
-  const applied = last.journal === position.journal ? last.seq : 0;
-  if (position.seq <= applied) return 'duplicate';
-  return (position.prev ?? 0) <= applied ? 'apply' : 'gap';
-}
-
-/** A change committed (or announced) by another relay process sharing the store. */
-export type StoreChange =
-  | { kind: 'transaction'; terminalId: string; externalId: string; version: number; dueAt?: string }
-  /** Events appended; without `events`, readers should simply read again. */
-  | { kind: 'events'; events?: Array<Pick<EventRecord, 'accountId' | 'subject' | 'kind'>> }
-  | { kind: 'command-acked'; commandId: string }
-  | { kind: 'report'; terminalId: string }
-  /** Webhooks were created, deleted or re-enabled: the deliverer brings itself in line. */
-  | { kind: 'webhooks' }
-  /** A simulated terminal was created: the relay that hosts simulators starts it. */
-  | { kind: 'simulator'; terminalId: string }
-  /** Listening (again) after a gap: changes may have been missed; read again what waits. */
-  | { kind: 'resync' };
-
-/**
- * Background work (deadlines, re-sending commands, webhook delivery, retention) runs in
- * one relay process at a time. `onLead` is called when this process takes the lead,
- * `onLose` when it loses it (its database session dropped).
- */
-export interface Leadership {
-  start(onLead: () => void, onLose: () => void): void;
-  stop(): Promise<void>;
-}
-
-export interface ChangeContext {
-  /** The account the terminal belongs to; undefined when there is no such terminal. */
-  terminalOwner: string | undefined;
-  current: TransactionRecord | undefined;
-  /** A transaction of the same terminal still in PROCESSING or AWAITING_CONTINUE (forCreate). */
-  active: TransactionRecord | undefined;
-  /** Transactions of the terminal not yet CONFIRMED or COMMITTED (forCreate; else 0). */
-  unconfirmedCount: number;
-  original?: { record: TransactionRecord | undefined; refunds: TransactionRecord[] };
-}
-
-export interface Change<R> {
-  /** The record to insert or replace; omitted when nothing changes. */
-  write?: TransactionRecord;
-  /** Commands for the terminal, queued in the same commit. */
-  commands?: TerminalCommand[];
-  /** Events describing the change, appended to the log in the same commit. */
-  events?: NewEvent[];
-  result: R;
-}
-
-export type Decide<R> = (context: ChangeContext) => Change<R>;
 
 export interface Store {
   close(): Promise<void>;
@@ -179,11 +103,4 @@ export interface Store {
   putSetting(key: string, value: string): Promise<void>;
   /** Stores `value` unless the key has one; answers the value kept (relays starting at once agree). */
   claimSetting(key: string, value: string): Promise<string>;
-
-  /** Listens for changes committed by other relay processes (an embedded store has none). */
-  watch(listener: (change: StoreChange) => void): () => void;
-  /** Tells the other relay processes of a change made outside a transaction's commit. */
-  announce(change: StoreChange): Promise<void>;
-  /** Decides which relay process runs the background work (an embedded store: this one). */
-  leadership(): Leadership;
 }

@@ -1,28 +1,35 @@
 /**
- * How the relay reaches terminals, whatever carries the messages. Kept narrow so that
- * an in-process simulator and the MQTT link to real agents are interchangeable.
+ * How the relay reaches terminals, whatever carries the messages: a transport publishes,
+ * subscribes and parses, and decides nothing about delivery. What is sent again, what is
+ * acknowledged and in which order reports apply is decided above it, once, by the command
+ * outbox and the report inbox (cloud/delivery/). Kept narrow, so that an in-process
+ * simulator and the MQTT link to real agents are interchangeable.
  */
 import type { TerminalCommand, TerminalReport } from '../../protocol/index.js';
-import type { ReportPosition } from '../store/store.js';
+import type { Sequenced } from '../delivery/inbox.js';
 
-/**
- * Applies a report. With its position in the agent's outbox, the store applies it once
- * and in order, or the handler throws ReportOutOfOrder.
- */
-export type ReportHandler = (
-  terminalId: string,
-  report: TerminalReport,
-  position?: ReportPosition,
-) => Promise<void>;
+/** What a transport tells of the terminals' messages, as they arrive. */
+export interface LinkEvents {
+  /** The terminal acknowledged a command: it will act on it, even across its own restart. */
+  commandAcked(terminalId: string, commandId: string): void;
+  /**
+   * A report; `sequenced` when it has a place in its agent's outbox, with the way to
+   * acknowledge it. Resolves once handled: a transport may wait for it before it goes on.
+   */
+  report(terminalId: string, report: TerminalReport, sequenced?: Sequenced): Promise<void>;
+  /** The terminal came (back) online: what waits for it may be sent again now. */
+  reachable(terminalId: string): void;
+  /** The transport (re)connected: everything waiting may be sent again now. */
+  reconnected(): void;
+}
 
 export interface TerminalLink {
+  /** Where the terminals' messages go; set before the link connects. */
+  listen(events: LinkEvents): void;
   /**
-   * Hands a command to the terminal. Resolves once the terminal has acknowledged it,
-   * that is, once it will act on it even across its own restart; until then the relay
-   * keeps the command and sends it again after a restart of its own.
+   * Hands a command to the terminal once. Whether it arrived is told by `commandAcked`,
+   * or never: a command may be lost on the way, and the outbox sends it again.
    */
-  send(terminalId: string, command: TerminalCommand): Promise<void>;
-  /** Where reports from terminals go; called in order per terminal. */
-  onReport(handler: ReportHandler): void;
+  publish(terminalId: string, command: TerminalCommand): Promise<void>;
   close(): Promise<void>;
 }

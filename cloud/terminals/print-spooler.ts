@@ -5,7 +5,7 @@
  */
 import { PNG } from 'pngjs';
 import type { PrintRequest } from '../../protocol/index.js';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../../common/clock.js';
 import { ApiError } from '../errors.js';
 import { newCommandId } from '../ids.js';
 import type { TerminalRecord } from '../store/records.js';

@@ -2,7 +2,7 @@
 import type { SimulatorCreateResponse, TerminalReadings } from '../../protocol/index.js';
 import { hashForBroker } from '../accounts/mosquitto-hash.js';
 import { hashGeneratedSecret } from '../accounts/secrets.js';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../../common/clock.js';
 import { newAgentTerminalId, newSecret, newSimulatorTerminalId, newUsername } from '../ids.js';
 import type { TerminalCapabilities, TerminalRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';

@@ -2,25 +2,26 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { systemClock } from '../clock.js';
+import { ManualTimers } from '../../common/testing/manual-timers.js';
 import { SqliteStore } from '../store/sqlite.js';
-import { terminalRecord } from '../store/store-conformance.js';
+import { terminalRecord } from '../store/testing/store-conformance.js';
 import type { TransactionRecord } from '../store/records.js';
 import { DueScheduler } from './due-scheduler.js';
 
-const soon = (ms: number) => new Date(Date.now() + ms).toISOString();
+const START = Date.parse('2026-03-01T12:00:00.000Z');
+const at = (ms: number) => new Date(START + ms).toISOString();
 
 async function storeWithTerminal() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-due-'));
   const store = new SqliteStore(path.join(dir, 'relay.sqlite'));
-  await store.ensureAccount('acct-1', soon(0));
+  await store.ensureAccount('acct-1', at(0));
   await store.createTerminal(terminalRecord('t-1'));
   return store;
 }
 
 /** A deadline written by someone else (another relay): nothing notes it here. */
 async function writeDue(store: SqliteStore, dueAt: string) {
-  const now = soon(0);
+  const now = at(0);
   const record: TransactionRecord = {
     txn: {
       id: 'tx-due',
@@ -43,34 +44,81 @@ async function writeDue(store: SqliteStore, dueAt: string) {
   }));
 }
 
+/** A scheduler on fake time, and a promise of its next firing. */
+function scheduler(store: SqliteStore) {
+  const timers = new ManualTimers(START);
+  const fired: string[] = [];
+  let onFire = () => {};
+  const due = new DueScheduler(
+    store,
+    timers.clock,
+    async (record) => {
+      fired.push(record.txn.id);
+      onFire();
+    },
+    timers,
+  );
+  const firing = () => new Promise<void>((resolve) => (onFire = resolve));
+  return { timers, fired, due, firing };
+}
+
 describe('due scheduler', () => {
   it('finds a deadline it was not told of when refreshed, and not before', async () => {
     const store = await storeWithTerminal();
-    const fired: string[] = [];
-    const due = new DueScheduler(store, systemClock, async (r) => void fired.push(r.txn.id));
+    const { timers, fired, due, firing } = scheduler(store);
     await due.start();
-    await writeDue(store, soon(50));
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await writeDue(store, at(50));
+    expect(timers.size).toBe(0);
+    timers.advance(300);
     expect(fired).toEqual([]);
     await due.refresh();
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(fired[0]).toBe('tx-due');
+    expect(timers.size).toBe(1);
+    const fires = firing();
+    expect(timers.fireNext()).toBe(true);
+    await fires;
+    expect(fired).toEqual(['tx-due']);
     due.stop();
+    await store.close();
+  });
+
+  it('waits for the deadline, and moves to an earlier one it is told of', async () => {
+    const store = await storeWithTerminal();
+    const { timers, fired, due, firing } = scheduler(store);
+    await due.start();
+    due.note(at(60_000));
+    due.note(at(90_000)); // later than the one armed: changes nothing
+    expect(timers.size).toBe(1);
+    await writeDue(store, at(5_000));
+    due.note(at(5_000));
+    expect(timers.size).toBe(1);
+    const fires = firing();
+    timers.advance(4_999);
+    expect(fired).toEqual([]);
+    timers.advance(1);
+    await fires;
+    expect(fired).toEqual(['tx-due']);
+    expect(timers.now).toBe(START + 5_000);
+    due.stop();
+    expect(timers.size).toBe(0);
     await store.close();
   });
 
   it('runs nothing once stopped, refreshed or not, and again once started', async () => {
     const store = await storeWithTerminal();
-    const fired: string[] = [];
-    const due = new DueScheduler(store, systemClock, async (r) => void fired.push(r.txn.id));
+    const { timers, fired, due, firing } = scheduler(store);
     await due.start();
     due.stop();
-    await writeDue(store, soon(20));
+    await writeDue(store, at(20));
     await due.refresh();
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    due.note(at(20));
+    expect(timers.size).toBe(0);
+    timers.advance(200);
     expect(fired).toEqual([]);
     await due.start();
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(timers.size).toBe(1);
+    const fires = firing();
+    timers.fireNext();
+    await fires;
     expect(fired[0]).toBe('tx-due');
     due.stop();
     await store.close();

@@ -5,7 +5,7 @@
  * with an earlier deadline moves the timer forward. Memory stays flat however many
  * transactions wait out their grace period.
  */
-import type { Clock } from '../clock.js';
+import { systemTimers, type Clock, type Timers } from '../../common/clock.js';
 import type { TransactionRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
 
@@ -14,7 +14,7 @@ const BATCH = 500;
 const MAX_DELAY_MS = 2_147_483_647;
 
 export class DueScheduler {
-  private timer: NodeJS.Timeout | undefined;
+  private timer: unknown;
   private target = Number.POSITIVE_INFINITY;
   private running = false;
   private again = false;
@@ -24,6 +24,7 @@ export class DueScheduler {
     private readonly store: Store,
     private readonly clock: Clock,
     private readonly onDue: (record: TransactionRecord) => Promise<void>,
+    private readonly timers: Timers = systemTimers,
   ) {}
 
   async start(): Promise<void> {
@@ -43,11 +44,10 @@ export class DueScheduler {
   note(dueAt: string): void {
     const at = Date.parse(dueAt);
     if (this.stopped || at >= this.target) return;
-    clearTimeout(this.timer);
+    this.timers.clearTimeout(this.timer);
     this.target = at;
     const delay = Math.min(Math.max(at - this.clock.now().getTime(), 0), MAX_DELAY_MS);
-    this.timer = setTimeout(() => void this.run(), delay);
-    this.timer.unref();
+    this.timer = this.timers.setTimeout(() => void this.run(), delay, { unref: true });
   }
 
   private async run(): Promise<void> {
@@ -75,7 +75,7 @@ export class DueScheduler {
 
   stop(): void {
     this.stopped = true;
-    clearTimeout(this.timer);
+    this.timers.clearTimeout(this.timer);
     this.target = Number.POSITIVE_INFINITY;
   }
 }

@@ -1,7 +1,8 @@
 /**
  * The transaction service: runs the state machine's decisions through the store, then
- * does what a commit implies (wake long polls, hand commands to the terminal, arm the
- * timer of whatever fell due). Nothing here precedes the commit it depends on.
+ * does what a commit implies (wake long polls, hand commands to the outbox, arm the
+ * timer of whatever fell due), and applies what terminals report. Nothing here precedes
+ * the commit it depends on; delivering commands and ordering reports is cloud/delivery/'s.
  */
 import type { Logger } from 'pino';
 import type {
@@ -10,14 +11,19 @@ import type {
   TerminalCommand,
   TerminalReport,
 } from '../../protocol/index.js';
+import type { Principal } from '../accounts/principal.js';
 import { Cancellation } from '../cancellation.js';
-import type { Clock } from '../clock.js';
+import type { Clock, Timers } from '../../common/clock.js';
+import type { CommandOutbox } from '../delivery/outbox.js';
+import type { ReportPosition } from '../delivery/report-order.js';
 import { ApiError } from '../errors.js';
 import type { EventFeed } from '../events/event-feed.js';
 import { newCommandId, newEventId, newTransactionId } from '../ids.js';
+import { longPoll } from '../long-poll.js';
 import type { NewEvent, TransactionRecord } from '../store/records.js';
-import type { ChangeKey, Decide, ReportPosition, Store, StoreChange } from '../store/store.js';
-import type { TerminalLink } from '../terminals/link.js';
+import type { ChangeNotice } from '../cluster/change-bus.js';
+import type { ChangeKey, Store } from '../store/store.js';
+import type { Decide } from './change.js';
 import { ChangeFeed } from './change-feed.js';
 import {
   decideConfirm,
@@ -34,21 +40,16 @@ import { DueScheduler } from './due-scheduler.js';
 import { publishReportTaken } from './diagnostics.js';
 import { BoundedMap } from '../bounded-map.js';
 
-/** Who is asking: an account credential reaches all its terminals, a terminal credential one. */
-export interface Principal {
-  accountId: string;
-  terminalId?: string;
-}
-
 export interface TransactionServiceDeps {
   store: Store;
-  link: TerminalLink;
+  /** Where committed commands go, to be delivered. */
+  outbox: Pick<CommandOutbox<TerminalCommand>, 'send'>;
   clock: Clock;
   settings: MachineSettings;
   logger: Logger;
   events: EventFeed;
-  /** How often the leading relay looks for commands nobody is sending any more. */
-  resendMs?: number;
+  /** What parked long polls time out on (default: the system's). */
+  timers?: Timers;
 }
 
 /**
@@ -60,12 +61,13 @@ const REMEMBERED_KEYS = 10_000;
 export class TransactionService {
   readonly feed = new ChangeFeed();
   private readonly store: Store;
-  private readonly link: TerminalLink;
+  private readonly outbox: TransactionServiceDeps['outbox'];
   private readonly clock: Clock;
   private readonly settings: MachineSettings;
   private readonly logger: Logger;
   private readonly due: DueScheduler;
   private readonly events: EventFeed;
+  private readonly timers: Timers | undefined;
   /** Cancelled at shutdown: parked long polls answer the current state at once. */
   private readonly closing = new Cancellation();
   /** What never changes about a terminal: whose it is. */
@@ -77,55 +79,25 @@ export class TransactionService {
   private readonly keysById = new BoundedMap<string, { terminalId: string; externalId: string }>(
     REMEMBERED_KEYS,
   );
-  /** Commands handed to the link and not yet acknowledged, by id. */
-  private readonly sending = new Set<string>();
-  private readonly resendMs: number;
-  private resendTimer: NodeJS.Timeout | undefined;
 
   constructor(deps: TransactionServiceDeps) {
     this.store = deps.store;
-    this.link = deps.link;
+    this.outbox = deps.outbox;
     this.clock = deps.clock;
     this.settings = deps.settings;
     this.logger = deps.logger;
     this.events = deps.events;
-    this.resendMs = deps.resendMs ?? 10_000;
+    this.timers = deps.timers;
     this.due = new DueScheduler(deps.store, deps.clock, (record) => this.fallDue(record));
-    this.link.onReport((terminalId, report, position) =>
-      this.onReport(terminalId, report, position),
-    );
   }
 
-  /**
-   * Background work of the leading relay: arms what falls due, and re-sends what terminals
-   * have not acknowledged: now (after a restart, or another relay's death) and then every
-   * `resendMs` for commands no process of this relay is still sending.
-   */
-  async lead(): Promise<void> {
-    await this.due.start();
-    await this.resendPending();
-    this.resendTimer = setInterval(() => {
-      this.resendPending().catch((error: unknown) =>
-        this.logger.error({ err: error }, 're-sending pending commands failed'),
-      );
-    }, this.resendMs);
-    this.resendTimer.unref();
+  /** Background work of the leading relay: arms what falls due. */
+  lead(): Promise<void> {
+    return this.due.start();
   }
 
   unlead(): void {
     this.due.stop();
-    clearInterval(this.resendTimer);
-  }
-
-  private async resendPending(): Promise<void> {
-    for (const { terminalId, command } of await this.store.pendingCommands()) {
-      if (this.sending.has(command.command_id)) continue;
-      if (await this.superseded(command)) {
-        await this.store.ackCommand(terminalId, command.command_id, this.clock.now().toISOString());
-      } else {
-        this.dispatch(terminalId, command);
-      }
-    }
   }
 
   /**
@@ -141,24 +113,12 @@ export class TransactionService {
   }
 
   /** A change another relay committed: wakes the long polls parked on it here. */
-  async applyRemote(change: StoreChange): Promise<void> {
+  async applyRemote(change: ChangeNotice): Promise<void> {
     if (change.kind !== 'transaction') return;
     if (change.dueAt) this.due.note(change.dueAt);
     if (!this.feed.has(change.terminalId, change.externalId)) return;
     const record = await this.store.getTransaction(change.terminalId, change.externalId);
     if (record) this.feed.publish(record);
-  }
-
-  /**
-   * A start or continue whose transaction has moved past PROCESSING has done its work
-   * (its acknowledgement was lost in a crash): sending it again would only replay it.
-   */
-  private async superseded(command: TerminalCommand): Promise<boolean> {
-    if (command.type !== 'transaction.start' && command.type !== 'transaction.continue') {
-      return false;
-    }
-    const record = await this.store.getTransactionById(command.transaction_id);
-    return record?.txn.state !== 'PROCESSING';
   }
 
   stop(): void {
@@ -225,7 +185,7 @@ export class TransactionService {
       if (written.dueAt) this.due.note(written.dueAt);
     }
     if (event) this.events.publish([event]);
-    for (const command of commands) this.dispatch(key.terminalId, command);
+    for (const command of commands) this.outbox.send(key.terminalId, command);
     return result;
   }
 
@@ -240,29 +200,6 @@ export class TransactionService {
     if (known) return known;
     const record = await this.store.getTransactionById(transactionId);
     return record && { terminalId: record.txn.terminal_id, externalId: record.txn.external_id };
-  }
-
-  /** Sends a command that belongs to no transaction, durably queued first. */
-  async sendCommand(terminalId: string, command: TerminalCommand): Promise<void> {
-    await this.store.queueCommand(terminalId, command);
-    this.dispatch(terminalId, command);
-  }
-
-  private dispatch(terminalId: string, command: TerminalCommand): void {
-    this.sending.add(command.command_id);
-    this.link
-      .send(terminalId, command)
-      .then(() =>
-        this.store.ackCommand(terminalId, command.command_id, this.clock.now().toISOString()),
-      )
-      .finally(() => this.sending.delete(command.command_id))
-      .catch((error: unknown) => {
-        // The command stays pending in the store and is sent again after a restart.
-        this.logger.warn(
-          { err: error, terminalId, command: command.type },
-          'command not delivered',
-        );
-      });
   }
 
   async create(principal: Principal, create: CreateRequest): Promise<TransactionRecord> {
@@ -372,40 +309,35 @@ export class TransactionService {
     gone: Cancellation,
     initial?: TransactionRecord,
   ): Promise<TransactionRecord> {
-    const first = initial ?? (await this.get(principal, terminalId, externalId));
-    if (first.txn.state !== 'PROCESSING' || waitMs <= 0) return first;
-    if (gone.cancelled || this.closing.cancelled) return first;
-    return new Promise<TransactionRecord>((resolve, reject) => {
-      let latest = first;
-      let settled = false;
-      const finish = () => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        unsubscribe();
-        undoGone();
-        undoClosing();
-        resolve(latest);
-      };
-      const unsubscribe = this.feed.subscribe(terminalId, externalId, (record) => {
-        if (record.version <= latest.version) return;
+    let latest = initial ?? (await this.get(principal, terminalId, externalId));
+    if (latest.txn.state !== 'PROCESSING') return latest;
+    const parking = {
+      waitMs,
+      otherwise: () => latest,
+      cancelledBy: [gone, this.closing],
+      timers: this.timers,
+    };
+    return longPoll(parking, (parked) => {
+      const take = (record: TransactionRecord | undefined) => {
+        if (!record || record.version <= latest.version) return;
         latest = record;
-        if (record.txn.state !== 'PROCESSING') finish();
-      });
-      const timer = setTimeout(finish, waitMs);
-      const undoGone = gone.onCancel(finish);
-      const undoClosing = this.closing.onCancel(finish);
+        if (record.txn.state !== 'PROCESSING') parked.settle(record);
+      };
+      const unsubscribe = this.feed.subscribe(terminalId, externalId, take);
       // A change may have committed between the first read and the subscription.
-      this.store.getTransaction(terminalId, externalId).then((record) => {
-        if (record && record.version > latest.version) {
-          latest = record;
-          if (record.txn.state !== 'PROCESSING') finish();
-        }
-      }, reject);
+      this.store.getTransaction(terminalId, externalId).then(take, (error: unknown) => {
+        parked.fail(error);
+      });
+      return unsubscribe;
     });
   }
 
-  private async onReport(
+  /**
+   * Applies what a terminal reports. With its position in the agent's outbox, the
+   * position is recorded in the same commit as the change, or the store refuses the
+   * report with ReportOutOfOrder and nothing changes (the inbox decides what then).
+   */
+  async applyReport(
     terminalId: string,
     report: TerminalReport,
     position?: ReportPosition,

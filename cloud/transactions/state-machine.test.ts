@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { Transaction } from '../../protocol/index.js';
 import { ApiError } from '../errors.js';
 import type { TransactionRecord } from '../store/records.js';
-import type { ChangeContext } from '../store/store.js';
+import type { ChangeContext } from './change.js';
 import {
   decideConfirm,
   decideContinue,

@@ -17,7 +17,7 @@ import {
 } from '../../protocol/index.js';
 import { ApiError } from '../errors.js';
 import type { TransactionRecord } from '../store/records.js';
-import type { Change, ChangeContext, Decide } from '../store/store.js';
+import type { Change, ChangeContext, Decide } from './change.js';
 
 export interface MachineSettings {
   maxUnconfirmed: number;

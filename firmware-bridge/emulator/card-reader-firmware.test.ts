@@ -12,12 +12,12 @@ import {
   emulatedReader,
   newTransactionId,
   type ReaderUnderTest,
-} from '../reader/readers-under-test.js';
+} from '../reader/testing/readers-under-test.js';
 import type { ReaderStart } from '../reader/card-reader.js';
 import { SerialCardReader } from '../reader/serial-card-reader.js';
 import { FrameDecoder } from '../serial/decoder.js';
 import { createStreamPair } from '../serial/stream-pair.js';
-import { ManualTimers } from '../serial/timers.js';
+import { ManualTimers } from '../../common/testing/manual-timers.js';
 import { CardReaderFirmware } from './card-reader-firmware.js';
 import { FileReaderMemory } from './file-reader-memory.js';
 import { READER_RESULTS } from './reader-results.js';

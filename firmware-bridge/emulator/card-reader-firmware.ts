@@ -23,7 +23,7 @@ import type { Duplex } from 'node:stream';
 import type { z } from 'zod';
 import { SerialLink, type SerialLinkOptions } from '../serial/link.js';
 import type { HostMessage, LastTransactionRecord, ReaderMessage } from '../serial/messages.js';
-import { systemTimers, type LinkTimers } from '../serial/timers.js';
+import { systemTimers, type Timers } from '../../common/clock.js';
 import { READER_RESULTS, type ReaderOutcome, type ReaderStop } from './reader-results.js';
 import { InMemoryReaderMemory, type ReaderMemory, type ReaderRecord } from './reader-memory.js';
 import type { StoredStart } from './reader-memory.js';
@@ -46,7 +46,7 @@ export interface CardReaderFirmwareOptions {
   /** Battery at power-on; `false` for a stationary reader (default: 80 %, not plugged in). */
   battery?: BatteryOptions | false;
   /** Timers of the scenarios and the battery (default: the system's). */
-  timers?: LinkTimers;
+  timers?: Timers;
   now?: () => Date;
   /** Options of each link served (ack timeout, retries, baud rate). */
   link?: Omit<SerialLinkOptions<'reader'>, 'role'>;
@@ -73,7 +73,7 @@ const FINAL = new Set(['COMPLETED', 'CANCELLED']);
 export class CardReaderFirmware extends EventEmitter<CardReaderFirmwareEvents> {
   readonly memory: ReaderMemory;
   private readonly status: ReaderStatusReporter;
-  private readonly timers: LinkTimers;
+  private readonly timers: Timers;
   private readonly delayMs: number;
   private readonly serial: number;
   private readonly now: () => Date;

@@ -8,7 +8,7 @@
  */
 import type { ReaderStatus } from '../reader/card-reader.js';
 import type { ReaderMessage } from '../serial/messages.js';
-import type { LinkTimers } from '../serial/timers.js';
+import type { Timers } from '../../common/clock.js';
 
 export interface BatteryOptions {
   /** Charge at power-on, 0-100 (default 80). */
@@ -25,7 +25,7 @@ export interface BatteryOptions {
 export interface ReaderStatusOptions {
   /** `false`: a stationary reader, always plugged in, without battery. */
   battery: BatteryOptions | false;
-  timers: LinkTimers;
+  timers: Timers;
   send: (message: ReaderMessage) => Promise<void>;
 }
 

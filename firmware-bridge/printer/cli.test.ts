@@ -10,7 +10,7 @@ import {
 } from './emulated-network-printer.js';
 import { EmulatedPrinter } from './emulated-printer.js';
 import { pngToRaster } from './png-raster.js';
-import { receiptLike } from './test-images.js';
+import { receiptLike } from './testing/images.js';
 
 let dir: string;
 let file: string;

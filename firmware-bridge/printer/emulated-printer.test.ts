@@ -4,7 +4,7 @@ import { EmulatedPrinter } from './emulated-printer.js';
 import { parseAll, parseCommand } from './escpos-parser.js';
 import { encodeJob, realtimeStatusRequest } from './escpos.js';
 import { blankRaster, pngToRaster, rasterToPng } from './png-raster.js';
-import { checkerboard, receiptLike, settle } from './test-images.js';
+import { checkerboard, receiptLike, settle } from './testing/images.js';
 
 const bytes = (...hex: string[]) => Buffer.from(hex.join(''), 'hex');
 

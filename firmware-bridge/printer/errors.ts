@@ -2,7 +2,7 @@
  * The one error type of the receipt printer: a stable `code` and flags to branch on, never
  * the message (as stripe-node and node-serialport do).
  */
-import type { PrinterStatus } from './escpos.js';
+import type { PrinterStatus } from './status.js';
 
 export type PrinterErrorCode =
   /** The printer reports no paper (roll end sensor, or printing stopped at paper end). */

@@ -11,7 +11,7 @@ import {
   PAPER_SENSOR_REQUEST,
 } from './escpos.js';
 import { blankRaster, pngToRaster } from './png-raster.js';
-import { checkerboard } from './test-images.js';
+import { checkerboard } from './testing/images.js';
 
 const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex');
 

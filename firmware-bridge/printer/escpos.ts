@@ -22,6 +22,7 @@
  * docs/printer.md has the bit tables and the quirks of real printers.
  */
 import type { Raster } from './png-raster.js';
+import type { PrinterStatus, RealtimeStatusBytes } from './status.js';
 
 export const ESC = 0x1b;
 export const GS = 0x1d;
@@ -116,37 +117,7 @@ export function isTransmitStatusByte(byte: number): boolean {
   return (byte & 0x90) === 0x00;
 }
 
-/** The four DLE EOT answers, as received. `error` only when `offline` reported an error. */
-export interface RealtimeStatusBytes {
-  printer: number;
-  offline: number;
-  error?: number;
-  paper: number;
-}
-
-export interface PrinterStatus {
-  /** DLE EOT 1 bit 3 clear. */
-  online: boolean;
-  /** DLE EOT 2 bit 2. */
-  coverOpen: boolean;
-  /** DLE EOT 2 bit 5 (stopped at paper end) or DLE EOT 4 bit 5 (roll end sensor). */
-  paperOut: boolean;
-  /** DLE EOT 4 bit 2 or 3 (near-end sensor; always false on printers without one). */
-  paperNearEnd: boolean;
-  /** DLE EOT 2 bit 3: paper is being fed with the FEED button (offline meanwhile). */
-  feedButton: boolean;
-  /** DLE EOT 2 bit 6; the cause from DLE EOT 3 below. */
-  error: boolean;
-  /** DLE EOT 3 bit 3: cutter jammed (recoverable after clearing it). */
-  autocutterError: boolean;
-  /** DLE EOT 3 bit 5: needs a power cycle or service. */
-  unrecoverableError: boolean;
-  /** DLE EOT 3 bit 6: head overheated (clears by itself) or cover opened while printing. */
-  autoRecoverableError: boolean;
-  /** The bytes the status was read from, for logs and bench tools. */
-  raw: RealtimeStatusBytes;
-}
-
+/** Reads the four DLE EOT answers (status.ts has what each field means). */
 export function decodeRealtimeStatus(raw: RealtimeStatusBytes): PrinterStatus {
   const bit = (byte: number | undefined, n: number) =>
     byte !== undefined && (byte & (1 << n)) !== 0;

@@ -8,7 +8,7 @@ import {
   rgbaToRaster,
   type Raster,
 } from './png-raster.js';
-import { BLACK, WHITE, checkerboard, makePng, receiptLike, type Rgba } from './test-images.js';
+import { BLACK, WHITE, checkerboard, makePng, receiptLike, type Rgba } from './testing/images.js';
 
 const hex = (raster: Raster) => Buffer.from(raster.data).toString('hex');
 const rows = (raster: Raster) =>

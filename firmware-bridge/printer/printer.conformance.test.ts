@@ -13,7 +13,7 @@ import { EmulatedPrinter } from './emulated-printer.js';
 import { pngToRaster } from './png-raster.js';
 import { ReceiptPrinter } from './printer.js';
 import { connectTcpPrinter, parseTcpAddress } from './tcp.js';
-import { checkerboard, receiptLike } from './test-images.js';
+import { checkerboard, receiptLike } from './testing/images.js';
 
 interface Harness {
   printer: ReceiptPrinter;

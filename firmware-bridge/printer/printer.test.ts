@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { createStreamPair, type StreamPairOptions } from '../serial/stream-pair.js';
-import { ManualTimers } from '../serial/timers.js';
+import { ManualTimers } from '../../common/testing/manual-timers.js';
 import { EmulatedPrinter, type EmulatedPrinterOptions } from './emulated-printer.js';
 import { parseCommand } from './escpos-parser.js';
 import { PrinterError } from './errors.js';
 import { pngToRaster } from './png-raster.js';
 import { ReceiptPrinter, type ReceiptPrinterOptions } from './printer.js';
-import { checkerboard, driveTimers, receiptLike, settle } from './test-images.js';
+import { checkerboard, driveTimers, receiptLike, settle } from './testing/images.js';
 
 function setup(
   options: ReceiptPrinterOptions = {},

@@ -18,7 +18,7 @@
  * as ESC/POS asks of real-time commands.
  */
 import type { Duplex } from 'node:stream';
-import { systemTimers, type LinkTimers } from '../serial/timers.js';
+import { systemTimers, type Timers } from '../../common/clock.js';
 import { PrinterError } from './errors.js';
 import {
   PAPER_SENSOR_REQUEST,
@@ -29,11 +29,11 @@ import {
   realtimeStatusRequest,
   statusProblem,
   type CutMode,
-  type PrinterStatus,
   type RealtimeStatusKind,
 } from './escpos.js';
 import { pngToRaster, type Raster } from './png-raster.js';
 import { ReplyReader } from './replies.js';
+import type { PrinterStatus } from './status.js';
 
 /**
  * How print() knows a job went well:
@@ -76,7 +76,7 @@ export interface ReceiptPrinterOptions extends PrintOptions {
   statusTimeoutMs?: number;
   /** Real-time status poll period while a job prints, in ms (default 500). */
   pollIntervalMs?: number;
-  timers?: LinkTimers;
+  timers?: Timers;
 }
 
 export interface PrintResult {
@@ -94,7 +94,7 @@ const defaultPrintTimeout = (rows: number) => 10_000 + 5 * rows;
 
 export class ReceiptPrinter {
   private readonly replies: ReplyReader;
-  private readonly timers: LinkTimers;
+  private readonly timers: Timers;
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(

@@ -5,7 +5,7 @@
  * for the answer to a later query.
  */
 import type { Duplex } from 'node:stream';
-import type { LinkTimers } from '../serial/timers.js';
+import type { Timers } from '../../common/clock.js';
 import { PrinterError } from './errors.js';
 
 interface Waiter {
@@ -36,7 +36,7 @@ export class ReplyReader {
 
   constructor(
     private readonly stream: Duplex,
-    private readonly timers: LinkTimers,
+    private readonly timers: Timers,
   ) {
     stream.on('data', this.onData);
     stream.on('end', this.onEnd);

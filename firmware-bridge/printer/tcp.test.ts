@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualTimers } from '../serial/timers.js';
+import { ManualTimers } from '../../common/testing/manual-timers.js';
 import {
   startEmulatedNetworkPrinter,
   type EmulatedNetworkPrinter,
@@ -8,7 +8,7 @@ import {
 import { PrinterError } from './errors.js';
 import { ReceiptPrinter } from './printer.js';
 import { connectTcpPrinter, parseTcpAddress } from './tcp.js';
-import { checkerboard } from './test-images.js';
+import { checkerboard } from './testing/images.js';
 
 let server: EmulatedNetworkPrinter | undefined;
 const sockets: net.Socket[] = [];

@@ -3,7 +3,7 @@
  * socket carries the same ESC/POS bytes as a serial line, and status answers come back on it.
  */
 import net from 'node:net';
-import { systemTimers, type LinkTimers } from '../serial/timers.js';
+import { systemTimers, type Timers } from '../../common/clock.js';
 import { PrinterError } from './errors.js';
 
 export const RAW_PRINT_PORT = 9100;
@@ -17,7 +17,7 @@ export interface TcpPrinterOptions {
    * drops SYNs silently, and the system's own connect timeout runs for minutes.
    */
   connectTimeoutMs?: number;
-  timers?: LinkTimers;
+  timers?: Timers;
 }
 
 /**

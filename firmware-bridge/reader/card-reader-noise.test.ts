@@ -1,7 +1,7 @@
 /** The card-reader contract over a line that loses, flips and invents bytes. */
 import { describe, expect, it } from 'vitest';
-import { describeCardReaderContract } from './card-reader-contract.js';
-import { emulatedReader, newTransactionId } from './readers-under-test.js';
+import { describeCardReaderContract } from './card-reader.contract.js';
+import { emulatedReader, newTransactionId } from './testing/readers-under-test.js';
 
 // Per byte: a 3 KB result (receipts and all) still gets through about half of the time.
 const faults = { dropRate: 0.0001, flipRate: 0.0001, garbageRate: 0.05, maxChunk: 9 };

@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ptySupport } from '../transport/pty.js';
-import { describeCardReaderContract } from './card-reader-contract.js';
-import { emulatedReaderOnPty, newTransactionId } from './readers-under-test.js';
+import { describeCardReaderContract } from './card-reader.contract.js';
+import { emulatedReaderOnPty, newTransactionId } from './testing/readers-under-test.js';
 
 const support = await ptySupport();
 const socat = await ptySupport({ backend: 'socat' });

@@ -5,8 +5,8 @@
  *   TEST_READER_PORT=/dev/ttyUSB0 npx vitest run firmware-bridge/reader
  */
 import { describe } from 'vitest';
-import { describeCardReaderContract } from './card-reader-contract.js';
-import { emulatedReader, realReader } from './readers-under-test.js';
+import { describeCardReaderContract } from './card-reader.contract.js';
+import { emulatedReader, realReader } from './testing/readers-under-test.js';
 
 const port = process.env.TEST_READER_PORT;
 

@@ -4,7 +4,7 @@
  * a slow line does not eat into the time the firmware has to answer.
  */
 import { SerialLinkError } from '../serial/errors.js';
-import type { LinkTimers } from '../serial/timers.js';
+import type { Timers } from '../../common/clock.js';
 
 interface Entry<T> {
   resolve: (value: T) => void;
@@ -20,7 +20,7 @@ export class PendingQueries<T> {
   constructor(
     private readonly type: string,
     private readonly timeoutMs: number,
-    private readonly timers: LinkTimers,
+    private readonly timers: Timers,
   ) {}
 
   /** Waits for the answer to the query `id`, from now on (register before sending). */

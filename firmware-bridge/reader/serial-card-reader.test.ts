@@ -4,7 +4,7 @@ import { SerialLinkError } from '../serial/errors.js';
 import { SerialLink } from '../serial/link.js';
 import type { HostMessage } from '../serial/messages.js';
 import { createStreamPair } from '../serial/stream-pair.js';
-import { ManualTimers } from '../serial/timers.js';
+import { ManualTimers } from '../../common/testing/manual-timers.js';
 import { SerialCardReader } from './serial-card-reader.js';
 
 function setup() {

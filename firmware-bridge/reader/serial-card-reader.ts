@@ -16,7 +16,7 @@ import type { Duplex } from 'node:stream';
 import { SerialLinkError } from '../serial/errors.js';
 import { SerialLink, type SerialLinkOptions } from '../serial/link.js';
 import type { HostMessage, ReaderMessage } from '../serial/messages.js';
-import { systemTimers, type LinkTimers } from '../serial/timers.js';
+import { systemTimers, type Timers } from '../../common/clock.js';
 import type {
   CardReader,
   CardReaderEvents,
@@ -34,7 +34,7 @@ export interface SerialCardReaderOptions {
    * receipts) on a noisy line at 115200 baud.
    */
   answerTimeoutMs?: number;
-  timers?: LinkTimers;
+  timers?: Timers;
 }
 
 export interface ConnectCardReaderOptions extends SerialCardReaderOptions {

@@ -2,7 +2,7 @@ import { crc32 } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { SlipEncoder } from '@serialport/parser-slip-encoder';
 import { decodePacket, encodePacket, wireLength, type Frame } from './codec.js';
-import { toWire } from './test-helpers.js';
+import { toWire } from './testing/wire.js';
 
 const data = (seq: number, text: string, syn = false): Frame => ({
   type: 'DATA',

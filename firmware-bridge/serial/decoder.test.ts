@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Frame } from './codec.js';
 import type { DropInfo } from './decoder.js';
-import { decodeAll, json, toWire } from './test-helpers.js';
+import { decodeAll, json, toWire } from './testing/wire.js';
 
 const frame = (seq: number, body: unknown = { v: 1, type: 'status.query', n: seq }): Frame => ({
   type: 'DATA',

@@ -6,8 +6,8 @@ import { SerialLink, type LinkRole, type SerialLinkOptions } from './link.js';
 import { hostSamples, readerSamples } from './message-samples.js';
 import type { HostMessage, ReaderMessage } from './messages.js';
 import { createStreamPair, type LineFaults, type StreamPair } from './stream-pair.js';
-import { json, toWire } from './test-helpers.js';
-import { ManualTimers } from './timers.js';
+import { json, toWire } from './testing/wire.js';
+import { ManualTimers } from '../../common/testing/manual-timers.js';
 
 type Extra<R extends LinkRole> = Omit<SerialLinkOptions<R>, 'role'>;
 

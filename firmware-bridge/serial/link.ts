@@ -30,7 +30,7 @@ import { FrameEncoder } from './encoder.js';
 import { SerialLinkError } from './errors.js';
 import { iterateMessages } from './message-iterator.js';
 import { HostMessage, ReaderMessage, parseMessage, type ParseResult } from './messages.js';
-import { systemTimers, type LinkTimers } from './timers.js';
+import { systemTimers, type Timers } from '../../common/clock.js';
 
 /** Which end this is: the host (agent's driver) sends HostMessages, the reader ReaderMessages. */
 export type LinkRole = 'host' | 'reader';
@@ -51,7 +51,7 @@ export interface SerialLinkOptions<R extends LinkRole> {
   maxBacklog?: number;
   /** First seq sent (default random 0-255). */
   initialSeq?: number;
-  timers?: LinkTimers;
+  timers?: Timers;
 }
 
 export interface SerialLinkStats {
@@ -106,7 +106,7 @@ export class SerialLink<R extends LinkRole> extends EventEmitter<SerialLinkEvent
   private readonly baudRate: number;
   private readonly maxPayload: number;
   private readonly maxBacklog: number;
-  private readonly timers: LinkTimers;
+  private readonly timers: Timers;
   private readonly outgoing: z.ZodType<Outgoing<R>>;
   private readonly incoming: z.ZodType<Incoming<R>>;
   private readonly decoder: FrameDecoder;

@@ -23,7 +23,7 @@ const fullDetails = {
     authorization_response_code: '00',
     card_entry_mode: 'CONTACTLESS_EMV' as const,
     card_number_customer: '***************1234',
-    card_number_merchant: '541333******12345',
+    card_number_merchant: '541333*******2345',
     card_scheme: 'MASTERCARD' as const,
     card_sequence_number: '01',
     cardholder_verification: 'PIN_AND_SIGNATURE' as const,

@@ -9,7 +9,7 @@ import { closeSync, constants, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
 import type { ReadStream } from 'node:tty';
-import type { PtyPair } from './pty.js';
+import type { PtyPair } from './pty-pair.js';
 
 /** The part of node-pty used here: `open()` is exported but not in its type declarations. */
 interface NodePtyTerminal {

@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { openSerialPort } from './serial-port.js';
-import type { PtyPair } from './pty.js';
+import type { PtyPair } from './pty-pair.js';
 
 const START_TIMEOUT_MS = 5000;
 

@@ -9,15 +9,9 @@
  * - `socat`: `socat pty,raw,echo=0 pty,raw,echo=0`, when the socat program is installed
  *   (for platforms node-pty ships no binary for).
  */
-import type { OpenPort } from './port.js';
+import type { PtyBackend, PtyPair } from './pty-pair.js';
 
-export type PtyBackend = 'node-pty' | 'socat';
-
-export interface PtyPair extends OpenPort {
-  /** The path a host opens, like a serial port. */
-  path: string;
-  backend: PtyBackend;
-}
+export type { PtyBackend, PtyPair } from './pty-pair.js';
 
 export interface PtyOptions {
   /** Use only this backend (default: node-pty, then socat). */

@@ -1,0 +1,53 @@
+/**
+ * Journal first (architecture invariant 4): every change to a transaction's row is one
+ * commit of the journal, with the reports it owes the relay and the command that caused
+ * it, stamped with the agent's clock; the link is told when reports wait in the outbox.
+ */
+import type { Clock } from '../common/clock.js';
+import type { TerminalReport } from '../protocol/terminal-link.js';
+import type { Journal, TransactionRow } from './journal.js';
+import type { commandRow } from './reports.js';
+
+export interface JournalWriterOptions {
+  journal: Journal;
+  clock: Clock;
+  /** New reports are in the outbox (the link publishes them). */
+  reported: () => void;
+}
+
+export class JournalWriter {
+  constructor(private readonly options: JournalWriterOptions) {}
+
+  /** Writes `row` with `changes`, its reports and the command that caused them, in one commit. */
+  write(
+    row: TransactionRow,
+    changes: Partial<TransactionRow>,
+    reports: TerminalReport[] = [],
+    entry: { command?: ReturnType<typeof commandRow> } = {},
+  ): void {
+    this.options.journal.record({
+      ...entry,
+      transaction: { ...row, ...changes, updated_at: this.options.clock.now().toISOString() },
+      reports,
+    });
+    if (reports.length) this.options.reported();
+  }
+
+  /** A transaction's first row, not yet written. */
+  newRow(
+    id: string,
+    state: TransactionRow['state'],
+    extra: Partial<TransactionRow>,
+  ): TransactionRow {
+    const at = this.options.clock.now().toISOString();
+    return {
+      transaction_id: id,
+      state,
+      cancel_requested: false,
+      continue_requested: false,
+      created_at: at,
+      updated_at: at,
+      ...extra,
+    };
+  }
+}

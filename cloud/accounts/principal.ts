@@ -1,0 +1,8 @@
+/**
+ * Who is asking, as the authenticator found it: an account credential reaches all its
+ * account's terminals, a terminal credential only its own terminal.
+ */
+export interface Principal {
+  accountId: string;
+  terminalId?: string;
+}

@@ -1,0 +1,119 @@
+import { describe, expect, it } from 'vitest';
+import { Cancellation } from './cancellation.js';
+import { longPoll, type Parked } from './long-poll.js';
+import { ManualTimers } from '../common/testing/manual-timers.js';
+
+/** A cancellation that counts the listeners it holds, to show each is let go. */
+class CountedCancellation extends Cancellation {
+  held = 0;
+  override onCancel(listener: () => void): () => void {
+    this.held++;
+    const undo = super.onCancel(listener);
+    return () => {
+      this.held--;
+      undo();
+    };
+  }
+}
+
+function setUp() {
+  const timers = new ManualTimers();
+  const gone = new CountedCancellation();
+  const closing = new CountedCancellation();
+  let parked: Parked<string> | undefined;
+  let subscribed = 0;
+  const poll = (waitMs = 1000) =>
+    longPoll(
+      { waitMs, otherwise: () => 'as it was', cancelledBy: [gone, closing], timers },
+      (p) => {
+        parked = p;
+        subscribed++;
+        return () => subscribed--;
+      },
+    );
+  /** Nothing is left behind: no timer, no cancellation listener, no subscription. */
+  const released = () =>
+    timers.size === 0 && gone.held === 0 && closing.held === 0 && subscribed === 0;
+  return {
+    timers,
+    gone,
+    closing,
+    poll,
+    parked: () => parked!,
+    subscribed: () => subscribed,
+    released,
+  };
+}
+
+describe('longPoll', () => {
+  it('answers what the watcher settles, once, and lets go of everything', async () => {
+    const t = setUp();
+    const answer = t.poll();
+    expect(t.subscribed()).toBe(1);
+    expect(t.parked().settled).toBe(false);
+    t.parked().settle('changed');
+    t.parked().settle('changed again');
+    t.timers.advance(5000);
+    await expect(answer).resolves.toBe('changed');
+    expect(t.parked().settled).toBe(true);
+    expect(t.released()).toBe(true);
+  });
+
+  it('answers `otherwise` when the time runs out, not a moment before', async () => {
+    const t = setUp();
+    let answered: string | undefined;
+    void t.poll(1000).then((value) => (answered = value));
+    t.timers.advance(999);
+    await Promise.resolve();
+    expect(answered).toBeUndefined();
+    t.timers.advance(1);
+    await Promise.resolve();
+    expect(answered).toBe('as it was');
+    expect(t.released()).toBe(true);
+  });
+
+  it.each(['gone', 'closing'] as const)(
+    'answers `otherwise` at once when %s is cancelled',
+    async (which) => {
+      const t = setUp();
+      const answer = t.poll(60_000);
+      t[which].cancel();
+      await expect(answer).resolves.toBe('as it was');
+      expect(t.released()).toBe(true);
+    },
+  );
+
+  it('does not park at all for no wait, or for a client already gone', async () => {
+    const t = setUp();
+    await expect(t.poll(0)).resolves.toBe('as it was');
+    t.gone.cancel();
+    await expect(t.poll(1000)).resolves.toBe('as it was');
+    expect(t.subscribed()).toBe(0);
+    expect(t.timers.size).toBe(0);
+  });
+
+  it('fails with the watcher, and ignores a settle after', async () => {
+    const t = setUp();
+    const answer = t.poll();
+    t.parked().fail(new Error('store unreachable'));
+    t.parked().settle('too late');
+    await expect(answer).rejects.toThrow('store unreachable');
+    expect(t.released()).toBe(true);
+  });
+
+  it('unsubscribes a watcher that settles before it has answered how to', async () => {
+    const timers = new ManualTimers();
+    let subscribed = 0;
+    const answer = longPoll(
+      { waitMs: 1000, otherwise: () => 'as it was', cancelledBy: [], timers },
+      (parked) => {
+        subscribed++;
+        parked.settle('at once');
+        return () => subscribed--;
+      },
+    );
+    await expect(answer).resolves.toBe('at once');
+    expect(subscribed).toBe(0);
+    expect(timers.size).toBe(0);
+  });
+});

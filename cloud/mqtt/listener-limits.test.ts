@@ -1,0 +1,71 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { MessageRate, PacketScanner } from './listener-limits.js';
+
+/** An MQTT packet's bytes: a type byte, the remaining length (1-4 bytes), the body. */
+function packet(bodyLength: number): Buffer {
+  const length: number[] = [];
+  let rest = bodyLength;
+  do {
+    let byte = rest % 128;
+    rest = Math.floor(rest / 128);
+    if (rest > 0) byte |= 0x80;
+    length.push(byte);
+  } while (rest > 0);
+  return Buffer.concat([Buffer.from([0x30, ...length]), Buffer.alloc(bodyLength, 7)]);
+}
+
+/** The stream cut into chunks at the given points. */
+function chunks(stream: Buffer, cuts: number[]): Buffer[] {
+  const points = [...new Set(cuts.map((c) => c % (stream.length + 1)))].sort((a, b) => a - b);
+  const out: Buffer[] = [];
+  let from = 0;
+  for (const point of [...points, stream.length]) {
+    if (point > from) out.push(stream.subarray(from, point));
+    from = Math.max(from, point);
+  }
+  return out;
+}
+
+describe('PacketScanner', () => {
+  it('passes packets within the limit and stops at the first one over it, however the bytes are cut', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 20_000 }), { minLength: 1, maxLength: 8 }),
+        fc.array(fc.nat(), { maxLength: 20 }),
+        (bodies, cuts) => {
+          const max = 10_000;
+          const packets = bodies.map(packet);
+          const firstOver = packets.findIndex((p) => p.length > max);
+          const scanner = new PacketScanner(max);
+          let answer: number | undefined;
+          for (const chunk of chunks(Buffer.concat(packets), cuts)) {
+            answer = scanner.feed(chunk);
+            if (answer !== undefined) break;
+          }
+          expect(answer).toBe(firstOver < 0 ? undefined : packets[firstOver]!.length);
+        },
+      ),
+    );
+  });
+
+  it('answers at the header of a 256 MB packet, and -1 for a length of 5 bytes', () => {
+    expect(new PacketScanner(65_536).feed(Buffer.from([0x10, 0xff, 0xff, 0xff, 0x7f]))).toBe(
+      268_435_460,
+    );
+    expect(new PacketScanner(65_536).feed(Buffer.from([0x10, 0xff, 0xff, 0xff, 0xff]))).toBe(-1);
+  });
+});
+
+describe('MessageRate', () => {
+  it('allows a burst of perMinute, then perMinute a minute, per terminal', () => {
+    let now = 0;
+    const rate = new MessageRate(60, () => now);
+    for (let i = 0; i < 60; i++) expect(rate.take('t-1')).toBe(true);
+    expect(rate.take('t-1')).toBe(false);
+    expect(rate.take('t-2')).toBe(true);
+    now = 1000;
+    expect(rate.take('t-1')).toBe(true);
+    expect(rate.take('t-1')).toBe(false);
+  });
+});

@@ -1,0 +1,137 @@
+/**
+ * Versioned schema of the PostgreSQL store; at open, the steps not yet applied run in
+ * order, all in one transaction under an advisory lock, so that relays starting at once
+ * apply each step once. The tables are SQLite's (../sqlite-migrations.ts) as they stand after
+ * its last step. Times stay ISO 8601 text, as the API renders them, in the "C" collation
+ * where they are compared or sorted (so they order as SQLite's do); bodies stay the JSON
+ * text the store wrote.
+ */
+import type pg from 'pg';
+
+/** pg_advisory_xact_lock key under which migrations run (one database-wide key). */
+const MIGRATION_LOCK = '7370880201';
+
+export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
+  {
+    version: 1,
+    sql: `
+      CREATE TABLE accounts (
+        id text PRIMARY KEY,
+        created_at text NOT NULL
+      );
+      CREATE TABLE credentials (
+        username text PRIMARY KEY,
+        secret_hash text NOT NULL,
+        account_id text NOT NULL REFERENCES accounts(id),
+        terminal_id text,
+        created_at text NOT NULL
+      );
+      CREATE TABLE terminals (
+        id text COLLATE "C" PRIMARY KEY,
+        account_id text NOT NULL REFERENCES accounts(id),
+        kind text NOT NULL,
+        capabilities text NOT NULL,
+        status text NOT NULL,
+        created_at text NOT NULL,
+        -- The newest report applied from the terminal's agent, and the journal it counts in.
+        last_report_seq bigint NOT NULL DEFAULT 0,
+        last_report_journal text
+      );
+      CREATE TABLE transactions (
+        id text COLLATE "C" PRIMARY KEY,
+        terminal_id text COLLATE "C" NOT NULL REFERENCES terminals(id),
+        external_id text NOT NULL,
+        account_id text NOT NULL,
+        state text NOT NULL,
+        original_id text COLLATE "C",
+        due_at text COLLATE "C",
+        version integer NOT NULL,
+        body text NOT NULL,
+        UNIQUE (terminal_id, external_id)
+      );
+      CREATE INDEX transactions_by_state ON transactions (terminal_id, state);
+      CREATE INDEX transactions_by_original ON transactions (original_id) WHERE original_id IS NOT NULL;
+      CREATE INDEX transactions_due ON transactions (due_at) WHERE due_at IS NOT NULL;
+      CREATE TABLE terminal_commands (
+        seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        command_id text NOT NULL UNIQUE,
+        terminal_id text NOT NULL,
+        body text NOT NULL,
+        created_at text NOT NULL,
+        acked_at text
+      );
+      CREATE INDEX terminal_commands_pending ON terminal_commands (seq) WHERE acked_at IS NULL;
+      CREATE TABLE settings (
+        key text PRIMARY KEY,
+        value text NOT NULL
+      );
+      -- Positions come from event_positions, not from a sequence: taken as the last step
+      -- of a commit, its row lock orders positions as the commits are, so a reader never
+      -- sees a position appear below one it has read. Never reused, even after retention
+      -- deletes the newest.
+      CREATE TABLE events (
+        position bigint PRIMARY KEY,
+        id text NOT NULL UNIQUE,
+        account_id text NOT NULL,
+        subject text NOT NULL,
+        kind text NOT NULL,
+        time text COLLATE "C" NOT NULL,
+        data text NOT NULL
+      );
+      CREATE INDEX events_by_account ON events (account_id, position);
+      CREATE INDEX events_by_subject ON events (subject, position);
+      CREATE TABLE event_positions (
+        one boolean PRIMARY KEY DEFAULT true CHECK (one),
+        last bigint NOT NULL
+      );
+      INSERT INTO event_positions (one, last) VALUES (true, 0);
+      CREATE TABLE webhooks (
+        id text COLLATE "C" PRIMARY KEY,
+        account_id text NOT NULL REFERENCES accounts(id),
+        body text NOT NULL
+      );
+      -- An agent's MQTT credential: it reaches only its own terminal's topics.
+      CREATE TABLE agent_credentials (
+        terminal_id text COLLATE "C" PRIMARY KEY REFERENCES terminals(id),
+        secret_hash text NOT NULL,
+        created_at text NOT NULL
+      );
+    `,
+  },
+];
+
+/**
+ * Applies the migrations not yet applied, in one transaction under an advisory lock (the
+ * schema is created under it too), and answers the schema the tables are in.
+ */
+export async function migrate(pool: pg.Pool, schema: string | undefined): Promise<string> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`);
+    if (schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+    await client.query(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at text NOT NULL)',
+    );
+    const { rows } = await client.query<{ version: number }>(
+      'SELECT version FROM schema_migrations',
+    );
+    const applied = new Set(rows.map((row) => row.version));
+    for (const migration of POSTGRES_MIGRATIONS) {
+      if (applied.has(migration.version)) continue;
+      await client.query(migration.sql);
+      await client.query('INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)', [
+        migration.version,
+        new Date().toISOString(),
+      ]);
+    }
+    const current = await client.query<{ name: string }>('SELECT current_schema() AS name');
+    await client.query('COMMIT');
+    client.release();
+    return current.rows[0]!.name;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    client.release(true);
+    throw error;
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * The PostgreSQL store: the store conformance suite, then what only a shared store has
+ * (migrations by several processes at once, the database's own uniqueness). Runs only
+ * when DATABASE_URL is set; each store gets a schema of its own, dropped at the end.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Store } from '../store.js';
+import { storeConformance } from '../testing/store-conformance.js';
+import { DATABASE_URL, admin, skippedWithoutDatabase, testSchemas } from '../testing/postgres.js';
+import { POSTGRES_MIGRATIONS } from './migrations.js';
+import { openPostgres } from './open.js';
+
+if (!DATABASE_URL) {
+  skippedWithoutDatabase(
+    'PostgreSQL store',
+    'the store conformance suite on PostgreSQL, concurrent migrations, the unique pair',
+  );
+} else {
+  const url = DATABASE_URL;
+  const freshSchema = testSchemas(url);
+  const schemaOf = new Map<Store, string>();
+  const open = async (schema: string) => {
+    const { store } = await openPostgres(url, { schema });
+    schemaOf.set(store, schema);
+    return store;
+  };
+
+  storeConformance('PostgreSQL', {
+    open: () => open(freshSchema()),
+    async reopen(store) {
+      await store.close();
+      return open(schemaOf.get(store)!);
+    },
+    peer: (store) => open(schemaOf.get(store)!),
+  });
+
+  describe('PostgreSQL store specifics', () => {
+    it('stores opened at once on a fresh schema migrate it once, without error', async () => {
+      const schema = freshSchema();
+      const stores = await Promise.all([open(schema), open(schema), open(schema)]);
+      await Promise.all(stores.map((store) => store.close()));
+      const versions = await admin(
+        url,
+        async (client) =>
+          (await client.query(`SELECT version FROM ${schema}.schema_migrations ORDER BY version`))
+            .rows,
+      );
+      expect(versions).toEqual(POSTGRES_MIGRATIONS.map(({ version }) => ({ version })));
+    });
+
+    it('the database refuses a second transaction for the same pair', async () => {
+      const schema = freshSchema();
+      await (await open(schema)).close();
+      await admin(url, async (client) => {
+        await client.query(`SET search_path = ${schema}`);
+        await client.query("INSERT INTO accounts VALUES ('a', 'now')");
+        await client.query(
+          "INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at) VALUES ('t', 'a', 'SIMULATOR', '{}', '{}', 'now')",
+        );
+        const insert = (id: string) =>
+          client.query(
+            "INSERT INTO transactions (id, terminal_id, external_id, account_id, state, version, body) VALUES ($1, 't', 'same', 'a', 'PROCESSING', 1, '{}')",
+            [id],
+          );
+        await insert('txn-1');
+        await expect(insert('txn-2')).rejects.toThrow(/unique/);
+      });
+    });
+  });
+}

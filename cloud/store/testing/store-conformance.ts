@@ -1,0 +1,26 @@
+/**
+ * The behaviour every Store must show, as one suite that each implementation's test
+ * file runs with its own factory: SQLite (../sqlite.test.ts), PostgreSQL
+ * (../postgres/postgres.test.ts) alike. Its cases are in store-conformance-*.ts.
+ */
+import { describe } from 'vitest';
+import { changeCases } from './store-conformance-changes.js';
+import { peerCases } from './store-conformance-peers.js';
+import { recordCases } from './store-conformance-records.js';
+import type { StoreFactory } from './store-fixtures.js';
+
+export type { StoreFactory } from './store-fixtures.js';
+export { terminalRecord, transactionRecord } from './store-fixtures.js';
+
+export function storeConformance(name: string, factory: StoreFactory): void {
+  describe(`${name} store conformance`, () => {
+    changeCases(factory);
+    recordCases(factory);
+    if (factory.peer) {
+      const peer = factory.peer;
+      describe('across processes (a second handle on the same data)', () => {
+        peerCases(factory, peer);
+      });
+    }
+  });
+}
