@@ -3,9 +3,9 @@
  * the entry's seq), the open batch, which payments a reversal may still undo, and the
  * totals an end-of-day closes. Kept apart from the protocol flows of zvt-terminal.ts.
  */
-import type { Bmp } from '../bmp.js';
-import { bmpsFrom, TOTALS_GROUPS, type IndividualTotals } from '../bmp-values.js';
-import { messageBytes } from '../messages.js';
+import type { Bmp } from '../../zvt/bmp.js';
+import { bmpsFrom, TOTALS_GROUPS, type IndividualTotals } from '../../zvt/bmp-values.js';
+import { messageBytes } from '../../zvt/messages.js';
 import type { JournalEntry, TerminalMemory } from './terminal-memory.js';
 import { RESULT_CODES, totalsGroupOf } from './terminal-outcomes.js';
 

@@ -5,8 +5,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createStreamPair } from '../../serial/stream-pair.js';
 import { openSerialPort } from '../../transport/serial-port.js';
 import { openPty, ptySupport } from '../../transport/pty.js';
-import { fromHex } from '../apdu.js';
-import { readTotals } from '../bmp-values.js';
+import { fromHex } from '../../zvt/apdu.js';
+import { readTotals } from '../../zvt/bmp-values.js';
 import {
   authorisation,
   CONFIG,
@@ -16,11 +16,11 @@ import {
   repeatReceipt,
   reversal,
   statusEnquiry,
-} from '../command-builders.js';
-import { ZvtSerialLink } from '../serial-link.js';
-import { ZvtSession } from '../session.js';
-import { connectZvtTcp } from '../tcp-channel.js';
-import { ScriptedPt } from '../testing/scripted-pt.js';
+} from '../../zvt/command-builders.js';
+import { ZvtSerialLink } from '../../zvt/serial-link.js';
+import { ZvtSession } from '../../zvt/session.js';
+import { connectZvtTcp } from '../../zvt/tcp-channel.js';
+import { ScriptedPt } from '../../zvt/testing/scripted-pt.js';
 import { listenTcp, serveSerial } from './terminal-server.js';
 import { FileTerminalMemory } from './terminal-memory.js';
 import { ZvtTerminalEmulator, type ZvtTerminalOptions } from './zvt-terminal.js';

@@ -9,9 +9,9 @@
  */
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { ZvtPtSession } from '../pt-session.js';
-import { ZvtSerialLink, type ZvtSerialLinkOptions } from '../serial-link.js';
-import { ZVT_TCP_PORT, ZvtTcpChannel, type ZvtTcpChannelOptions } from '../tcp-channel.js';
+import type { ZvtPtSession } from '../../zvt/pt-session.js';
+import { ZvtSerialLink, type ZvtSerialLinkOptions } from '../../zvt/serial-link.js';
+import { ZVT_TCP_PORT, ZvtTcpChannel, type ZvtTcpChannelOptions } from '../../zvt/tcp-channel.js';
 import type { ZvtTerminalEmulator } from './zvt-terminal.js';
 
 /** Serves the ECR on a serial line from now on; closing the session lets go of the line. */

@@ -18,9 +18,9 @@
  * | NETWORK_ERROR      | 9B  | dial-up / communication fault                 |
  * | CARD_NOT_ACCEPTED  | C5  | payment method not supported                  |
  */
-import type { EmulatorResultCode, Scenario } from '../../emulator/scenarios.js';
-import { scenarioFor } from '../../emulator/scenarios.js';
-import type { BmpValues, TotalsGroup } from '../bmp-values.js';
+import type { EmulatorResultCode, Scenario } from '../scenarios.js';
+import { scenarioFor } from '../scenarios.js';
+import type { BmpValues, TotalsGroup } from '../../zvt/bmp-values.js';
 
 export const RESULT_CODES = {
   SUCCESS: 0x00,

@@ -22,16 +22,16 @@
  */
 import { EventEmitter } from 'node:events';
 import { systemTimers, type Timers } from '../../../common/clock.js';
-import { formatAmount } from '../../emulator/receipts.js';
-import type { ScenarioDelay } from '../../emulator/scenarios.js';
-import type { Bmp } from '../bmp.js';
-import { bmpsFrom, readBmps, TOTALS_GROUPS, totalsBytes, type BmpValues } from '../bmp-values.js';
-import type { ApduChannel } from '../channel.js';
-import { DEFAULT_PASSWORD, EUR } from '../command-builders.js';
-import { decimalFromBcd } from '../encodings.js';
-import { decodeMessageBytes } from '../messages.js';
-import type { EcrCommand, PrintLine } from '../message-types.js';
-import { ZvtPtSession, type CommandHandle, type PtSessionOptions } from '../pt-session.js';
+import { formatAmount } from '../receipts.js';
+import type { ScenarioDelay } from '../scenarios.js';
+import type { Bmp } from '../../zvt/bmp.js';
+import { bmpsFrom, readBmps, TOTALS_GROUPS, totalsBytes, type BmpValues } from '../../zvt/bmp-values.js';
+import type { ApduChannel } from '../../zvt/channel.js';
+import { DEFAULT_PASSWORD, EUR } from '../../zvt/command-builders.js';
+import { decimalFromBcd } from '../../zvt/encodings.js';
+import { decodeMessageBytes } from '../../zvt/messages.js';
+import type { EcrCommand, PrintLine } from '../../zvt/message-types.js';
+import { ZvtPtSession, type CommandHandle, type PtSessionOptions } from '../../zvt/pt-session.js';
 import { TerminalJournal } from './terminal-journal.js';
 import {
   InMemoryTerminalMemory,
