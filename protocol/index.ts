@@ -8,3 +8,4 @@ export * from './secrets.js';
 export * from './operations.js';
 export * from './events.js';
 export * from './mqtt.js';
+export * from './reader-capabilities.js';

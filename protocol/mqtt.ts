@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { TimestampV1 } from './fields.js';
+import { ReaderCapabilities } from './reader-capabilities.js';
 import { CommandId, TerminalCommand, TerminalReport } from './terminal-link.js';
 
 export const TOPIC_ROOT = 'tps/v1/t';
@@ -93,5 +94,7 @@ export const PresenceMessage = z.object({
   connected: z.boolean(),
   at: TimestampV1.optional(),
   agent_version: z.string().max(64).optional(),
+  /** What the terminal's reader can do; absent from older agents: assume the native reader. */
+  reader: ReaderCapabilities.optional(),
 });
 export type PresenceMessage = z.infer<typeof PresenceMessage>;
