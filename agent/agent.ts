@@ -17,6 +17,7 @@ import { Heartbeat } from './heartbeat.js';
 import { Journal } from './journal.js';
 import { AgentLink } from './link.js';
 import type { PrinterPort, ReaderPort } from './ports.js';
+import { partLogger } from '../common/logging.js';
 
 export const AGENT_VERSION = '0.1.0';
 
@@ -68,7 +69,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     ...(printer ? { printer } : {}),
     clock,
     timers,
-    logger: logger.child({ part: 'executor' }),
+    logger: partLogger(logger, 'executor'),
     ack: (commandId, outcome) => wired.link?.ackCommand(commandId, outcome),
     reported: flush,
     ...(tuning.watchMs !== undefined ? { watchMs: tuning.watchMs } : {}),
@@ -79,7 +80,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     reader,
     clock,
     timers,
-    logger: logger.child({ part: 'heartbeat' }),
+    logger: partLogger(logger, 'heartbeat'),
     periodMs: config.heartbeat_s * 1000,
     reported: flush,
   });
@@ -94,7 +95,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     journal,
     onCommand: (message) => executor.handle(message),
     onConnectionChange: (connected) => heartbeat.update({ connected }),
-    logger: logger.child({ part: 'link' }),
+    logger: partLogger(logger, 'link'),
     clock,
     timers,
     agentVersion: AGENT_VERSION,

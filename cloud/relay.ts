@@ -47,6 +47,7 @@ import { PrintSpooler } from './terminals/print-spooler.js';
 import { TerminalRegistry } from './terminals/registry.js';
 import { TransactionService } from './transactions/service.js';
 import { supersededCommands } from './transactions/superseded.js';
+import { partLogger } from '../common/logging.js';
 
 export const DEFAULT_WAIT_SECONDS = 25;
 
@@ -88,7 +89,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
   const clock = options.clock ?? systemClock;
   prepareDataDir(config.dataDir, logger, { sqlite: !config.databaseUrl });
   const dataDirLock = config.databaseUrl ? undefined : lockDataDir(config.dataDir);
-  const backend = await openBackend(config, { logger: logger.child({ part: 'store' }) }).catch(
+  const backend = await openBackend(config, { logger: partLogger(logger, 'store') }).catch(
     (error: unknown) => {
       dataDirLock?.release();
       throw error;
@@ -130,7 +131,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       feed: eventFeed,
       log: events,
       clock,
-      logger: logger.child({ part: 'webhooks' }),
+      logger: partLogger(logger, 'webhooks'),
       settings: {
         allowHttp: config.webhookAllowHttp,
         retryBaseMs: config.webhookRetryBaseMs,
@@ -144,7 +145,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       clock,
       config.eventRetentionS * 1000,
       () => webhooks.oldestNeeded(),
-      logger.child({ part: 'retention' }),
+      partLogger(logger, 'retention'),
     );
 
     // The links to terminals: agents over MQTT, simulated terminals in process.
@@ -152,7 +153,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       ? undefined
       : await startEmbeddedBroker({
           store,
-          logger: logger.child({ part: 'broker' }),
+          logger: partLogger(logger, 'broker'),
           throttle: signInThrottle(config),
           onSignInFailure: (outcome) => metrics.signInFailures.inc({ listener: 'mqtt', outcome }),
           limits: listenerLimits(config),
@@ -170,14 +171,14 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       ...(shared ? { shareGroup: SHARE_GROUP } : {}),
       maxPayloadBytes: config.mqttMaxPayloadBytes,
       clock,
-      logger: logger.child({ part: 'mqtt-link' }),
+      logger: partLogger(logger, 'mqtt-link'),
     });
     const inProcess =
       config.simulatorMode === 'in-process'
         ? new SimulatorHost({
             delayMs: config.simulatorDelayMs,
             clock,
-            logger: logger.child({ part: 'simulator' }),
+            logger: partLogger(logger, 'simulator'),
           })
         : undefined;
     const link = new LinkRouter(store, { SIMULATOR: inProcess ?? mqttLink, AGENT: mqttLink });
@@ -190,13 +191,13 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       obsolete: supersededCommands(store),
       onRemoteChange: (listener) => bus.subscribe(listener),
       clock,
-      logger: logger.child({ part: 'outbox' }),
+      logger: partLogger(logger, 'outbox'),
     });
     const service = new TransactionService({
       store,
       outbox,
       clock,
-      logger: logger.child({ part: 'transactions' }),
+      logger: partLogger(logger, 'transactions'),
       events: eventFeed,
       settings: {
         maxUnconfirmed: config.maxUnconfirmed,
@@ -205,7 +206,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         gracePeriodMs: config.gracePeriodS * 1000,
       },
     });
-    const cardData = new CardDataGuard(logger.child({ part: 'card-data' }), (event) =>
+    const cardData = new CardDataGuard(partLogger(logger, 'card-data'), (event) =>
       metrics.securityEvents.inc({ event }),
     );
     const inbox = new ReportInbox<TerminalReport>({
@@ -213,7 +214,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         service.applyReport(terminalId, cardData.clean(terminalId, report), position),
       onRemoteChange: (listener) => bus.subscribe(listener),
       onOutcome: (outcome) => metrics.reportsApplied.inc({ outcome }),
-      logger: logger.child({ part: 'inbox' }),
+      logger: partLogger(logger, 'inbox'),
     });
     link.listen({
       commandAcked: (terminalId, commandId) => void outbox.acknowledged(terminalId, commandId),
@@ -242,7 +243,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         dataDir: config.dataDir,
         delayMs: config.simulatorDelayMs,
         clock,
-        logger: logger.child({ part: 'simulator' }),
+        logger: partLogger(logger, 'simulator'),
       });
     const registry = new TerminalRegistry(store, clock);
     const spooler = new PrintSpooler(clock, (terminalId, contents, commandId) =>
@@ -268,7 +269,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
           stop: () => simulators.close(),
         },
       ],
-      logger.child({ part: 'background' }),
+      partLogger(logger, 'background'),
     );
     started.push(() => background.stop());
     // Changes committed by other relays on the same store wake what waits here.

@@ -22,6 +22,7 @@ import { newSecret } from '../ids.js';
 import type { TerminalRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
 import type { ReaderOutcome, SimulatorFleet } from './fleet.js';
+import { partLogger } from '../../common/logging.js';
 
 export interface AgentSimulatorsOptions {
   store: Store;
@@ -76,7 +77,7 @@ export class AgentSimulators implements SimulatorFleet {
       serial: Number(terminal.id.replace(/\D/g, '').slice(-8) || '1'),
       battery: { percentage: 100, pluggedIn: true },
       now: () => clock.now(),
-      logger: logger.child({ part: 'reader' }),
+      logger: partLogger(logger, 'reader'),
     });
     const printer = new EmulatedPrinter();
     const driverPrinter = new DriverPrinter(
@@ -98,7 +99,7 @@ export class AgentSimulators implements SimulatorFleet {
     const agent = await startAgent(config, {
       reader: reader.reader,
       printer: driverPrinter,
-      logger: logger.child({ part: 'agent' }),
+      logger: partLogger(logger, 'agent'),
       clock,
       // The broker is on the same machine: come back at once after a relay restart.
       tuning: { reconnect: { initialMs: 50, maxMs: 2000 } },
