@@ -2,6 +2,7 @@
  * The relay's configuration: flags override `TPS_*` environment variables, which
  * override the defaults. Checked by zod at start; docs/configuration.md is the table.
  */
+import { LogFormat } from '../common/logging.js';
 import { z } from 'zod';
 
 const port = z.coerce.number().int().min(0).max(65_535);
@@ -32,6 +33,7 @@ export const CloudConfigSchema = z
     logLevel: z
       .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
       .default('info'),
+    logFormat: LogFormat.default('auto'),
     mqttHost: z.string().min(1).optional(),
     mqttPort: port.default(1884),
     mqttUrl: z
@@ -180,6 +182,11 @@ export const CLOUD_SETTINGS = {
     doc: 'Public base address without the version segment (default: from host and port).',
   },
   logLevel: { env: 'TPS_LOG_LEVEL', flag: 'log-level', doc: 'pino log level.' },
+  logFormat: {
+    env: 'TPS_LOG_FORMAT',
+    flag: 'log-format',
+    doc: 'json, pretty, or auto: readable lines on a terminal, JSON lines otherwise.',
+  },
   mqttHost: {
     env: 'TPS_MQTT_HOST',
     flag: 'mqtt-host',

@@ -47,7 +47,7 @@ import { PrintSpooler } from './terminals/print-spooler.js';
 import { TerminalRegistry } from './terminals/registry.js';
 import { TransactionService } from './transactions/service.js';
 import { supersededCommands } from './transactions/superseded.js';
-import { partLogger } from '../common/logging.js';
+import { logDestination, partLogger } from '../common/logging.js';
 
 export const DEFAULT_WAIT_SECONDS = 25;
 
@@ -85,7 +85,8 @@ export interface RelayOptions {
 }
 
 export async function startRelay(config: CloudConfig, options: RelayOptions = {}): Promise<Relay> {
-  const logger = options.logger ?? pino(loggerOptions(config.logLevel));
+  const logger =
+    options.logger ?? pino(loggerOptions(config.logLevel), logDestination(config.logFormat));
   const clock = options.clock ?? systemClock;
   prepareDataDir(config.dataDir, logger, { sqlite: !config.databaseUrl });
   const dataDirLock = config.databaseUrl ? undefined : lockDataDir(config.dataDir);
