@@ -1,8 +1,8 @@
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { WebhookVerifier } from '../../client/webhook-signature.js';
-import { newWebhookSecret } from './webhook-secret.js';
-import { webhookMessage, type CloudEventJson } from './webhook-message.js';
+import { WebhookVerifier } from '../client/webhook-signature.js';
+import { newWebhookSecret } from '../cloud/events/webhook-secret.js';
+import { webhookMessage, type CloudEventJson } from '../cloud/events/webhook-message.js';
 
 const event: CloudEventJson = {
   id: 'ev-01J0000000000000000000000',
