@@ -8,6 +8,7 @@
  *                   └─report◀──┴── heartbeat (status on change and every heartbeat_s)
  * ```
  */
+import { VERSION } from '../common/version.js';
 import type { Logger } from 'pino';
 import type { BackoffOptions } from '../common/backoff.js';
 import { systemClock, systemTimers, type Clock, type Timers } from '../common/clock.js';
@@ -19,7 +20,7 @@ import { AgentLink } from './link.js';
 import type { PrinterPort, ReaderPort } from './ports.js';
 import { partLogger } from '../common/logging.js';
 
-export const AGENT_VERSION = '0.1.0';
+export const AGENT_VERSION = VERSION;
 
 /** Final transactions and commands are forgotten after this long. */
 const JOURNAL_RETENTION_MS = 30 * 86_400_000;
