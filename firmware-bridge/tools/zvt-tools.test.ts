@@ -1,5 +1,6 @@
 /** The ZVT bench tools as functions, in process: monitor and probe over stream pairs and TCP. */
 import net from 'node:net';
+import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { listenTcp, serveSerial } from '../emulator/zvt/terminal-server.js';
 import { ZvtTerminalEmulator } from '../emulator/zvt/zvt-terminal.js';
@@ -10,7 +11,9 @@ import { frameApdu } from '../zvt/serial-frame-encoder.js';
 import { ZvtSerialLink } from '../zvt/serial-link.js';
 import { ZvtSession } from '../zvt/session.js';
 import { connectZvtTcp } from '../zvt/tcp-channel.js';
-import { monitorZvtBetween, monitorZvtPort, relayZvtTcp } from './zvt-monitor.js';
+import { PROPERTY } from '../zvt/testing/arbitraries.js';
+import { apduText } from './zvt-frame-text.js';
+import { monitorZvtBetween, monitorZvtPort, relayZvtTcp, ZvtLineTap } from './zvt-monitor.js';
 import { probeZvtTerminal, zvtProbeText } from './zvt-probe.js';
 
 const at = () => new Date(2025, 0, 1, 12, 0, 1, 250);
@@ -88,6 +91,36 @@ describe('ZVT monitor', () => {
       'pt→ecr  04 0F status information  27 result-code=6C (aborted)',
       'pt→ecr  84 6B 00 negative acknowledgement 6B (function deactivated (PT not registered))',
     ]);
+  });
+
+  it('takes any bytes without throwing: one well-formed line each, and a frame after noise without DLE is read', async () => {
+    const line = /^12:00:01\.250 {2}(peer {2}|ecr→pt|pt→ecr) {2}\S.*$/;
+    const minimal = frameApdu(fromHex('04 0F 02 27 00'));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.uint8Array({ maxLength: 64 }), { maxLength: 6 }),
+        fc.constantFrom<'serial' | 'tcp'>('serial', 'tcp'),
+        async (chunks, framing) => {
+          const lines: string[] = [];
+          const tap = new ZvtLineTap({ print: (l) => lines.push(l), now: at, framing });
+          for (const chunk of chunks) tap.write(Buffer.from(chunk));
+          const clean = framing === 'serial' && chunks.every((chunk) => !chunk.includes(0x10));
+          if (clean) tap.write(minimal);
+          await new Promise((resolve) => setImmediate(resolve));
+          for (const printed of lines) expect(printed).toMatch(line);
+          if (clean) expect(lines.at(-1)).toMatch(/04 0F status information {2}27 result-code=00/);
+        },
+      ),
+      PROPERTY,
+    );
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 3, maxLength: 80 }), (bytes) => {
+        const apdu = Buffer.from(bytes);
+        apdu[2] = Math.min(apdu.length - 3, 0xfe); // a length that fits, so the data decodes
+        expect(apduText(apdu).text).not.toContain('\n');
+      }),
+      PROPERTY,
+    );
   });
 
   it('relays ZVT over TCP to the terminal and decodes both directions', async () => {
