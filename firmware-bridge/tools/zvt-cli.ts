@@ -121,7 +121,7 @@ export async function runZvtMonitor(argv: string[]): Promise<void> {
     await relay.close();
     return;
   }
-  if (tcpFirst && values.between) {
+  if (values.between && positionals.some((spec) => parseTcpAddress(spec))) {
     throw new Error(
       'ZVT over TCP has no serial framing: forward it with --between tcp://PT_HOST:PORT listen:HOST:PORT',
     );

@@ -7,8 +7,7 @@
  * On a pty the terminal keeps serving when the ECR closes and reopens the device: the
  * emulator keeps the pty's other end, so its link never sees the line go away.
  */
-import { FileTerminalMemory } from '../emulator/zvt/terminal-memory.js';
-import { InMemoryTerminalMemory } from '../emulator/zvt/terminal-memory.js';
+import { FileTerminalMemory, InMemoryTerminalMemory } from '../emulator/zvt/terminal-memory.js';
 import { listenTcp, serveSerial, type ZvtTcpListener } from '../emulator/zvt/terminal-server.js';
 import { ZvtTerminalEmulator } from '../emulator/zvt/zvt-terminal.js';
 import { openPort } from '../transport/open-port.js';
@@ -28,7 +27,7 @@ export interface ZvtEmulatorOptions {
   password?: string;
   /** Listen on TCP here instead of serving a serial line. */
   tcp?: { host: string; port: number };
-  /** Serve this serial port (a path) instead of a new pty. */
+  /** Serve this serial port (8N2) instead of a new pty. */
   port?: string;
   /** The line speed of `port`, and of the link's timeouts (default 9600). */
   baudRate?: number;
@@ -84,7 +83,7 @@ export async function startZvtEmulator(
     }
     const baudRate = options.baudRate ?? ZVT_BAUD_RATE;
     const line: OpenPort & { path?: string } = options.port
-      ? await openPort(options.port, { baudRate })
+      ? await openPort(options.port, { baudRate, stopBits: 2 })
       : await openPty();
     serveSerial(terminal, line.stream, { baudRate });
     return {
