@@ -65,7 +65,7 @@ describe('tps bridge --protocol zvt', () => {
     expect(probe.code).toBe(0);
     expect(probe.stdout).toBe(
       `ZVT terminal at ${emulator.firstLine} answers\n` +
-        '  registration:    terminal id 29001001, currency 978, status byte 00\n' +
+        '  registration:    terminal id 29001001, currency 978, status byte 00 (nothing to do)\n' +
         '  terminal status: 00 (PT ready)\n' +
         '  software:        TPS-ZVT-EMULATOR-1.0\n',
     );

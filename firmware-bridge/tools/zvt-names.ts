@@ -178,3 +178,17 @@ const TERMINAL_STATUS: ReadonlyMap<number, string> = new Map([
 export function terminalStatusText(code: number): string {
   return `${hex(code)} (${TERMINAL_STATUS.get(code) ?? 'unknown status'})`;
 }
+
+const STATUS_BYTE_BITS: readonly [number, string][] = [
+  [0x01, 'initialisation necessary'],
+  [0x02, 'diagnosis necessary'],
+  [0x04, 'OPT action necessary'],
+  [0x08, 'filling-station mode'],
+  [0x10, 'vending-machine mode'],
+];
+
+/** BMP 19 of the completion of a registration (zvt-notes §6.4): `01 (initialisation necessary)`. */
+export function statusByteText(byte: number): string {
+  const set = STATUS_BYTE_BITS.filter(([bit]) => (byte & bit) !== 0).map(([, text]) => text);
+  return `${hex(byte)} (${set.length > 0 ? set.join(', ') : 'nothing to do'})`;
+}

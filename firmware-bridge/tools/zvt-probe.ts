@@ -10,7 +10,7 @@ import { registration, statusEnquiry } from '../zvt/command-builders.js';
 import { ZvtError } from '../zvt/errors.js';
 import type { EcrCommand } from '../zvt/message-types.js';
 import { ZvtSession, type ZvtOutcome } from '../zvt/session.js';
-import { resultCodeText, terminalStatusText } from './zvt-names.js';
+import { resultCodeText, statusByteText, terminalStatusText } from './zvt-names.js';
 
 export interface ZvtProbeOptions {
   /** The terminal's password (default 000000). */
@@ -109,8 +109,7 @@ export function zvtProbeText(where: string, report: ZvtProbeReport): string {
     const parts = [
       registered.terminalId && `terminal id ${registered.terminalId}`,
       registered.currency !== undefined && `currency ${registered.currency}`,
-      registered.statusByte !== undefined &&
-        `status byte ${registered.statusByte.toString(16).toUpperCase().padStart(2, '0')}`,
+      registered.statusByte !== undefined && `status byte ${statusByteText(registered.statusByte)}`,
     ].filter(Boolean);
     lines.push(`  registration:    ${parts.length > 0 ? parts.join(', ') : 'completed'}`);
   }

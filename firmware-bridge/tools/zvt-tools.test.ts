@@ -170,7 +170,7 @@ describe('ZVT probe', () => {
     });
     expect(zvtProbeText('/dev/pts/9', report)).toBe(
       'ZVT terminal at /dev/pts/9 answers\n' +
-        '  registration:    terminal id 29001001, currency 978, status byte 00\n' +
+        '  registration:    terminal id 29001001, currency 978, status byte 00 (nothing to do)\n' +
         '  terminal status: 00 (PT ready)\n' +
         '  software:        TPS-ZVT-EMULATOR-1.0\n',
     );
