@@ -14,7 +14,7 @@
  * BMPs appear as `tag name=value`: amounts (minor units), trace, receipt numbers and
  * currency as decimal numbers, other BCD as its digits, bytes as hex, text quoted, binary
  * as hex. Texts over 60 characters are cut unless `full`. Card numbers arrive masked by the
- * terminal and are shown as they are.
+ * terminal and are shown as they are (E as `*`); track data, CVV and PIN data only by size.
  */
 import { BMP_SPECS, type Bmp } from '../zvt/bmp.js';
 import { controlName, decodeApdu, hex, hexBytes } from '../zvt/apdu.js';
@@ -157,9 +157,20 @@ export function bmpsText(
 /** BCD fields that are numbers (amount in minor units, trace, receipt, currency…). */
 const DECIMAL_TAGS: ReadonlySet<number> = new Set([0x04, 0x0b, 0x37, 0x49, 0x87, 0x88]);
 
+/**
+ * Card data a PT never sends unmasked to an ECR, but an ECR may send (manual entry): track
+ * data, CVV, PIN data. Monitor output gets pasted into tickets, so only their size is shown.
+ */
+const SECRET_TAGS: ReadonlySet<number> = new Set([0x23, 0x24, 0x2d, 0x3a, 0xd1]);
+
 function bmpText(bmp: Bmp, full: boolean, alias: string | undefined): string {
   const name = alias ?? BMP_SPECS.get(bmp.tag)?.name ?? 'unknown';
   const label = `${hex(bmp.tag)} ${name}`;
+  if (SECRET_TAGS.has(bmp.tag)) return `${label}=(${valueBytes(bmp)} bytes, not shown)`;
+  // The PAN as printed: E is a masked digit, F pads.
+  if (bmp.tag === 0x22 && bmp.format === 'bcd') {
+    return `${label}=${bmp.value.replace(/F+$/, '').replaceAll('E', '*')}`;
+  }
   switch (bmp.format) {
     case 'byte':
       if (bmp.tag === 0x27 || bmp.tag === 0xa0) return `${label}=${resultCodeText(bmp.value)}`;
@@ -176,6 +187,12 @@ function bmpText(bmp: Bmp, full: boolean, alias: string | undefined): string {
     case 'tlv':
       return `${label}=${tlvText(bmp.value.items, full)}`;
   }
+}
+
+/** The size of a secret field's value (they are BCD or binary). */
+function valueBytes(bmp: Bmp): number {
+  if (bmp.format === 'bcd') return bmp.value.length / 2;
+  return bmp.format === 'binary' ? bmp.value.length : 1;
 }
 
 /** `{1F07=02 25{07="line" 07="line"}}`. */

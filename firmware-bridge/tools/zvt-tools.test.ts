@@ -60,6 +60,7 @@ describe('ZVT monitor', () => {
     expect(text).toMatch(
       /pt→ecr {2}P→E {2}04 0F status information {2}27 result-code=00 \(no error\) 04 amount=1234 49 currency=978 .*87 receipt-number=1 29 terminal-id=29001001 8A card-type=0A/,
     );
+    expect(text).toMatch(/ 22 pan=476173\*{6}0119 /);
     expect(text).toMatch(/pt→ecr {2}P→E {2}06 D1 print line {2}attr 00 "/);
     expect(text).toMatch(/06 D1 print line {2}attr 81 /);
     expect(text).toContain('06 0F completion');
@@ -82,6 +83,8 @@ describe('ZVT monitor', () => {
     line.b.write(fromHex('15'));
     line.b.write(good);
     line.b.write(frameApdu(fromHex('84 6B 00')));
+    // Manual card entry: track 2 and CVV are not printed.
+    line.b.write(frameApdu(fromHex('06 01 11 04 00 00 00 00 01 00 23 F0 F4 47 61 73 D2 3A 12 3F')));
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(lines.map((l) => l.slice(14))).toEqual([
       'peer    drop noise (3 bytes)',
@@ -90,6 +93,7 @@ describe('ZVT monitor', () => {
       'peer    link NAK (15)',
       'pt→ecr  04 0F status information  27 result-code=6C (aborted)',
       'pt→ecr  84 6B 00 negative acknowledgement 6B (function deactivated (PT not registered))',
+      'ecr→pt  06 01 authorisation  04 amount=100 23 track-2=(4 bytes, not shown) 3A cvv=(2 bytes, not shown)',
     ]);
   });
 
