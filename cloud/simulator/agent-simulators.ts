@@ -8,6 +8,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { AgentConfigSchema } from '../../agent/config.js';
 import { startAgent, type RunningAgent } from '../../agent/agent.js';
@@ -26,6 +27,12 @@ export interface AgentSimulatorsOptions {
   store: Store;
   /** The broker the simulated agents sign in to. */
   brokerUrl: string;
+  /**
+   * A connection to the relay's own broker inside the process, instead of one to
+   * `brokerUrl`: used when that broker listens with TLS, whose certificate names the
+   * relay's public host, which the simulators do not dial.
+   */
+  connectInProcess?: () => Duplex;
   dataDir: string;
   delayMs: number;
   clock: Clock;
@@ -101,6 +108,7 @@ export class AgentSimulators implements SimulatorFleet {
       printer: driverPrinter,
       logger: logger.child({ part: 'agent' }),
       clock,
+      ...(this.options.connectInProcess ? { openBrokerStream: this.options.connectInProcess } : {}),
       // The broker is on the same machine: come back at once after a relay restart.
       tuning: { reconnect: { initialMs: 50, maxMs: 2000 } },
     });
