@@ -259,10 +259,13 @@ export async function runTerminal(argv: string[]): Promise<void> {
       battery: values.battery ?? false,
     }),
   );
-  const ca = values['broker-ca'];
-  if (ca !== undefined && !issued.agent.broker_url.startsWith('mqtts:')) {
-    throw new Error(
-      `--broker-ca needs a TLS broker, and the relay hands out ${issued.agent.broker_url}; terminal ${issued.terminal_id} was registered, its config not written`,
+  // The terminal is registered by now: its config is written in any case, or its
+  // credentials would be lost.
+  const tls = issued.agent.broker_url.startsWith('mqtts:');
+  const ca = tls ? values['broker-ca'] : undefined;
+  if (values['broker-ca'] !== undefined && !tls) {
+    process.stderr.write(
+      `Warning: the relay hands out ${issued.agent.broker_url} (no TLS): --broker-ca left out of the config.\n`,
     );
   }
   const config = {
