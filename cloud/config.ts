@@ -129,12 +129,16 @@ export const CloudConfigSchema = z
     path: ['mqttTls'],
   })
   .refine((c) => !plaintextBrokerExposed(c), {
-    message:
-      'the embedded MQTT broker would listen in plain text on a non-loopback address, so agent ' +
-      'secrets, card tokens and receipts would cross the network in clear. Give it a ' +
-      'certificate (TPS_TLS_CERT and TPS_TLS_KEY, or TPS_MQTT_TLS_CERT and TPS_MQTT_TLS_KEY), ' +
-      'listen on loopback (TPS_MQTT_HOST=127.0.0.1), or, behind a proxy that terminates TLS ' +
-      'or on a private network, set TPS_MQTT_ALLOW_PLAINTEXT=true',
+    error: (issue) => {
+      const c = issue.input as { mqttHost?: string; host: string };
+      return (
+        `the embedded MQTT broker would listen in plain text on ${c.mqttHost ?? c.host}, which ` +
+        'is not loopback, so agent secrets, card tokens and receipts would cross the network ' +
+        'in clear. Give it a certificate (TPS_TLS_CERT and TPS_TLS_KEY, or TPS_MQTT_TLS_CERT ' +
+        'and TPS_MQTT_TLS_KEY), listen on loopback (TPS_MQTT_HOST=127.0.0.1), or, behind a ' +
+        'proxy that terminates TLS or on a private network, set TPS_MQTT_ALLOW_PLAINTEXT=true'
+      );
+    },
     path: ['mqttAllowPlaintext'],
   });
 export type CloudConfig = z.infer<typeof CloudConfigSchema>;

@@ -191,7 +191,7 @@ describe('a plain-text broker listener on an address others reach', () => {
     const started = startTestRelay({ host: '0.0.0.0' });
     await expect(started).rejects.toBeInstanceOf(ConfigError);
     await expect(started).rejects.toThrow(
-      /TPS_MQTT_ALLOW_PLAINTEXT \(--mqtt-allow-plaintext\): the embedded MQTT broker would listen in plain text on a non-loopback address.*TPS_MQTT_ALLOW_PLAINTEXT=true/s,
+      /TPS_MQTT_ALLOW_PLAINTEXT \(--mqtt-allow-plaintext\): the embedded MQTT broker would listen in plain text on 0\.0\.0\.0, which is not loopback.*TPS_MQTT_ALLOW_PLAINTEXT=true/s,
     );
     // The same for the broker's own address.
     await expect(startTestRelay({ mqttHost: '::' })).rejects.toThrow(/plain text/);
