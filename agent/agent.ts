@@ -9,6 +9,7 @@
  * ```
  */
 import { VERSION } from '../common/version.js';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { BackoffOptions } from '../common/backoff.js';
 import { systemClock, systemTimers, type Clock, type Timers } from '../common/clock.js';
@@ -31,6 +32,11 @@ export interface AgentDeps {
   logger: Logger;
   clock?: Clock;
   timers?: Timers;
+  /**
+   * The byte stream to the broker instead of a connection to `broker.url`: the relay's
+   * hosted simulators join its embedded broker inside the process.
+   */
+  openBrokerStream?: () => Duplex;
   /** Knobs for tests and benches; the defaults suit the field. */
   tuning?: {
     /** Broker reconnect back-off (default 500 ms doubling to 60 s, jittered). */
@@ -100,6 +106,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     clock,
     timers,
     agentVersion: AGENT_VERSION,
+    ...(deps.openBrokerStream ? { openStream: deps.openBrokerStream } : {}),
     ...(tuning.reconnect ? { backoff: tuning.reconnect } : {}),
     ...(tuning.connectTimeoutMs !== undefined ? { connectTimeoutMs: tuning.connectTimeoutMs } : {}),
     ...(tuning.reportResendMs !== undefined ? { resendMs: tuning.reportResendMs } : {}),

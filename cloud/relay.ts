@@ -5,6 +5,7 @@
  * makes them, in an order where each exists before what uses it, and stops them in
  * reverse (docs/architecture.md).
  */
+import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import type { TerminalCommand, TerminalReport } from '../protocol/index.js';
@@ -14,7 +15,7 @@ import { bootstrapAccount, type Bootstrap } from './accounts/bootstrap.js';
 import { signInThrottle } from './accounts/sign-in-throttle.js';
 import { BackgroundWork } from './cluster/background.js';
 import { routeNotices } from './cluster/notices.js';
-import type { CloudConfig } from './config.js';
+import { brokerCertificate, type CloudConfig } from './config.js';
 import { prepareDataDir } from './data-dir.js';
 import { ReportInbox } from './delivery/inbox.js';
 import { CommandOutbox } from './delivery/outbox.js';
@@ -150,6 +151,11 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
     );
 
     // The links to terminals: agents over MQTT, simulated terminals in process.
+    const certificate = config.mqttUrl ? undefined : brokerCertificate(config);
+    const brokerTls = certificate && {
+      cert: fs.readFileSync(certificate.certFile),
+      key: fs.readFileSync(certificate.keyFile),
+    };
     const broker: EmbeddedBroker | undefined = config.mqttUrl
       ? undefined
       : await startEmbeddedBroker({
@@ -159,6 +165,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
           onSignInFailure: (outcome) => metrics.signInFailures.inc({ listener: 'mqtt', outcome }),
           limits: listenerLimits(config),
           onLimit: (limit) => metrics.mqttLimited.inc({ limit }),
+          ...(brokerTls ? { tls: brokerTls } : {}),
         });
     if (broker) started.push(() => broker.close());
     // Relays on one store and one external broker share the agents' traffic.
@@ -241,6 +248,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       new (await import('./simulator/agent-simulators.js')).AgentSimulators({
         store,
         brokerUrl,
+        ...(brokerTls ? { connectInProcess: () => broker!.connectInProcess() } : {}),
         dataDir: config.dataDir,
         delayMs: config.simulatorDelayMs,
         clock,
