@@ -8,13 +8,14 @@
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import type { TerminalCommand, TerminalReport } from '../protocol/index.js';
-import { systemClock, type Clock } from '../common/clock.js';
+import { systemClock, systemTimers, type Clock } from '../common/clock.js';
 import { Authenticator } from './accounts/authenticator.js';
 import { bootstrapAccount, type Bootstrap } from './accounts/bootstrap.js';
 import { signInThrottle } from './accounts/sign-in-throttle.js';
 import { BackgroundWork } from './cluster/background.js';
 import { routeNotices } from './cluster/notices.js';
 import type { CloudConfig } from './config.js';
+import { Pairings } from './pairing/pairings.js';
 import { prepareDataDir } from './data-dir.js';
 import { ReportInbox } from './delivery/inbox.js';
 import { CommandOutbox } from './delivery/outbox.js';
@@ -245,6 +246,21 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         logger: logger.child({ part: 'simulator' }),
       });
     const registry = new TerminalRegistry(store, clock);
+    const pairings = new Pairings({
+      store,
+      registry,
+      feed: eventFeed,
+      clock,
+      timers: systemTimers,
+      settings: {
+        ttlMs: config.pairingTtlS * 1000,
+        windowMs: config.pairingWindowS * 1000,
+        perSource: config.pairingPerSource,
+        claimFailuresPerCredential: config.pairingClaimFailuresPerCredential,
+      },
+      brokerUrl: () => agentBrokerUrl,
+      logger: logger.child({ part: 'pairing' }),
+    });
     const spooler = new PrintSpooler(clock, (terminalId, contents, commandId) =>
       outbox.queue(terminalId, { type: 'print', command_id: commandId, format: 'PNG', contents }),
     );
@@ -311,6 +327,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       spooler,
       events,
       webhooks,
+      pairings,
       startSimulator: (terminal) => placement.place(terminal),
       ops: {
         metrics,

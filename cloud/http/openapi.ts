@@ -4,6 +4,7 @@ import {
   ERROR_CATALOGUE,
   ErrorResponse,
   OPERATIONS,
+  PAIRING_OPERATIONS,
   basePath,
   responseSchemas,
   type Revision,
@@ -15,6 +16,8 @@ const STATUS_TEXT: Record<number, string> = {
   403: 'The credential may not use this operation',
   404: 'Not found for this credential',
   405: 'Only POST is allowed',
+  409: 'Already done; see error.code',
+  410: 'Expired; see error.code',
   413: 'Body too large',
   415: 'Body is not application/json',
   429: 'Too many failed sign-ins; wait for Retry-After',
@@ -30,15 +33,7 @@ export function openApiDocument(revision: Revision, publicUrl?: string) {
   const errorSchema = jsonSchema(ErrorResponse, 'output');
   const paths: Record<string, unknown> = {};
   for (const [path, spec] of Object.entries(OPERATIONS)) {
-    const errorResponses = Object.fromEntries(
-      spec.errors.map((status) => [
-        String(status),
-        {
-          description: STATUS_TEXT[status] ?? 'Error',
-          content: { 'application/json': { schema: errorSchema } },
-        },
-      ]),
-    );
+    const errorResponses = errorResponsesOf(spec.errors, errorSchema);
     paths[path] = {
       post: {
         summary: spec.summary,
@@ -59,6 +54,27 @@ export function openApiDocument(revision: Revision, publicUrl?: string) {
       },
     };
   }
+  // The agent's pairing operations: no credential yet, so none is asked for.
+  for (const [path, spec] of Object.entries(PAIRING_OPERATIONS)) {
+    paths[path] = {
+      post: {
+        summary: spec.summary,
+        operationId: path.slice(1).replace(/\//g, '_'),
+        security: [],
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: jsonSchema(spec.request, 'input') } },
+        },
+        responses: {
+          '200': {
+            description: 'OK',
+            content: { 'application/json': { schema: jsonSchema(spec.response, 'output') } },
+          },
+          ...errorResponsesOf(spec.errors, errorSchema),
+        },
+      },
+    };
+  }
   return {
     openapi: '3.1.0',
     info: {
@@ -71,4 +87,16 @@ export function openApiDocument(revision: Revision, publicUrl?: string) {
     components: { securitySchemes: { basic: { type: 'http', scheme: 'basic' } } },
     paths,
   };
+}
+
+function errorResponsesOf(statuses: readonly number[], errorSchema: unknown) {
+  return Object.fromEntries(
+    statuses.map((status) => [
+      String(status),
+      {
+        description: STATUS_TEXT[status] ?? 'Error',
+        content: { 'application/json': { schema: errorSchema } },
+      },
+    ]),
+  );
 }
