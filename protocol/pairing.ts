@@ -43,7 +43,7 @@ export const TerminalName = z
   .max(64)
   .regex(/^[^\p{Cc}]+$/u, 'must not contain control characters');
 
-export const PairingStartRequest = z.strictObject({ secret_sha256: Sha256Hex });
+export const PairingStartRequest = z.object({ secret_sha256: Sha256Hex });
 export type PairingStartRequest = z.infer<typeof PairingStartRequest>;
 export const PairingStartResponse = z.object({
   code: z.string(),
@@ -51,7 +51,7 @@ export const PairingStartResponse = z.object({
 });
 export type PairingStartResponse = z.infer<typeof PairingStartResponse>;
 
-export const PairingWaitRequest = z.strictObject({
+export const PairingWaitRequest = z.object({
   secret: PairingSecret,
   wait_seconds: WaitSeconds.optional(),
 });
@@ -69,7 +69,7 @@ export const PairingWaitResponse = z.discriminatedUnion('state', [
 ]);
 export type PairingWaitResponse = z.infer<typeof PairingWaitResponse>;
 
-export const TerminalClaimRequest = z.strictObject({
+export const TerminalClaimRequest = z.object({
   code: PairingCode,
   name: TerminalName.optional(),
   cohort: CohortId.optional(),
