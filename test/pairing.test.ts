@@ -201,6 +201,13 @@ describe('pairing', () => {
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
     // Another address is not held back.
     expect((await start(agentSecret().sha256, '198.51.100.8')).status).toBe(200);
+    // Waits with a secret nobody named count alike: no probing for secrets either.
+    const probe = (from: string) =>
+      agentCall('/pairing/wait', { secret: agentSecret().secret }, from);
+    for (let i = 0; i < 10; i++) expect((await probe('198.51.100.20')).status).toBe(404);
+    const probing = await probe('198.51.100.20');
+    expect(probing.status).toBe(429);
+    expect(Number(probing.headers.get('retry-after'))).toBeGreaterThan(0);
 
     const real = await start(agentSecret().sha256, '198.51.100.9');
     for (let i = 0; i < 10; i++) {
