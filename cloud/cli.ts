@@ -132,6 +132,7 @@ TPS_ACCOUNT_USERNAME / TPS_ACCOUNT_PASSWORD; the relay from --base-url or TPS_BA
 `;
 
 export const TERMINAL_USAGE = `Usage: tps terminal create --out FILE [options]
+       tps terminal claim CODE [--name NAME] [--cohort cohort-NAME]   (tps terminal claim --help)
 
 Registers a real terminal on a running relay, writes its agent's config file (with the
 agent's broker credential, shown nowhere else) and prints the terminal id and the POS
@@ -161,7 +162,7 @@ const RelayAccess = z.object({
     .min(1, 'an account password is needed (--password or TPS_ACCOUNT_PASSWORD)'),
 });
 
-const accessOptions = {
+export const accessOptions = {
   json: { type: 'boolean' },
   'base-url': { type: 'string' },
   username: { type: 'string' },
@@ -170,7 +171,7 @@ const accessOptions = {
 } as const;
 
 /** Calls an account-level operation of a running relay. */
-async function callRelay(
+export async function callRelay(
   values: { 'base-url'?: string; username?: string; password?: string },
   operation: string,
   body: object,

@@ -90,6 +90,12 @@ export const CloudConfigSchema = z
     signInFailuresPerUser: z.coerce.number().int().min(1).max(1_000_000).default(100),
     /** Slow password hashes checked at once; beyond, 503 SERVICE_BUSY at once. */
     signInHashes: z.coerce.number().int().min(1).max(64).default(2),
+    /** How long a pairing code may be claimed (docs/fleet.md, docs/security.md). */
+    pairingTtlS: seconds.min(10).max(86_400).default(600),
+    /** The pairing limits count in windows this long. */
+    pairingWindowS: seconds.min(1).max(86_400).default(600),
+    pairingPerSource: z.coerce.number().int().min(1).max(100_000).default(10),
+    pairingClaimFailuresPerCredential: z.coerce.number().int().min(1).max(100_000).default(10),
     /**
      * Proxies whose X-Forwarded-For names the client: addresses and CIDR ranges separated
      * by commas (also `loopback`, `linklocal`, `uniquelocal`). Without it the source of
@@ -397,6 +403,26 @@ export const CLOUD_SETTINGS = {
     env: 'TPS_SIGN_IN_HASHES',
     flag: 'sign-in-hashes',
     doc: 'Password hashes checked at once; beyond, 503 with Retry-After.',
+  },
+  pairingTtlS: {
+    env: 'TPS_PAIRING_TTL_S',
+    flag: 'pairing-ttl-s',
+    doc: 'Seconds a pairing code may be claimed, and a claimed pairing collected by its agent.',
+  },
+  pairingWindowS: {
+    env: 'TPS_PAIRING_WINDOW_S',
+    flag: 'pairing-window-s',
+    doc: 'Pairing attempts are counted in windows of this many seconds.',
+  },
+  pairingPerSource: {
+    env: 'TPS_PAIRING_PER_SOURCE',
+    flag: 'pairing-per-source',
+    doc: 'Codes asked for, and waits with an unknown secret, from one address per window; then 429.',
+  },
+  pairingClaimFailuresPerCredential: {
+    env: 'TPS_PAIRING_CLAIM_FAILURES_PER_CREDENTIAL',
+    flag: 'pairing-claim-failures-per-credential',
+    doc: 'Failed claims of pairing codes by one credential per window; then 429.',
   },
   trustProxy: {
     env: 'TPS_TRUST_PROXY',

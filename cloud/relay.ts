@@ -9,13 +9,14 @@ import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import type { TerminalCommand, TerminalReport } from '../protocol/index.js';
-import { systemClock, type Clock } from '../common/clock.js';
+import { systemClock, systemTimers, type Clock } from '../common/clock.js';
 import { Authenticator } from './accounts/authenticator.js';
 import { bootstrapAccount, type Bootstrap } from './accounts/bootstrap.js';
 import { signInThrottle } from './accounts/sign-in-throttle.js';
 import { BackgroundWork } from './cluster/background.js';
 import { routeNotices } from './cluster/notices.js';
 import { brokerCertificate, type CloudConfig } from './config.js';
+import { Pairings } from './pairing/pairings.js';
 import { prepareDataDir } from './data-dir.js';
 import { ReportInbox } from './delivery/inbox.js';
 import { CommandOutbox } from './delivery/outbox.js';
@@ -255,6 +256,21 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         logger: partLogger(logger, 'simulator'),
       });
     const registry = new TerminalRegistry(store, clock);
+    const pairings = new Pairings({
+      store,
+      registry,
+      feed: eventFeed,
+      clock,
+      timers: systemTimers,
+      settings: {
+        ttlMs: config.pairingTtlS * 1000,
+        windowMs: config.pairingWindowS * 1000,
+        perSource: config.pairingPerSource,
+        claimFailuresPerCredential: config.pairingClaimFailuresPerCredential,
+      },
+      brokerUrl: () => agentBrokerUrl,
+      logger: logger.child({ part: 'pairing' }),
+    });
     const spooler = new PrintSpooler(clock, (terminalId, contents, commandId) =>
       outbox.queue(terminalId, { type: 'print', command_id: commandId, format: 'PNG', contents }),
     );
@@ -321,6 +337,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       spooler,
       events,
       webhooks,
+      pairings,
       startSimulator: (terminal) => placement.place(terminal),
       ops: {
         metrics,

@@ -4,6 +4,7 @@ import {
   ERROR_CATALOGUE,
   ErrorResponse,
   OPERATIONS,
+  PAIRING_OPERATIONS,
   basePath,
   responseSchemas,
   type Revision,
@@ -15,6 +16,8 @@ const STATUS_TEXT: Record<number, string> = {
   403: 'The credential may not use this operation',
   404: 'Not found for this credential',
   405: 'Only POST is allowed',
+  409: 'Already done; see error.code',
+  410: 'Expired; see error.code',
   413: 'Body too large',
   415: 'Body is not application/json',
   429: 'Too many failed sign-ins; wait for Retry-After',
@@ -50,6 +53,10 @@ function responseComponents(revision: Revision) {
     if (!named.has(schema)) named.add(schema, { id: `${operationId(path)}_response` });
     answers.set(path, named.get(schema)!.id);
   }
+  for (const [path, spec] of Object.entries(PAIRING_OPERATIONS)) {
+    named.add(spec.response, { id: `${operationId(path)}_response` });
+    answers.set(path, `${operationId(path)}_response`);
+  }
   const { schemas } = z.toJSONSchema(named, {
     target: 'draft-2020-12',
     io: 'output',
@@ -72,15 +79,6 @@ export function openApiDocument(revision: Revision, publicUrl?: string) {
   const { schemas, answers } = responseComponents(revision);
   const paths: Record<string, unknown> = {};
   for (const [path, spec] of Object.entries(OPERATIONS)) {
-    const errorResponses = Object.fromEntries(
-      spec.errors.map((status) => [
-        String(status),
-        {
-          description: STATUS_TEXT[status] ?? 'Error',
-          content: { 'application/json': { schema: ref('Error') } },
-        },
-      ]),
-    );
     paths[path] = {
       post: {
         summary: spec.summary,
@@ -94,7 +92,28 @@ export function openApiDocument(revision: Revision, publicUrl?: string) {
             description: 'OK',
             content: { 'application/json': { schema: ref(answers.get(path)!) } },
           },
-          ...errorResponses,
+          ...errorResponsesOf(spec.errors),
+        },
+      },
+    };
+  }
+  // The agent's pairing operations: no credential yet, so none is asked for.
+  for (const [path, spec] of Object.entries(PAIRING_OPERATIONS)) {
+    paths[path] = {
+      post: {
+        summary: spec.summary,
+        operationId: operationId(path),
+        security: [],
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: jsonSchema(spec.request, 'input') } },
+        },
+        responses: {
+          '200': {
+            description: 'OK',
+            content: { 'application/json': { schema: ref(answers.get(path)!) } },
+          },
+          ...errorResponsesOf(spec.errors),
         },
       },
     };
@@ -114,4 +133,16 @@ export function openApiDocument(revision: Revision, publicUrl?: string) {
     },
     paths,
   };
+}
+
+function errorResponsesOf(statuses: readonly number[]) {
+  return Object.fromEntries(
+    statuses.map((status) => [
+      String(status),
+      {
+        description: STATUS_TEXT[status] ?? 'Error',
+        content: { 'application/json': { schema: ref('Error') } },
+      },
+    ]),
+  );
 }

@@ -23,6 +23,7 @@ import type { RelayMetrics } from '../ops/metrics.js';
 import { handleError, sendError } from './errors.js';
 import { openApiDocument } from './openapi.js';
 import { operationHandlers, type OperationDeps } from './operations.js';
+import { registerPairingRoutes } from './pairing-routes.js';
 
 export interface HttpServerOptions extends OperationDeps {
   authenticator: Authenticator;
@@ -91,6 +92,7 @@ export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
   });
 
   if (options.ops) registerOpsRoutes(app, options.ops);
+  registerPairingRoutes(app, options.pairings, options.defaultWaitSeconds);
 
   const handlers = operationHandlers(options);
   for (const revision of REVISIONS) {

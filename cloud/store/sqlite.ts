@@ -15,6 +15,9 @@ import type {
   CredentialRecord,
   EventQuery,
   EventRecord,
+  NewEvent,
+  PairingClaimOutcome,
+  PairingRecord,
   TerminalRecord,
   TransactionRecord,
   WebhookRecord,
@@ -27,10 +30,12 @@ import {
   TRIMMED_SETTING,
   toCredential,
   toEvent,
+  toPairing,
   toTerminal,
   toTransaction,
   type CredentialRow,
   type EventRow,
+  type PairingRow,
   type TerminalRow,
   type TransactionRow,
 } from './rows.js';
@@ -298,6 +303,26 @@ export class SqliteStore implements Store {
 
   deleteWebhook(id: string): Promise<void> {
     return this.writer.write({ op: 'deleteWebhook', arg: { id } });
+  }
+
+  createPairing(pairing: PairingRecord): Promise<boolean> {
+    return this.writer.write({ op: 'createPairing', arg: pairing });
+  }
+
+  async findPairing(secretHash: string): Promise<PairingRecord | undefined> {
+    const row = this.db
+      .prepare<[string], PairingRow>('SELECT * FROM pairings WHERE secret_hash = ?')
+      .get(secretHash);
+    return row ? toPairing(row) : undefined;
+  }
+
+  claimPairing(
+    code: string,
+    claim: NonNullable<PairingRecord['claim']>,
+    terminal: TerminalRecord,
+    event: NewEvent,
+  ): Promise<PairingClaimOutcome> {
+    return this.writer.write({ op: 'claimPairing', arg: { code, claim, terminal, event } });
   }
 
   async getSetting(key: string): Promise<string | undefined> {

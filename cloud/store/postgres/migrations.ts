@@ -99,6 +99,20 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }
       );
     `,
   },
+  {
+    version: 2,
+    sql: `
+      -- Pairings agents asked for: found by the hash of the agent's secret, claimed by code.
+      CREATE TABLE pairings (
+        secret_hash text PRIMARY KEY,
+        code text NOT NULL UNIQUE,
+        created_at text NOT NULL,
+        expires_at text COLLATE "C" NOT NULL,
+        claim text
+      );
+      CREATE INDEX pairings_by_expiry ON pairings (expires_at);
+    `,
+  },
 ];
 
 /**
