@@ -219,6 +219,12 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       commandAcked: (terminalId, commandId) => void outbox.acknowledged(terminalId, commandId),
       report: (terminalId, report, sequenced) => inbox.receive(terminalId, report, sequenced),
       reachable: (terminalId) => outbox.republish(terminalId),
+      readerReported: (terminalId, reader) =>
+        void store
+          .setReaderCapabilities(terminalId, reader)
+          .catch((error: unknown) =>
+            logger.error({ err: error, terminalId }, 'could not keep the reader capabilities'),
+          ),
       reconnected: () => outbox.republish(),
     });
     const closeDelivery = async () => {

@@ -2,6 +2,7 @@
 import type {
   EventFilter,
   EventKind,
+  ReaderCapabilities,
   TerminalCommand,
   TerminalReadings,
   TerminalStatus,
@@ -21,6 +22,8 @@ export interface CredentialRecord {
 export interface TerminalCapabilities {
   printer: boolean;
   battery: boolean;
+  /** What its card reader can do, as its agent last said (absent: never said, native). */
+  reader?: ReaderCapabilities;
 }
 
 export interface TerminalRecord {
