@@ -8,6 +8,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { TerminalId } from '../protocol/fields.js';
 import { ReaderProtocol } from '../protocol/reader-capabilities.js';
+import { ZvtProfileName } from '../firmware-bridge/zvt/reader/profiles.js';
 
 const FilePath = z.string().min(1, 'must be a file path');
 
@@ -51,9 +52,6 @@ export const BrokerConfig = z
     }
   });
 
-// TODO(merge): the driver's ZvtProfileName.
-const ZvtProfile = z.string().min(1);
-
 /** The speed a reader's line runs at when `reader.baud_rate` is not given. */
 export const DEFAULT_BAUD_RATE = { native: 115_200, zvt: 9600 } as const;
 
@@ -83,7 +81,7 @@ export const ReaderConfig = z
       .regex(/^\d{6}$/, 'must be the terminal\'s password, 6 digits, e.g. "000000"')
       .optional(),
     /** ZVT only: the vendor profile (docs/zvt.md, "Profiles"). */
-    profile: ZvtProfile.optional(),
+    profile: ZvtProfileName.optional(),
     /** The emulated reader instead of hardware: bench, demo and tests. */
     emulated: z
       .strictObject({
