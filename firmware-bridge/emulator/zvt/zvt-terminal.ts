@@ -25,7 +25,13 @@ import { systemTimers, type Timers } from '../../../common/clock.js';
 import { formatAmount } from '../receipts.js';
 import type { ScenarioDelay } from '../scenarios.js';
 import type { Bmp } from '../../zvt/bmp.js';
-import { bmpsFrom, readBmps, TOTALS_GROUPS, totalsBytes, type BmpValues } from '../../zvt/bmp-values.js';
+import {
+  bmpsFrom,
+  readBmps,
+  TOTALS_GROUPS,
+  totalsBytes,
+  type BmpValues,
+} from '../../zvt/bmp-values.js';
 import type { ApduChannel } from '../../zvt/channel.js';
 import { DEFAULT_PASSWORD, EUR } from '../../zvt/command-builders.js';
 import { decimalFromBcd } from '../../zvt/encodings.js';
@@ -268,10 +274,19 @@ export class ZvtTerminalEmulator extends EventEmitter<ZvtTerminalEvents> {
   /** The card dialogue: 04 FF 0A (insert card), half the time, 04 FF 0E (please wait), the rest. */
   private async play(ms: number, handle: CommandHandle): Promise<Wait> {
     const verbose = this.configured(0x08);
-    if (verbose) await handle.send({ type: 'intermediate-status', status: 0x0a, bmps: [] });
+    // The screen text is for the ECR's display only: a PT whose ECR stopped answering goes on
+    // with the card in front of it and records the outcome, which Repeat Receipt tells later.
+    const show = (status: number) =>
+      verbose
+        ? handle.send({ type: 'intermediate-status', status, bmps: [] }).then(
+            () => undefined,
+            () => undefined,
+          )
+        : undefined;
+    await show(0x0a);
     const waited = await this.wait(Math.floor(ms / 2), handle);
     if (waited !== 'elapsed') return waited;
-    if (verbose) await handle.send({ type: 'intermediate-status', status: 0x0e, bmps: [] });
+    await show(0x0e);
     return this.wait(ms - Math.floor(ms / 2), handle);
   }
 
