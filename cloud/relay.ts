@@ -318,6 +318,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       events,
       webhooks,
       startSimulator: (terminal) => placement.place(terminal),
+      simulatorReaders: inProcess ? ['native'] : ['native', 'zvt'],
       ops: {
         metrics,
         readiness: relayReadiness({
