@@ -25,7 +25,13 @@ import { systemTimers, type Timers } from '../../../common/clock.js';
 import { formatAmount } from '../receipts.js';
 import type { ScenarioDelay } from '../scenarios.js';
 import type { Bmp } from '../../zvt/bmp.js';
-import { bmpsFrom, readBmps, TOTALS_GROUPS, totalsBytes, type BmpValues } from '../../zvt/bmp-values.js';
+import {
+  bmpsFrom,
+  readBmps,
+  TOTALS_GROUPS,
+  totalsBytes,
+  type BmpValues,
+} from '../../zvt/bmp-values.js';
 import type { ApduChannel } from '../../zvt/channel.js';
 import { DEFAULT_PASSWORD, EUR } from '../../zvt/command-builders.js';
 import { decimalFromBcd } from '../../zvt/encodings.js';
@@ -265,13 +271,21 @@ export class ZvtTerminalEmulator extends EventEmitter<ZvtTerminalEvents> {
     );
   }
 
-  /** The card dialogue: 04 FF 0A (insert card), half the time, 04 FF 0E (please wait), the rest. */
+  /**
+   * The card dialogue: 04 FF 0A (insert card), half the time, 04 FF 0E (please wait), the
+   * rest. The customer goes on with the card whether or not the ECR still listens: a lost
+   * 04 FF does not stop the payment, whose result is journalled for Repeat Receipt.
+   */
   private async play(ms: number, handle: CommandHandle): Promise<Wait> {
     const verbose = this.configured(0x08);
-    if (verbose) await handle.send({ type: 'intermediate-status', status: 0x0a, bmps: [] });
+    const tell = (status: number) =>
+      verbose
+        ? handle.send({ type: 'intermediate-status', status, bmps: [] }).catch(() => undefined)
+        : undefined;
+    await tell(0x0a);
     const waited = await this.wait(Math.floor(ms / 2), handle);
     if (waited !== 'elapsed') return waited;
-    if (verbose) await handle.send({ type: 'intermediate-status', status: 0x0e, bmps: [] });
+    await tell(0x0e);
     return this.wait(ms - Math.floor(ms / 2), handle);
   }
 
