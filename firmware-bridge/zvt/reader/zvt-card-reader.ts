@@ -145,7 +145,9 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
    */
   async open(): Promise<void> {
     await this.exclusive(async () => {
-      await this.ensureRegistered();
+      // A PT still busy with what it did before (retransmitting to a register that died)
+      // may not answer within T3: not fatal, the next command registers first.
+      if (!(await this.notAnswering(() => this.ensureRegistered()))) return;
       const last = this.state.last();
       if (
         this.registered &&
@@ -367,23 +369,46 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
     return unchanged;
   }
 
-  /** A record this driver is not running but the PT may have: ask the PT (06 20 / 06 30). */
+  /**
+   * Runs `task`; false instead of the error when the PT did not take the command within T3
+   * (it still works on something else: ask again later). Other errors are thrown.
+   */
+  private async notAnswering(task: () => Promise<unknown>): Promise<boolean> {
+    try {
+      await task();
+      return true;
+    } catch (error) {
+      if ((error as Partial<ZvtError>).code === 'T3_TIMEOUT' && !this.session.channel.closed) {
+        return false;
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * A record this driver is not running but the PT may have: ask the PT (06 20 / 06 30).
+   * While the PT is busy (84 83 / 84 9C) or does not answer within T3, the record stays
+   * IN_PROGRESS and the next question asks again.
+   */
   private async settleFromTerminal(record: ZvtDriverRecord): Promise<ZvtDriverRecord> {
     try {
       return await this.exclusive(async () => {
         const current = this.state.get(record.transaction_id) ?? record;
         if (current.phase !== 'IN_PROGRESS' && !current.reversal_pending) return current;
-        await this.ensureRegistered();
-        if (current.reversal_pending && current.receipt_number !== undefined) {
-          const outcome = await this.session.run(
-            reversal(current.receipt_number, { password: this.password }),
+        let outcome: ZvtOutcome | undefined;
+        const asked = await this.notAnswering(async () => {
+          await this.ensureRegistered();
+          outcome = await this.session.run(
+            current.reversal_pending && current.receipt_number !== undefined
+              ? reversal(current.receipt_number, { password: this.password })
+              : repeatReceipt({
+                  password: this.password,
+                  serviceByte: REPEAT_RECEIPT.statusInformation,
+                }),
           );
-          return this.busy(outcome) ? current : this.finishReversal(current, outcome);
-        }
-        const outcome = await this.session.run(
-          repeatReceipt({ password: this.password, serviceByte: REPEAT_RECEIPT.statusInformation }),
-        );
-        if (this.busy(outcome)) return current;
+        });
+        if (!asked || !outcome || this.busy(outcome)) return current;
+        if (current.reversal_pending) return this.finishReversal(current, outcome);
         return this.settle(this.recoveredRecord(current, outcome));
       });
     } catch (error) {
