@@ -24,25 +24,20 @@
 import { EventEmitter } from 'node:events';
 import { systemClock, systemTimers, type Clock, type Timers } from '../../../common/clock.js';
 import type { ReaderCapabilities } from '../../../protocol/reader-capabilities.js';
-import { SerialLinkError } from '../../serial/errors.js';
 import type {
   CardReader,
   CardReaderEvents,
   LastTransactionRecord,
-  ReaderResult,
   ReaderStart,
   ReaderStatus,
 } from '../../reader/card-reader.js';
 import type { ApduChannel } from '../channel.js';
 import {
   authorisation,
-  CONFIG,
-  DEFAULT_CONFIG,
   DEFAULT_PASSWORD,
   displayText,
   endOfDay,
   refund,
-  registration,
   REPEAT_RECEIPT,
   repeatReceipt,
   reversal,
@@ -51,12 +46,11 @@ import {
 import type { ZvtError } from '../errors.js';
 import type { EcrCommand, IntermediateStatus } from '../message-types.js';
 import { ZvtSession, type ZvtOutcome } from '../session.js';
-import { constructed, findAllValues, primitive } from '../tlv.js';
-import { currencyNumber } from './currencies.js';
 import { ZvtDriverState, type ZvtDriverRecord } from './driver-state.js';
 import { zvtProfile, type ZvtProfile, type ZvtProfileName } from './profiles.js';
-import { asciiLine, recode } from './receipt-text.js';
-import { intermediateStatusText, resultOfCode, terminalStatusText } from './result-codes.js';
+import { refusalOfStart, registrationFor, screenTextOf } from './reader-commands.js';
+import { lastRecordOf, linkError, resultOf, zvtCapabilities } from './reader-port.js';
+import { resultOfCode, terminalStatusText } from './result-codes.js';
 import {
   BUSY,
   finalRecord,
@@ -66,7 +60,6 @@ import {
   REVERSED,
   UNKNOWN_TRANSACTION,
 } from './transaction-outcome.js';
-import { decodeCp437 } from '../encodings.js';
 
 export interface ZvtReaderLogger {
   warn(message: string, context?: Record<string, unknown>): void;
@@ -89,19 +82,9 @@ export interface ZvtReaderOptions {
   logger?: ZvtReaderLogger;
 }
 
-/** What a ZVT terminal can do for the agent under a profile. */
-export function zvtCapabilities(profile: ZvtProfile): ReaderCapabilities {
-  return {
-    protocol: 'zvt',
-    pause_on_customer_identified: false,
-    account_check: false,
-    cashback: false,
-    refund: true,
-    cancel: profile.abort,
-  };
-}
-
 const SCREEN_READY = 'Ready';
+/** 84 6B: function deactivated, the PT is not registered. */
+const ZVT_NOT_REGISTERED = 0x6b;
 
 export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements CardReader {
   readonly capabilities: ReaderCapabilities;
@@ -172,7 +155,7 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
     const id = command.transaction_id;
     const existing = this.state.get(id);
     if (existing) return this.answerExisting(existing);
-    const refusal = this.refusalOf(command);
+    const refusal = refusalOfStart(command, this.currency);
     const record: ZvtDriverRecord = {
       transaction_id: id,
       kind: command.kind,
@@ -313,7 +296,13 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
         );
         this.session.once('accepted', accepted);
         try {
-          const outcome = await this.session.run(command);
+          let outcome = await this.session.run(command);
+          if (outcome.kind === 'refused' && outcome.resultCode === ZVT_NOT_REGISTERED) {
+            // The PT forgot the registration (restarted): nothing ran; register, once more.
+            this.registered = false;
+            await this.ensureRegistered();
+            outcome = await this.session.run(command);
+          }
           return this.finishTransaction(sent.transaction_id, outcome);
         } finally {
           this.session.off('accepted', accepted);
@@ -447,24 +436,6 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
 
   // ---- helpers ----
 
-  private refusalOf(command: ReaderStart) {
-    const refuse = (text: string) => ({ result_code: 'NOT_SUPPORTED', result_description: text });
-    if (command.kind === 'ACCOUNT_CHECK') return refuse('A ZVT terminal has no account check');
-    if (command.pause_on_customer_identified) {
-      return refuse('A ZVT terminal cannot pause at customer identification');
-    }
-    if (command.cashback_amount !== undefined && command.cashback_amount > 0) {
-      return refuse('Cashback is not supported on ZVT terminals');
-    }
-    if (command.currency.toUpperCase() !== this.currency || !currencyNumber(command.currency)) {
-      return {
-        result_code: 'WRONG_CURRENCY',
-        result_description: `The terminal is registered for ${this.currency}`,
-      };
-    }
-    return undefined;
-  }
-
   /** A start (or cancel) for an id the driver knows: its result, progress, or the PT's word. */
   private async answerExisting(record: ZvtDriverRecord): Promise<void> {
     if (record.phase !== 'IN_PROGRESS' && !record.reversal_pending) return this.emitResult(record);
@@ -510,17 +481,8 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
 
   private async ensureRegistered(): Promise<void> {
     if (this.registered) return;
-    const tlv =
-      this.profile.receipts === 'text-blocks'
-        ? { items: [constructed(0x26, [primitive(0x0a, Buffer.from([0x06, 0xd3]))])] }
-        : undefined;
     const outcome = await this.session.run(
-      registration({
-        password: this.password,
-        config: DEFAULT_CONFIG | CONFIG.receiptsAsPrintLines,
-        currency: currencyNumber(this.currency) ?? null,
-        ...(tlv ? { tlv } : {}),
-      }),
+      registrationFor(this.profile, this.password, this.currency),
     );
     this.registered = outcome.kind === 'completed';
   }
@@ -533,20 +495,7 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
   }
 
   private readonly onIntermediateStatus = (message: IntermediateStatus): void => {
-    const tlv = message.bmps.find((bmp) => bmp.format === 'tlv');
-    const lines =
-      tlv?.format === 'tlv'
-        ? findAllValues(tlv.value.items, 0x07).map((bytes) =>
-            asciiLine(recode(decodeCp437(bytes), this.profile.charset)),
-          )
-        : [];
-    const text = lines
-      .filter((line) => line.trim() !== '')
-      .join(' ')
-      .trim();
-    this.screen = (
-      text || intermediateStatusText(message.status, this.profile.extraIntermediateStatus)
-    ).slice(0, 255);
+    this.screen = screenTextOf(message, this.profile);
     if (this.active !== undefined) {
       this.emit('progress', { transaction_id: this.active, screen_text: this.screen });
     }
@@ -570,42 +519,4 @@ export async function openZvtCardReader(options: ZvtReaderOptions): Promise<ZvtC
   return reader;
 }
 
-/** The result event of a final record. */
-export function resultOf(record: ZvtDriverRecord): ReaderResult | undefined {
-  if (record.phase === 'IN_PROGRESS' || record.result_code === undefined) return undefined;
-  return {
-    transaction_id: record.transaction_id,
-    phase: record.phase,
-    result_code: record.result_code,
-    ...(record.result_description ? { result_description: record.result_description } : {}),
-    ...(record.details ? { details: record.details } : {}),
-  };
-}
-
-function lastRecordOf(record: ZvtDriverRecord): LastTransactionRecord {
-  const result = resultOf(record);
-  if (!result || record.reversal_pending) {
-    return { transaction_id: record.transaction_id, phase: 'IN_PROGRESS' };
-  }
-  return result;
-}
-
-/** A ZvtError as the port's error type: branch on `code` and `disconnected`. */
-export function linkError(error: unknown): SerialLinkError {
-  if (error instanceof SerialLinkError) return error;
-  const zvt = error as Partial<ZvtError>;
-  const message = error instanceof Error ? error.message : String(error);
-  switch (zvt.code) {
-    case 'NO_LINK_ACK':
-    case 'T3_TIMEOUT':
-      return new SerialLinkError('ACK_TIMEOUT', message, { cause: error });
-    case 'PORT_CLOSED':
-      return new SerialLinkError('PORT_CLOSED', message, { cause: error });
-    case 'CLOSED':
-      return new SerialLinkError('LINK_CLOSED', message, { cause: error });
-    case 'T4_TIMEOUT':
-      return new SerialLinkError('ANSWER_TIMEOUT', message, { cause: error });
-    default:
-      return new SerialLinkError('REJECTED', message, { cause: error, reason: message });
-  }
-}
+export { linkError, resultOf, zvtCapabilities };
