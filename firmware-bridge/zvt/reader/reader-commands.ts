@@ -34,23 +34,25 @@ export function refusalOfStart(command: ReaderStart, currency: string): MappedRe
 
 /**
  * 06 00 as the driver sends it: config BE + 80 (the ECR prints every receipt, as 06 D1 /
- * 06 D3; amount entry and admin on the PT off; 04 FF on), the currency, and for the
- * text-blocks profiles TLV 26 {0A 06 D3} permitting print text blocks (PZ).
+ * 06 D3; amount entry and admin on the PT off; 04 FF on), the currency, and a TLV
+ * container: empty (it activates TLV output, as PZ sends it), or for the text-blocks
+ * profiles TLV 26 {0A 06 D3} permitting print text blocks (PZ).
  */
 export function registrationFor(
   profile: ZvtProfile,
   password: string,
   currency: string,
 ): Registration {
+  // A BMP 06, even empty, activates the PT's TLV output (entry mode, AID; zvt-notes §4).
   const tlv =
     profile.receipts === 'text-blocks'
       ? { items: [constructed(0x26, [primitive(0x0a, Buffer.from([0x06, 0xd3]))])] }
-      : undefined;
+      : { items: [] };
   return registration({
     password,
     config: DEFAULT_CONFIG | CONFIG.receiptsAsPrintLines,
     currency: currencyNumber(currency) ?? null,
-    ...(tlv ? { tlv } : {}),
+    tlv,
   });
 }
 

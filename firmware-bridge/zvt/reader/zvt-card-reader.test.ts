@@ -200,6 +200,12 @@ describe('ZVT driver and the trigger amounts of the emulated terminal', () => {
     [100010, 'SUCCESS', 'VISA'],
     [100016, 'SUCCESS', 'GIROCARD'],
   ];
+  // The card read as the 04 0F's TLV tells it (TLV output activated at registration).
+  const reads: [number, string, string][] = [
+    [100010, 'CONTACTLESS_EMV', 'PIN'],
+    [100012, 'CONTACT_EMV', 'NONE'],
+    [100014, 'MAGNETIC_STRIPE', 'SIGNATURE'],
+  ];
   it('reports the outcome each trigger amount stands for, as the native reader does', async () => {
     under = emulatedZvtReader();
     const host = await under.connect();
@@ -214,6 +220,23 @@ describe('ZVT driver and the trigger amounts of the emulated terminal', () => {
       });
       expect(result.details?.authorized_amount).toBe(code === 'SUCCESS' ? amount : 0);
       if (scheme) expect(result.details?.payment_method_details?.card_scheme).toBe(scheme);
+    }
+  });
+
+  it('reports how the card was read: entry mode, cardholder verification, AID', async () => {
+    under = emulatedZvtReader();
+    const host = await under.connect();
+    for (const [amount, mode, verification] of reads) {
+      const id = newTransactionId(String(amount));
+      await host.reader.start(purchase(id, amount));
+      const result = await host.events.waitFor('result', (r) => r.transaction_id === id);
+      const method = result.details?.payment_method_details;
+      expect(method).toMatchObject({
+        card_entry_mode: mode,
+        cardholder_verification: verification,
+      });
+      // Chip and contactless reads have an application; a stripe has none.
+      if (mode !== 'MAGNETIC_STRIPE') expect(method?.application_identifier).toMatch(/^A0{5}/);
     }
   });
 });
