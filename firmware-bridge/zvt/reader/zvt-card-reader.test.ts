@@ -111,6 +111,47 @@ describe('ZVT driver recovery', () => {
     expect(entries('REVERSAL')).toHaveLength(1);
   });
 
+  it('a start still waiting its turn at the crash: CANCELLED without asking the terminal', async () => {
+    under = emulatedZvtReader();
+    const host = await under.connect();
+    await under.crash(host);
+    const id = newTransactionId('queued');
+    new ZvtDriverState(under.stateFile).put({
+      transaction_id: id,
+      kind: 'PURCHASE',
+      amount: 900,
+      currency: 'EUR',
+      phase: 'IN_PROGRESS',
+      queued: true,
+    });
+    const restarted = await under.connect();
+    expect(await restarted.reader.lastTransaction()).toMatchObject({
+      transaction_id: id,
+      phase: 'CANCELLED',
+    });
+    expect(entries('PAYMENT')).toHaveLength(0);
+  });
+
+  it('a start cancelled while it waits its turn is never sent', async () => {
+    under = emulatedZvtReader();
+    const host = await under.connect();
+    const id = newTransactionId('cancelqueued');
+    const status = host.reader.status();
+    const started = host.reader.start(purchase(id, 1234));
+    await host.reader.cancel(id);
+    await Promise.all([status, started]);
+    expect(await host.events.waitFor('result', (r) => r.transaction_id === id)).toMatchObject({
+      phase: 'CANCELLED',
+      result_code: 'ABORTED',
+    });
+    expect(await host.reader.lastTransaction()).toMatchObject({
+      transaction_id: id,
+      phase: 'CANCELLED',
+    });
+    expect(host.events.all('result').filter((r) => r.transaction_id === id)).toHaveLength(1);
+    expect(entries('PAYMENT')).toHaveLength(0);
+  });
+
   it('refuses to open on a state file it cannot read, saying why', async () => {
     under = emulatedZvtReader();
     writeFileSync(under.stateFile, '{"format":"something else"}');

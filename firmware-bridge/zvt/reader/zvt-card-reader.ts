@@ -53,6 +53,7 @@ import { lastRecordOf, linkError, resultOf, zvtCapabilities } from './reader-por
 import { resultOfCode, terminalStatusText } from './result-codes.js';
 import {
   BUSY,
+  CANCELLED_BY_REGISTER,
   finalRecord,
   NOT_STARTED,
   OUTCOME_UNKNOWN,
@@ -83,6 +84,7 @@ export interface ZvtReaderOptions {
 }
 
 const SCREEN_READY = 'Ready';
+const NOTHING = { details: { authorized_amount: 0 } };
 /** 84 6B: function deactivated, the PT is not registered. */
 const ZVT_NOT_REGISTERED = 0x6b;
 
@@ -172,6 +174,8 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
       return;
     }
     this.active = id;
+    // Known before it is queued, so a cancel meanwhile finds it; `queued`: not sent yet.
+    this.state.put({ ...record, queued: true });
     const amount = command.requested_amount;
     const zvtCommand: EcrCommand =
       command.kind === 'REFUND'
@@ -193,8 +197,11 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
     if (record.phase !== 'IN_PROGRESS') return this.emitResult(record);
     if (this.active !== transactionId) return this.answerExisting(record);
     this.state.put({ ...record, cancel_requested: true });
-    // Without 06 B0 (profile) the PT carries on; its result arrives as usual.
-    if (!this.profile.abort) return;
+    // Still queued: it will not be sent. Without 06 B0 (profile) the PT carries on; its
+    // result arrives as usual.
+    if (record.queued || !this.profile.abort) return;
+    const running = this.session.current;
+    if (running !== 'authorisation' && running !== 'refund') return;
     try {
       await this.session.abort();
     } catch (error) {
@@ -289,10 +296,18 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
       };
       const run = this.exclusive(async () => {
         await this.ensureRegistered();
+        const queued = this.state.get(record.transaction_id) ?? record;
+        if (queued.cancel_requested) {
+          // Cancelled before it left: nothing to abort on the PT.
+          this.active = undefined;
+          this.settle(finalRecord(queued, 'CANCELLED', CANCELLED_BY_REGISTER, NOTHING));
+          return;
+        }
         // Durable before the command leaves: after a crash, this says what it was for.
+        const { queued: _q, ...leaving } = queued;
         const traceBefore = this.state.lastTrace;
         const sent = this.state.put(
-          traceBefore === undefined ? record : { ...record, trace_before: traceBefore },
+          traceBefore === undefined ? leaving : { ...leaving, trace_before: traceBefore },
         );
         this.session.once('accepted', accepted);
         try {
@@ -384,6 +399,9 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
       return await this.exclusive(async () => {
         const current = this.state.get(record.transaction_id) ?? record;
         if (current.phase !== 'IN_PROGRESS' && !current.reversal_pending) return current;
+        // Recorded but never sent: the driver stopped while it waited its turn.
+        if (current.queued)
+          return this.settle(finalRecord(current, 'CANCELLED', NOT_STARTED, NOTHING));
         let outcome: ZvtOutcome | undefined;
         const asked = await this.notAnswering(async () => {
           await this.ensureRegistered();
