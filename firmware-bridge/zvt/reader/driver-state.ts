@@ -53,6 +53,8 @@ export const ZvtDriverRecord = z.object({
   /** Of the terminal's 04 0F for this transaction. */
   receipt_number: z.number().int().min(0).max(9999).optional(),
   trace_number: Trace.optional(),
+  /** Recorded and waiting for its turn; the command has not left. */
+  queued: z.boolean().optional(),
   /** The agent asked to cancel it (06 B0 sent): a 6C abort is then CANCELLED. */
   cancel_requested: z.boolean().optional(),
   /** A reversal (06 30) was sent for it and its answer not yet seen. */

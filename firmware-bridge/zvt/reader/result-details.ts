@@ -5,7 +5,7 @@
  */
 import type { z } from 'zod';
 import type { TransactionResultDetails } from '../../../protocol/terminal-link.js';
-import type { CARD_SCHEMES} from '../../../protocol/transaction.js';
+import type { CARD_SCHEMES } from '../../../protocol/transaction.js';
 import { PaymentMethodDetails } from '../../../protocol/transaction.js';
 import { findBmp, type Bmp } from '../bmp.js';
 import type { BmpValues } from '../bmp-values.js';

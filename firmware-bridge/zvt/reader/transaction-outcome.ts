@@ -46,7 +46,7 @@ export function finalRecord(
   result: MappedResult,
   extra: Partial<ZvtDriverRecord> = {},
 ): ZvtDriverRecord {
-  const { cancel_requested: _c, reversal_pending: _r, ...rest } = record;
+  const { cancel_requested: _c, reversal_pending: _r, queued: _q, ...rest } = record;
   return { ...rest, ...extra, phase, ...result };
 }
 

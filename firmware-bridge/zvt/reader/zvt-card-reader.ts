@@ -24,25 +24,20 @@
 import { EventEmitter } from 'node:events';
 import { systemClock, systemTimers, type Clock, type Timers } from '../../../common/clock.js';
 import type { ReaderCapabilities } from '../../../protocol/reader-capabilities.js';
-import { SerialLinkError } from '../../serial/errors.js';
 import type {
   CardReader,
   CardReaderEvents,
   LastTransactionRecord,
-  ReaderResult,
   ReaderStart,
   ReaderStatus,
 } from '../../reader/card-reader.js';
 import type { ApduChannel } from '../channel.js';
 import {
   authorisation,
-  CONFIG,
-  DEFAULT_CONFIG,
   DEFAULT_PASSWORD,
   displayText,
   endOfDay,
   refund,
-  registration,
   REPEAT_RECEIPT,
   repeatReceipt,
   reversal,
@@ -51,14 +46,14 @@ import {
 import type { ZvtError } from '../errors.js';
 import type { EcrCommand, IntermediateStatus } from '../message-types.js';
 import { ZvtSession, type ZvtOutcome } from '../session.js';
-import { constructed, findAllValues, primitive } from '../tlv.js';
-import { currencyNumber } from './currencies.js';
 import { ZvtDriverState, type ZvtDriverRecord } from './driver-state.js';
 import { zvtProfile, type ZvtProfile, type ZvtProfileName } from './profiles.js';
-import { asciiLine, recode } from './receipt-text.js';
-import { intermediateStatusText, resultOfCode, terminalStatusText } from './result-codes.js';
+import { refusalOfStart, registrationFor, screenTextOf } from './reader-commands.js';
+import { lastRecordOf, linkError, resultOf, zvtCapabilities } from './reader-port.js';
+import { resultOfCode, terminalStatusText } from './result-codes.js';
 import {
   BUSY,
+  CANCELLED_BY_REGISTER,
   finalRecord,
   NOT_STARTED,
   OUTCOME_UNKNOWN,
@@ -66,7 +61,6 @@ import {
   REVERSED,
   UNKNOWN_TRANSACTION,
 } from './transaction-outcome.js';
-import { decodeCp437 } from '../encodings.js';
 
 export interface ZvtReaderLogger {
   warn(message: string, context?: Record<string, unknown>): void;
@@ -89,19 +83,10 @@ export interface ZvtReaderOptions {
   logger?: ZvtReaderLogger;
 }
 
-/** What a ZVT terminal can do for the agent under a profile. */
-export function zvtCapabilities(profile: ZvtProfile): ReaderCapabilities {
-  return {
-    protocol: 'zvt',
-    pause_on_customer_identified: false,
-    account_check: false,
-    cashback: false,
-    refund: true,
-    cancel: profile.abort,
-  };
-}
-
 const SCREEN_READY = 'Ready';
+const NOTHING = { details: { authorized_amount: 0 } };
+/** 84 6B: function deactivated, the PT is not registered. */
+const ZVT_NOT_REGISTERED = 0x6b;
 
 export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements CardReader {
   readonly capabilities: ReaderCapabilities;
@@ -145,7 +130,9 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
    */
   async open(): Promise<void> {
     await this.exclusive(async () => {
-      await this.ensureRegistered();
+      // A PT still busy with what it did before (retransmitting to a register that died)
+      // may not answer within T3: not fatal, the next command registers first.
+      if (!(await this.notAnswering(() => this.ensureRegistered()))) return;
       const last = this.state.last();
       if (
         this.registered &&
@@ -170,7 +157,7 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
     const id = command.transaction_id;
     const existing = this.state.get(id);
     if (existing) return this.answerExisting(existing);
-    const refusal = this.refusalOf(command);
+    const refusal = refusalOfStart(command, this.currency);
     const record: ZvtDriverRecord = {
       transaction_id: id,
       kind: command.kind,
@@ -187,6 +174,8 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
       return;
     }
     this.active = id;
+    // Known before it is queued, so a cancel meanwhile finds it; `queued`: not sent yet.
+    this.state.put({ ...record, queued: true });
     const amount = command.requested_amount;
     const zvtCommand: EcrCommand =
       command.kind === 'REFUND'
@@ -208,8 +197,11 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
     if (record.phase !== 'IN_PROGRESS') return this.emitResult(record);
     if (this.active !== transactionId) return this.answerExisting(record);
     this.state.put({ ...record, cancel_requested: true });
-    // Without 06 B0 (profile) the PT carries on; its result arrives as usual.
-    if (!this.profile.abort) return;
+    // Still queued: it will not be sent. Without 06 B0 (profile) the PT carries on; its
+    // result arrives as usual.
+    if (record.queued || !this.profile.abort) return;
+    const running = this.session.current;
+    if (running !== 'authorisation' && running !== 'refund') return;
     try {
       await this.session.abort();
     } catch (error) {
@@ -304,14 +296,28 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
       };
       const run = this.exclusive(async () => {
         await this.ensureRegistered();
+        const queued = this.state.get(record.transaction_id) ?? record;
+        if (queued.cancel_requested) {
+          // Cancelled before it left: nothing to abort on the PT.
+          this.active = undefined;
+          this.settle(finalRecord(queued, 'CANCELLED', CANCELLED_BY_REGISTER, NOTHING));
+          return;
+        }
         // Durable before the command leaves: after a crash, this says what it was for.
+        const { queued: _q, ...leaving } = queued;
         const traceBefore = this.state.lastTrace;
         const sent = this.state.put(
-          traceBefore === undefined ? record : { ...record, trace_before: traceBefore },
+          traceBefore === undefined ? leaving : { ...leaving, trace_before: traceBefore },
         );
         this.session.once('accepted', accepted);
         try {
-          const outcome = await this.session.run(command);
+          let outcome = await this.session.run(command);
+          if (outcome.kind === 'refused' && outcome.resultCode === ZVT_NOT_REGISTERED) {
+            // The PT forgot the registration (restarted): nothing ran; register, once more.
+            this.registered = false;
+            await this.ensureRegistered();
+            outcome = await this.session.run(command);
+          }
           return this.finishTransaction(sent.transaction_id, outcome);
         } finally {
           this.session.off('accepted', accepted);
@@ -367,23 +373,49 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
     return unchanged;
   }
 
-  /** A record this driver is not running but the PT may have: ask the PT (06 20 / 06 30). */
+  /**
+   * Runs `task`; false instead of the error when the PT did not take the command within T3
+   * (it still works on something else: ask again later). Other errors are thrown.
+   */
+  private async notAnswering(task: () => Promise<unknown>): Promise<boolean> {
+    try {
+      await task();
+      return true;
+    } catch (error) {
+      if ((error as Partial<ZvtError>).code === 'T3_TIMEOUT' && !this.session.channel.closed) {
+        return false;
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * A record this driver is not running but the PT may have: ask the PT (06 20 / 06 30).
+   * While the PT is busy (84 83 / 84 9C) or does not answer within T3, the record stays
+   * IN_PROGRESS and the next question asks again.
+   */
   private async settleFromTerminal(record: ZvtDriverRecord): Promise<ZvtDriverRecord> {
     try {
       return await this.exclusive(async () => {
         const current = this.state.get(record.transaction_id) ?? record;
         if (current.phase !== 'IN_PROGRESS' && !current.reversal_pending) return current;
-        await this.ensureRegistered();
-        if (current.reversal_pending && current.receipt_number !== undefined) {
-          const outcome = await this.session.run(
-            reversal(current.receipt_number, { password: this.password }),
+        // Recorded but never sent: the driver stopped while it waited its turn.
+        if (current.queued)
+          return this.settle(finalRecord(current, 'CANCELLED', NOT_STARTED, NOTHING));
+        let outcome: ZvtOutcome | undefined;
+        const asked = await this.notAnswering(async () => {
+          await this.ensureRegistered();
+          outcome = await this.session.run(
+            current.reversal_pending && current.receipt_number !== undefined
+              ? reversal(current.receipt_number, { password: this.password })
+              : repeatReceipt({
+                  password: this.password,
+                  serviceByte: REPEAT_RECEIPT.statusInformation,
+                }),
           );
-          return this.busy(outcome) ? current : this.finishReversal(current, outcome);
-        }
-        const outcome = await this.session.run(
-          repeatReceipt({ password: this.password, serviceByte: REPEAT_RECEIPT.statusInformation }),
-        );
-        if (this.busy(outcome)) return current;
+        });
+        if (!asked || !outcome || this.busy(outcome)) return current;
+        if (current.reversal_pending) return this.finishReversal(current, outcome);
         return this.settle(this.recoveredRecord(current, outcome));
       });
     } catch (error) {
@@ -421,24 +453,6 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
   }
 
   // ---- helpers ----
-
-  private refusalOf(command: ReaderStart) {
-    const refuse = (text: string) => ({ result_code: 'NOT_SUPPORTED', result_description: text });
-    if (command.kind === 'ACCOUNT_CHECK') return refuse('A ZVT terminal has no account check');
-    if (command.pause_on_customer_identified) {
-      return refuse('A ZVT terminal cannot pause at customer identification');
-    }
-    if (command.cashback_amount !== undefined && command.cashback_amount > 0) {
-      return refuse('Cashback is not supported on ZVT terminals');
-    }
-    if (command.currency.toUpperCase() !== this.currency || !currencyNumber(command.currency)) {
-      return {
-        result_code: 'WRONG_CURRENCY',
-        result_description: `The terminal is registered for ${this.currency}`,
-      };
-    }
-    return undefined;
-  }
 
   /** A start (or cancel) for an id the driver knows: its result, progress, or the PT's word. */
   private async answerExisting(record: ZvtDriverRecord): Promise<void> {
@@ -485,17 +499,8 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
 
   private async ensureRegistered(): Promise<void> {
     if (this.registered) return;
-    const tlv =
-      this.profile.receipts === 'text-blocks'
-        ? { items: [constructed(0x26, [primitive(0x0a, Buffer.from([0x06, 0xd3]))])] }
-        : undefined;
     const outcome = await this.session.run(
-      registration({
-        password: this.password,
-        config: DEFAULT_CONFIG | CONFIG.receiptsAsPrintLines,
-        currency: currencyNumber(this.currency) ?? null,
-        ...(tlv ? { tlv } : {}),
-      }),
+      registrationFor(this.profile, this.password, this.currency),
     );
     this.registered = outcome.kind === 'completed';
   }
@@ -508,20 +513,7 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
   }
 
   private readonly onIntermediateStatus = (message: IntermediateStatus): void => {
-    const tlv = message.bmps.find((bmp) => bmp.format === 'tlv');
-    const lines =
-      tlv?.format === 'tlv'
-        ? findAllValues(tlv.value.items, 0x07).map((bytes) =>
-            asciiLine(recode(decodeCp437(bytes), this.profile.charset)),
-          )
-        : [];
-    const text = lines
-      .filter((line) => line.trim() !== '')
-      .join(' ')
-      .trim();
-    this.screen = (
-      text || intermediateStatusText(message.status, this.profile.extraIntermediateStatus)
-    ).slice(0, 255);
+    this.screen = screenTextOf(message, this.profile);
     if (this.active !== undefined) {
       this.emit('progress', { transaction_id: this.active, screen_text: this.screen });
     }
@@ -545,42 +537,4 @@ export async function openZvtCardReader(options: ZvtReaderOptions): Promise<ZvtC
   return reader;
 }
 
-/** The result event of a final record. */
-export function resultOf(record: ZvtDriverRecord): ReaderResult | undefined {
-  if (record.phase === 'IN_PROGRESS' || record.result_code === undefined) return undefined;
-  return {
-    transaction_id: record.transaction_id,
-    phase: record.phase,
-    result_code: record.result_code,
-    ...(record.result_description ? { result_description: record.result_description } : {}),
-    ...(record.details ? { details: record.details } : {}),
-  };
-}
-
-function lastRecordOf(record: ZvtDriverRecord): LastTransactionRecord {
-  const result = resultOf(record);
-  if (!result || record.reversal_pending) {
-    return { transaction_id: record.transaction_id, phase: 'IN_PROGRESS' };
-  }
-  return result;
-}
-
-/** A ZvtError as the port's error type: branch on `code` and `disconnected`. */
-export function linkError(error: unknown): SerialLinkError {
-  if (error instanceof SerialLinkError) return error;
-  const zvt = error as Partial<ZvtError>;
-  const message = error instanceof Error ? error.message : String(error);
-  switch (zvt.code) {
-    case 'NO_LINK_ACK':
-    case 'T3_TIMEOUT':
-      return new SerialLinkError('ACK_TIMEOUT', message, { cause: error });
-    case 'PORT_CLOSED':
-      return new SerialLinkError('PORT_CLOSED', message, { cause: error });
-    case 'CLOSED':
-      return new SerialLinkError('LINK_CLOSED', message, { cause: error });
-    case 'T4_TIMEOUT':
-      return new SerialLinkError('ANSWER_TIMEOUT', message, { cause: error });
-    default:
-      return new SerialLinkError('REJECTED', message, { cause: error, reason: message });
-  }
-}
+export { linkError, resultOf, zvtCapabilities };
