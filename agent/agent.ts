@@ -13,6 +13,10 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { BackoffOptions } from '../common/backoff.js';
 import { systemClock, systemTimers, type Clock, type Timers } from '../common/clock.js';
+import {
+  NATIVE_READER_CAPABILITIES,
+  type ReaderCapabilities,
+} from '../protocol/reader-capabilities.js';
 import type { AgentConfig } from './config.js';
 import { Executor } from './executor.js';
 import { Heartbeat } from './heartbeat.js';
@@ -28,6 +32,8 @@ const JOURNAL_RETENTION_MS = 30 * 86_400_000;
 
 export interface AgentDeps {
   reader: ReaderPort;
+  /** What the reader can do, told to the relay with the presence (default: the native reader's). */
+  readerCapabilities?: ReaderCapabilities;
   printer?: PrinterPort;
   logger: Logger;
   clock?: Clock;
@@ -107,6 +113,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     timers,
     agentVersion: AGENT_VERSION,
     ...(deps.openBrokerStream ? { openStream: deps.openBrokerStream } : {}),
+    readerCapabilities: deps.readerCapabilities ?? NATIVE_READER_CAPABILITIES,
     ...(tuning.reconnect ? { backoff: tuning.reconnect } : {}),
     ...(tuning.connectTimeoutMs !== undefined ? { connectTimeoutMs: tuning.connectTimeoutMs } : {}),
     ...(tuning.reportResendMs !== undefined ? { resendMs: tuning.reportResendMs } : {}),

@@ -6,6 +6,7 @@ import { systemClock } from '../common/clock.js';
 import { AgentConfigError, loadAgentConfig } from './config.js';
 import { runDoctor } from './doctor.js';
 import { openHardware } from './hardware.js';
+import { mkdirSync } from 'node:fs';
 import { createAgentLogger } from './logging.js';
 import { PairingFailed, pairAgent } from './pair.js';
 
@@ -144,10 +145,13 @@ async function runDaemon(file: string): Promise<void> {
     config.terminal_id,
     logDestination(format.data),
   );
-  const hardware = openHardware(config.reader, config.printer, logger);
+  // Before the reader: a ZVT driver keeps its record there, and the directory is private.
+  mkdirSync(config.data_dir, { recursive: true, mode: 0o700 });
+  const hardware = openHardware(config, logger);
   hardware.reader.connect().catch(() => undefined); // logged; retried on use
   const agent = await startAgent(config, {
     reader: hardware.reader,
+    readerCapabilities: hardware.capabilities,
     ...(hardware.printer ? { printer: hardware.printer } : {}),
     logger,
   });

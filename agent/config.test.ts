@@ -82,6 +82,52 @@ describe('agent config', () => {
     ).toEqual(['printer.head_width: must be a multiple of 8 dots']);
   });
 
+  it('takes a ZVT terminal on a serial device or over TCP, with its own line defaults', () => {
+    const zvt = (reader: object) => parseAgentConfig({ ...EXAMPLE, reader }, '/etc/tps-agent');
+    expect(zvt({ protocol: 'zvt', port: '/dev/ttyUSB0' })).toMatchObject({
+      ok: true,
+      config: { reader: { protocol: 'zvt', port: '/dev/ttyUSB0', baud_rate: 9600 } },
+    });
+    expect(
+      zvt({ protocol: 'zvt', tcp: '192.168.1.50:20007', password: '123456', profile: 'generic' }),
+    ).toMatchObject({
+      ok: true,
+      config: { reader: { protocol: 'zvt', tcp: '192.168.1.50:20007', password: '123456' } },
+    });
+    expect(zvt({ port: '/dev/ttyACM0' })).toMatchObject({
+      ok: true,
+      config: { reader: { protocol: 'native', baud_rate: 115_200 } },
+    });
+  });
+
+  it('names every mistake in a ZVT reader', () => {
+    const problems = (reader: object) => problemsOf({ ...EXAMPLE, reader });
+    expect(problems({ protocol: 'zvt' })).toEqual([
+      'reader.port: give exactly one of reader.port (a serial device), reader.tcp (HOST:PORT) or reader.emulated',
+    ]);
+    expect(problems({ protocol: 'zvt', port: '/dev/ttyUSB0', tcp: 'pt:20007' })).toEqual([
+      'reader.port: give exactly one of reader.port (a serial device), reader.tcp (HOST:PORT) or reader.emulated',
+    ]);
+    expect(problems({ protocol: 'zvt', tcp: 'pt:20007', baud_rate: 9600 })).toEqual([
+      'reader.baud_rate: has no meaning with reader.tcp (a network connection)',
+    ]);
+    for (const tcp of ['pt', 'pt:', 'pt:0', 'pt:70000', 'tcp://pt:20007', ':20007']) {
+      expect(problems({ protocol: 'zvt', tcp })).toEqual([
+        'reader.tcp: must be HOST:PORT with a port 1-65535, e.g. 192.168.1.50:20007',
+      ]);
+    }
+    expect(problems({ protocol: 'zvt', tcp: 'pt:20007', password: '12345' })).toEqual([
+      'reader.password: must be the terminal\'s password, 6 digits, e.g. "000000"',
+    ]);
+    expect(problems({ protocol: 'ZVT', port: '/dev/ttyUSB0' })).toEqual([
+      expect.stringMatching(/^reader\.protocol: .*"native".*"zvt"/),
+    ]);
+    expect(problems({ port: '/dev/ttyACM0', tcp: 'pt:20007', password: '000000' })).toEqual([
+      'reader.tcp: is for reader.protocol "zvt"; the native reader is on a serial device',
+      'reader.password: is for reader.protocol "zvt" only',
+    ]);
+  });
+
   it('resolves paths against the config file and checks that key files are readable', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'agent-config-'));
     writeFileSync(path.join(dir, 'ca.pem'), 'x');

@@ -7,6 +7,8 @@ import { accessSync, constants, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { TerminalId } from '../protocol/fields.js';
+import { ReaderProtocol } from '../protocol/reader-capabilities.js';
+import { ZvtProfileName } from '../firmware-bridge/zvt/reader/profiles.js';
 
 const FilePath = z.string().min(1, 'must be a file path');
 
@@ -50,12 +52,37 @@ export const BrokerConfig = z
     }
   });
 
+/** The speed a reader's line runs at when `reader.baud_rate` is not given. */
+export const DEFAULT_BAUD_RATE = { native: 115_200, zvt: 9600 } as const;
+
+/** `HOST:PORT` of a ZVT terminal on the network (ZVT terminals listen on 20007 by default). */
+const HostPort = z.string().refine((value) => parseHostPort(value) !== undefined, {
+  message: 'must be HOST:PORT with a port 1-65535, e.g. 192.168.1.50:20007',
+});
+
+/**
+ * The card reader: which protocol it speaks and where it is. `native` is this project's
+ * reader (docs/serial-protocol.md) on a serial device; `zvt` a payment terminal driven
+ * over ZVT (docs/zvt.md), on a serial device or over TCP. `emulated` runs the emulated
+ * reader of that protocol in process instead of hardware.
+ */
 export const ReaderConfig = z
   .strictObject({
-    /** Serial device of the card reader, e.g. /dev/ttyACM0. */
+    protocol: ReaderProtocol.default('native'),
+    /** Serial device of the card reader or terminal, e.g. /dev/ttyACM0. */
     port: z.string().min(1).optional(),
-    baud_rate: z.int().min(1200).max(4_000_000).default(115_200),
-    /** The emulated card reader instead of hardware: bench, demo and tests. */
+    /** Default 115200 for the native reader, 9600 for ZVT (8 data bits, no parity, 2 stop bits). */
+    baud_rate: z.int().min(1200).max(4_000_000).optional(),
+    /** ZVT only: the terminal on the network, HOST:PORT. */
+    tcp: HostPort.optional(),
+    /** ZVT only: the terminal's 6-digit password (registration, reversal, end-of-day). */
+    password: z
+      .string()
+      .regex(/^\d{6}$/, 'must be the terminal\'s password, 6 digits, e.g. "000000"')
+      .optional(),
+    /** ZVT only: the vendor profile (docs/zvt.md, "Profiles"). */
+    profile: ZvtProfileName.optional(),
+    /** The emulated reader instead of hardware: bench, demo and tests. */
     emulated: z
       .strictObject({
         /** Where the emulated reader keeps its record of transactions (survives restarts). */
@@ -66,14 +93,34 @@ export const ReaderConfig = z
       .optional(),
   })
   .superRefine((reader, ctx) => {
-    if ((reader.port === undefined) === (reader.emulated === undefined)) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['port'],
-        message: 'give exactly one of reader.port (a serial device) or reader.emulated',
-      });
+    const problem = (field: string, message: string) =>
+      ctx.addIssue({ code: 'custom', path: [field], message });
+    const where = (['port', 'tcp', 'emulated'] as const).filter((f) => reader[f] !== undefined);
+    if (reader.protocol === 'native') {
+      if (reader.tcp !== undefined) {
+        problem('tcp', 'is for reader.protocol "zvt"; the native reader is on a serial device');
+      } else if (where.length !== 1) {
+        problem('port', 'give exactly one of reader.port (a serial device) or reader.emulated');
+      }
+      for (const field of ['password', 'profile'] as const) {
+        if (reader[field] !== undefined) problem(field, 'is for reader.protocol "zvt" only');
+      }
+      return;
     }
-  });
+    if (where.length !== 1) {
+      problem(
+        'port',
+        'give exactly one of reader.port (a serial device), reader.tcp (HOST:PORT) or reader.emulated',
+      );
+    }
+    if (reader.tcp !== undefined && reader.baud_rate !== undefined) {
+      problem('baud_rate', 'has no meaning with reader.tcp (a network connection)');
+    }
+  })
+  .transform((reader) => ({
+    ...reader,
+    baud_rate: reader.baud_rate ?? DEFAULT_BAUD_RATE[reader.protocol],
+  }));
 
 /** Dots per line of the print head: 384 for 58 mm paper, 576 for 80 mm. */
 const HeadWidth = z
@@ -204,6 +251,14 @@ function unreadableFiles(config: AgentConfig): string[] {
     }
   }
   return problems;
+}
+
+/** `HOST:PORT` split, or undefined when it is not one (an IPv6 host goes in brackets). */
+export function parseHostPort(value: string): { host: string; port: number } | undefined {
+  const match = /^(\[[0-9a-fA-F:.]+\]|[^\s:[\]]+):(\d{1,5})$/.exec(value);
+  const port = Number(match?.[2]);
+  if (!match || port < 1 || port > 65_535) return undefined;
+  return { host: match[1]!.replace(/^\[|\]$/g, ''), port };
 }
 
 function isBrokerUrl(value: string): boolean {

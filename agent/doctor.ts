@@ -17,14 +17,10 @@ import { doctorClientId } from '../protocol/mqtt.js';
 import { openBrokerSocket } from './broker-socket.js';
 import type { Clock } from '../common/clock.js';
 import { AgentConfigError, loadAgentConfig, type AgentConfig } from './config.js';
+import type { CheckResult, CheckStatus } from './doctor-check.js';
+import { checkZvtReader } from './doctor-zvt.js';
 
-export type CheckStatus = 'ok' | 'warn' | 'fail';
-
-export interface CheckResult {
-  status: CheckStatus;
-  title: string;
-  detail?: string;
-}
+export type { CheckResult, CheckStatus };
 
 export interface DoctorOptions {
   clock: Clock;
@@ -129,6 +125,7 @@ export function checkJournal(config: AgentConfig): CheckResult {
 
 async function checkReader(config: AgentConfig, timeoutMs: number): Promise<CheckResult[]> {
   const { reader } = config;
+  if (reader.protocol === 'zvt') return checkZvtReader(config, timeoutMs, withTimeout);
   if (reader.emulated) {
     const file = reader.emulated.state_file;
     try {

@@ -1,6 +1,7 @@
 /**
- * The card reader and printer a config names, opened through firmware-bridge: a serial
- * device, or the emulated reader in process on an in-memory line with its memory in
+ * The card reader and printer a config names, opened through firmware-bridge: the native
+ * reader on a serial device, a ZVT terminal on a serial device or over TCP, or the emulated
+ * reader of either protocol in process on an in-memory line with its memory in
  * `reader.emulated.state_file`, so that it too survives a crash of the agent.
  */
 import type { Logger } from 'pino';
@@ -8,25 +9,38 @@ import { FileReaderMemory } from '../firmware-bridge/emulator/file-reader-memory
 import { connectTcpPrinter } from '../firmware-bridge/printer/tcp.js';
 import { SerialCardReader } from '../firmware-bridge/reader/serial-card-reader.js';
 import { openSerialPort } from '../firmware-bridge/transport/serial-port.js';
-import type { PrinterConfig, ReaderConfig } from './config.js';
+import {
+  NATIVE_READER_CAPABILITIES,
+  type ReaderCapabilities,
+} from '../protocol/reader-capabilities.js';
+import type { AgentConfig, PrinterConfig } from './config.js';
 import { emulatedReader } from './emulated-reader.js';
 import type { PrinterPort } from './ports.js';
 import { DriverPrinter } from './printer-adapter.js';
 import { DriverReader, type OpenReaderConnection } from './reader-adapter.js';
 import { partLogger } from '../common/logging.js';
+import {
+  emulatedZvtReader,
+  zvtConnection,
+  zvtReaderCapabilities,
+  zvtStateFile,
+} from './zvt-reader.js';
 
 export interface Hardware {
   reader: DriverReader;
+  /** What the reader can do: the agent tells the relay with its presence. */
+  capabilities: ReaderCapabilities;
   printer?: PrinterPort;
   close(): Promise<void>;
 }
 
 export function openHardware(
-  reader: ReaderConfig,
-  printer: PrinterConfig,
+  config: Pick<AgentConfig, 'reader' | 'printer' | 'data_dir'>,
   logger: Logger,
 ): Hardware {
+  const { reader, printer } = config;
   const readerLogger = partLogger(logger, 'reader');
+  if (reader.protocol === 'zvt') return withPrinter(zvtHardware(config, readerLogger), printer);
   const emulated = reader.emulated
     ? emulatedReader({
         memory: new FileReaderMemory(reader.emulated.state_file),
@@ -37,12 +51,53 @@ export function openHardware(
   const driverReader =
     emulated?.reader ??
     new DriverReader(serialReader(reader.port ?? '', reader.baud_rate), readerLogger);
-  const driverPrinter = openPrinter(printer);
+  return withPrinter(
+    {
+      reader: driverReader,
+      capabilities: NATIVE_READER_CAPABILITIES,
+      close: () => (emulated ? emulated.close() : driverReader.close()),
+    },
+    printer,
+  );
+}
+
+function zvtHardware(
+  config: Pick<AgentConfig, 'reader' | 'data_dir'>,
+  logger: Logger,
+): Omit<Hardware, 'printer'> {
+  const { reader } = config;
+  const settings = {
+    stateFile: zvtStateFile(config.data_dir),
+    ...(reader.password !== undefined ? { password: reader.password } : {}),
+    ...(reader.profile !== undefined ? { profile: reader.profile } : {}),
+  };
+  if (reader.emulated) {
+    const emulated = emulatedZvtReader({
+      ...settings,
+      memoryFile: reader.emulated.state_file,
+      terminal: { delayMs: reader.emulated.delay_ms },
+      logger,
+    });
+    return { reader: emulated.reader, capabilities: emulated.capabilities, close: emulated.close };
+  }
+  const target = reader.tcp
+    ? { tcp: reader.tcp }
+    : { port: reader.port ?? '', baudRate: reader.baud_rate };
+  const driverReader = new DriverReader(zvtConnection(target, { ...settings, logger }), logger);
   return {
     reader: driverReader,
+    capabilities: zvtReaderCapabilities(reader.profile),
+    close: () => driverReader.close(),
+  };
+}
+
+function withPrinter(hardware: Omit<Hardware, 'printer'>, config: PrinterConfig): Hardware {
+  const driverPrinter = openPrinter(config);
+  return {
+    ...hardware,
     ...(driverPrinter ? { printer: driverPrinter } : {}),
     close: async () => {
-      await (emulated ? emulated.close() : driverReader.close());
+      await hardware.close();
       await driverPrinter?.close();
     },
   };

@@ -4,7 +4,8 @@
  * - one persistent session (clean: false, client id `agent-<terminal_id>`), QoS 1 both ways;
  * - subscribes to its `cmd` and `report-ack` topics at every connect (a broker that lost
  *   its sessions, such as an in-memory one restarted, gets them back);
- * - last will: retained `{connected: false}` on `presence`; `{connected: true}` at connect;
+ * - last will: retained `{connected: false}` on `presence`; `{connected: true}` at connect,
+ *   with what the card reader can do (the relay refuses a request the reader cannot do);
  * - a command is handed to `onCommand` (which journals it) before the broker gets its
  *   PUBACK; an invalid message is logged and dropped, never a crash;
  * - publishes the outbox in seq order after every (re)connect and each new report; a
@@ -26,6 +27,7 @@ import {
   type PresenceMessage,
   type ReportMessage,
 } from '../protocol/mqtt.js';
+import type { ReaderCapabilities } from '../protocol/reader-capabilities.js';
 import { Backoff, type BackoffOptions } from '../common/backoff.js';
 import { openBrokerSocket } from './broker-socket.js';
 import type { Clock, Timers } from '../common/clock.js';
@@ -49,6 +51,8 @@ export interface AgentLinkOptions {
   /** Give up a connect attempt without CONNACK after this long (default 10 s). */
   connectTimeoutMs?: number;
   agentVersion?: string;
+  /** What the card reader can do, told with every `connected: true` presence. */
+  readerCapabilities?: ReaderCapabilities;
   /** Publish waiting reports again after this long without a report-ack (default 10 s). */
   resendMs?: number;
   /** Client id; default `agent-<terminal_id>` (doctor uses another one). */
@@ -187,6 +191,7 @@ export class AgentLink {
       connected: true,
       at: this.now(),
       ...(this.options.agentVersion ? { agent_version: this.options.agentVersion } : {}),
+      ...(this.options.readerCapabilities ? { reader: this.options.readerCapabilities } : {}),
     };
     this.client.subscribe(
       { [this.topics.command]: { qos: 1 }, [this.topics.reportAck]: { qos: 1 } },

@@ -3,7 +3,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { SimulatorCreateResponse, TerminalCreateResponse } from '../protocol/index.js';
+import {
+  ReaderProtocol,
+  SimulatorCreateResponse,
+  TerminalCreateResponse,
+} from '../protocol/index.js';
 import { CLOUD_SETTINGS, loadCloudConfig } from './config.js';
 import { startRelay, type Relay } from './relay.js';
 
@@ -123,10 +127,11 @@ function banner(relay: Relay): { shown: string[]; secret: string[] } {
   return { shown, secret };
 }
 
-export const SIMULATOR_USAGE = `Usage: tps simulator create [--json] [--base-url URL] [--username U] [--password P]
+export const SIMULATOR_USAGE = `Usage: tps simulator create [--reader-protocol native|zvt] [--json] [--base-url URL] [--username U] [--password P]
 
 Creates a simulated terminal on a running relay and prints its terminal id, username
-and password (shown this once). The account credential comes from the flags or from
+and password (shown this once). --reader-protocol zvt makes one whose agent drives an
+emulated ZVT payment terminal. The account credential comes from the flags or from
 TPS_ACCOUNT_USERNAME / TPS_ACCOUNT_PASSWORD; the relay from --base-url or TPS_BASE_URL
 (default http://127.0.0.1:8080/pos).
 `;
@@ -139,8 +144,12 @@ agent's broker credential, shown nowhere else) and prints the terminal id and th
 API credential (shown this once). Copy FILE to the terminal as /etc/tps-agent/agent.json.
 
   --out FILE              where to write the agent config (mode 0600; must not exist)
-  --reader-port PATH      the card reader's serial device (default /dev/ttyACM0)
-  --emulated-reader       use the emulated card reader instead (bench and demo)
+  --reader-protocol P     native (the default) or zvt (a payment terminal driven over ZVT)
+  --reader-port PATH      the reader's serial device (default /dev/ttyACM0; zvt /dev/ttyUSB0)
+  --reader-tcp HOST:PORT  zvt only: the terminal on the network instead (port 20007 usually)
+  --reader-password PWD   zvt only: the terminal's 6-digit password (default 000000)
+  --reader-profile NAME   zvt only: the vendor profile (docs/zvt.md)
+  --emulated-reader       use the emulated reader of that protocol instead (bench and demo)
   --printer-serial PATH   a receipt printer on a serial device
   --printer-tcp HOST:PORT a network receipt printer (port 9100 style)
   --battery               the terminal runs on a battery
@@ -205,7 +214,7 @@ export async function callRelay(
 export async function runSimulator(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: accessOptions,
+    options: { ...accessOptions, 'reader-protocol': { type: 'string' } },
     allowPositionals: true,
   });
   if (values.help || positionals[0] !== 'create') {
@@ -213,7 +222,17 @@ export async function runSimulator(argv: string[]): Promise<void> {
     if (!values.help) process.exitCode = 2;
     return;
   }
-  const issued = SimulatorCreateResponse.parse(await callRelay(values, '/simulator/create', {}));
+  const protocol = values['reader-protocol'];
+  if (protocol !== undefined && !ReaderProtocol.safeParse(protocol).success) {
+    throw new Error('--reader-protocol must be native or zvt');
+  }
+  const issued = SimulatorCreateResponse.parse(
+    await callRelay(
+      values,
+      '/simulator/create',
+      protocol !== undefined ? { reader_protocol: protocol } : {},
+    ),
+  );
   if (values.json) {
     process.stdout.write(`${JSON.stringify(issued)}\n`);
   } else {
@@ -229,7 +248,11 @@ export async function runTerminal(argv: string[]): Promise<void> {
     options: {
       ...accessOptions,
       out: { type: 'string' },
+      'reader-protocol': { type: 'string' },
       'reader-port': { type: 'string' },
+      'reader-tcp': { type: 'string' },
+      'reader-password': { type: 'string' },
+      'reader-profile': { type: 'string' },
       'emulated-reader': { type: 'boolean' },
       'printer-serial': { type: 'string' },
       'printer-tcp': { type: 'string' },
@@ -246,6 +269,8 @@ export async function runTerminal(argv: string[]): Promise<void> {
   const out = values.out;
   if (!out) throw new Error('--out FILE is needed: the agent config is written there');
   if (fs.existsSync(out)) throw new Error(`${out} exists; choose a new file`);
+  // Checked before the terminal is registered: a refused option must not leave one behind.
+  const reader = readerSection(values);
   const tcp = values['printer-tcp'] ? /^([^:]+):(\d+)$/.exec(values['printer-tcp']) : undefined;
   if (values['printer-tcp'] && !tcp) throw new Error('--printer-tcp must be HOST:PORT');
   const printer = tcp
@@ -277,9 +302,7 @@ export async function runTerminal(argv: string[]): Promise<void> {
       password: issued.agent.password,
       ...(ca !== undefined ? { ca } : {}),
     },
-    reader: values['emulated-reader']
-      ? { emulated: { state_file: 'emulated-reader.json' } }
-      : { port: values['reader-port'] ?? '/dev/ttyACM0' },
+    reader,
     printer,
   };
   fs.mkdirSync(path.dirname(path.resolve(out)), { recursive: true });
@@ -298,4 +321,46 @@ export async function runTerminal(argv: string[]): Promise<void> {
         `Install: copy ${out} to the terminal and run 'tps agent --config FILE' (docs/agent.md).\n`,
     );
   }
+}
+
+/** The agent config's `reader` section from the options; throws naming a wrong one. */
+function readerSection(values: {
+  'reader-protocol'?: string;
+  'reader-port'?: string;
+  'reader-tcp'?: string;
+  'reader-password'?: string;
+  'reader-profile'?: string;
+  'emulated-reader'?: boolean;
+}): Record<string, unknown> {
+  const protocol = ReaderProtocol.safeParse(values['reader-protocol'] ?? 'native');
+  if (!protocol.success) throw new Error('--reader-protocol must be native or zvt');
+  const zvtOnly = ['reader-tcp', 'reader-password', 'reader-profile'] as const;
+  if (protocol.data === 'native') {
+    const given = zvtOnly.filter((option) => values[option] !== undefined);
+    if (given.length) throw new Error(`--${given[0]} is for --reader-protocol zvt only`);
+    return values['emulated-reader']
+      ? { emulated: { state_file: 'emulated-reader.json' } }
+      : { port: values['reader-port'] ?? '/dev/ttyACM0' };
+  }
+  const where = [values['emulated-reader'], values['reader-port'], values['reader-tcp']];
+  if (where.filter((given) => given !== undefined && given !== false).length > 1) {
+    throw new Error('give one of --reader-port, --reader-tcp or --emulated-reader');
+  }
+  if (values['reader-tcp'] !== undefined && !/^[^\s:]+:\d{1,5}$/.test(values['reader-tcp'])) {
+    throw new Error('--reader-tcp must be HOST:PORT, e.g. 192.168.1.50:20007');
+  }
+  const password = values['reader-password'];
+  if (password !== undefined && !/^\d{6}$/.test(password)) {
+    throw new Error("--reader-password must be the terminal's 6-digit password");
+  }
+  return {
+    protocol: 'zvt',
+    ...(values['emulated-reader']
+      ? { emulated: { state_file: 'emulated-zvt-terminal.jsonl' } }
+      : values['reader-tcp'] !== undefined
+        ? { tcp: values['reader-tcp'] }
+        : { port: values['reader-port'] ?? '/dev/ttyUSB0' }),
+    ...(password !== undefined ? { password } : {}),
+    ...(values['reader-profile'] !== undefined ? { profile: values['reader-profile'] } : {}),
+  };
 }

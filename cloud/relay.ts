@@ -229,6 +229,12 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       commandAcked: (terminalId, commandId) => void outbox.acknowledged(terminalId, commandId),
       report: (terminalId, report, sequenced) => inbox.receive(terminalId, report, sequenced),
       reachable: (terminalId) => outbox.republish(terminalId),
+      readerReported: (terminalId, reader) =>
+        void store
+          .setReaderCapabilities(terminalId, reader)
+          .catch((error: unknown) =>
+            logger.error({ err: error, terminalId }, 'could not keep the reader capabilities'),
+          ),
       reconnected: () => outbox.republish(),
     });
     const closeDelivery = async () => {
@@ -269,7 +275,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         claimFailuresPerCredential: config.pairingClaimFailuresPerCredential,
       },
       brokerUrl: () => agentBrokerUrl,
-      logger: logger.child({ part: 'pairing' }),
+      logger: partLogger(logger, 'pairing'),
     });
     const spooler = new PrintSpooler(clock, (terminalId, contents, commandId) =>
       outbox.queue(terminalId, { type: 'print', command_id: commandId, format: 'PNG', contents }),
@@ -339,6 +345,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       webhooks,
       pairings,
       startSimulator: (terminal) => placement.place(terminal),
+      simulatorReaders: inProcess ? ['native'] : ['native', 'zvt'],
       ops: {
         metrics,
         readiness: relayReadiness({

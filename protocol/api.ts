@@ -4,6 +4,7 @@
  * exact shapes the spec gives and are what the OpenAPI documents are generated from.
  */
 import { z } from 'zod';
+import { ReaderProtocol } from './reader-capabilities.js';
 import {
   Amount,
   Currency,
@@ -111,7 +112,14 @@ export const PrintRequest = z.object({
 });
 export type PrintRequest = z.infer<typeof PrintRequest>;
 
-export const SimulatorCreateRequest = z.object({}).optional();
+/**
+ * Extension (docs/simulator.md): `reader_protocol` picks the reader the simulated
+ * terminal's agent drives, its own native reader (default) or an emulated ZVT terminal.
+ */
+export const SimulatorCreateRequest = z.object({
+  reader_protocol: ReaderProtocol.optional(),
+});
+export type SimulatorCreateRequest = z.infer<typeof SimulatorCreateRequest>;
 export const SimulatorCreateResponse = z.object({
   terminal_id: TerminalId,
   username: z.string(),

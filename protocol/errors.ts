@@ -70,6 +70,11 @@ export const ERROR_CATALOGUE = {
     meaning: 'The refund is larger than what is still refundable on the original purchase.',
   },
   NO_PRINTER: { status: 400, meaning: 'The terminal has no receipt printer.' },
+  UNSUPPORTED_BY_TERMINAL: {
+    status: 400,
+    meaning:
+      "The terminal's card reader cannot do what the request asks (an extension of the spec's codes).",
+  },
   INVALID_PRINT_DATA: { status: 400, meaning: 'The print contents are not valid base64 PNG data.' },
   PRINT_TOO_LARGE: {
     status: 400,

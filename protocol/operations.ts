@@ -12,6 +12,7 @@ import {
   PrintRequest,
   PurchaseRequest,
   RefundRequest,
+  SimulatorCreateRequest,
   SimulatorCreateResponse,
   TerminalCreateRequest,
   TerminalStatusRequest,
@@ -100,7 +101,7 @@ export const OPERATIONS = {
   },
   '/simulator/create': {
     summary: 'Create a simulated terminal; the password is shown this once.',
-    request: z.object({}),
+    request: SimulatorCreateRequest,
     response: () => SimulatorCreateResponse,
     errors: [400, 403, ...AUTH, 500],
   },

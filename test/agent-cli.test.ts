@@ -8,6 +8,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runDoctor } from '../agent/doctor.js';
+import { listenTcp } from '../firmware-bridge/emulator/zvt/terminal-server.js';
+import { ZvtTerminalEmulator } from '../firmware-bridge/emulator/zvt/zvt-terminal.js';
 import { CardReaderFirmware } from '../firmware-bridge/emulator/card-reader-firmware.js';
 import { openPty, type PtyPair } from '../firmware-bridge/transport/pty.js';
 import {
@@ -99,6 +101,29 @@ describe('tps agent doctor', () => {
     expect(text).toMatch(/✗ card reader port .*no-such-tty: cannot open/);
     expect(text).toMatch(/✗ clock: 2001-01-01T00:00:00\.000Z \(UTC\)\n.*implausible/);
     expect(code).toBe(1);
+  });
+
+  it('probes a ZVT terminal with a status enquiry, and names a wrong password or address', async () => {
+    const terminal = new ZvtTerminalEmulator({ password: '123456' });
+    const listener = await listenTcp(terminal, { port: 0 });
+    try {
+      const zvt = (dir: string, reader: object) =>
+        writeConfig(dir, base(dir, { reader: { protocol: 'zvt', ...reader } }));
+      const address = `127.0.0.1:${listener.port}`;
+      const good = await doctor(zvt(tempDir('doctor-zvt'), { tcp: address, password: '123456' }));
+      expect(good.text).toContain(`✓ ZVT terminal tcp://${address}: opened`);
+      expect(good.text).toMatch(/[✓!] ZVT terminal answers the status enquiry\n.*profile generic/);
+      expect(good.code).toBe(0);
+      const wrong = await doctor(zvt(tempDir('doctor-zvt-pwd'), { tcp: address }));
+      expect(wrong.text).toMatch(/✗ ZVT terminal refuses the status enquiry\n.*reader\.password/);
+      expect(wrong.code).toBe(1);
+      await listener.close();
+      const gone = await doctor(zvt(tempDir('doctor-zvt-gone'), { tcp: address }));
+      expect(gone.text).toMatch(/✗ ZVT terminal tcp:\/\/127\.0\.0\.1:\d+: cannot open/);
+    } finally {
+      await listener.close();
+      await terminal.close();
+    }
   });
 
   it('lists every config problem and stops there', async () => {

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type RunningAgent } from '../agent/agent.js';
 import { emulatedReader, type EmulatedReader } from '../agent/emulated-reader.js';
 import { TerminalCreateResponse } from '../protocol/api.js';
+import { NATIVE_READER_CAPABILITIES } from '../protocol/reader-capabilities.js';
 import { agentConfig } from './agent-harness.js';
 import { post, startTestRelay, type TestRelay } from './support/relay.js';
 
@@ -68,6 +69,17 @@ describe('agent behind the real relay', () => {
       battery_percentage: 55,
       transaction_state: 'READY',
     });
+  });
+
+  it("keeps what the agent says its reader can do (the native reader's all)", async () => {
+    const terminalId = (await pos('/terminal/status', {})).body.status.terminal_id as string;
+    for (let i = 0; i < 200; i++) {
+      if ((await relay.store.getTerminal(terminalId))?.capabilities.reader) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect((await relay.store.getTerminal(terminalId))?.capabilities.reader).toEqual(
+      NATIVE_READER_CAPABILITIES,
+    );
   });
 
   it('pays: purchase, result from the reader, confirm', async () => {

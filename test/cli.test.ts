@@ -56,6 +56,31 @@ describe('tps', () => {
     expect(paid.body.transaction.result_code).toBe('SUCCESS');
   });
 
+  it('terminal create --reader-protocol zvt writes an agent config for a ZVT terminal', async () => {
+    const env = {
+      TPS_ACCOUNT_USERNAME: relay.account.username,
+      TPS_ACCOUNT_PASSWORD: relay.account.password,
+    };
+    const out = path.join(tempDataDir(), 'zvt', 'agent.json');
+    const args = (file: string) => [
+      ...['terminal', 'create', '--base-url', relay.baseUrl, '--out', file, '--json'],
+    ];
+    const zvt = ['--reader-protocol', 'zvt', '--reader-tcp', '192.168.1.50:20007'];
+    const result = await run([...args(out), ...zvt, '--reader-password', '123456'], env);
+    expect(result.code, result.stderr).toBe(0);
+    expect(loadAgentConfig(out).reader).toMatchObject({
+      protocol: 'zvt',
+      tcp: '192.168.1.50:20007',
+      password: '123456',
+    });
+    const wrong = await run([...args(`${out}.2`), ...zvt, '--reader-password', '12'], env);
+    expect(wrong.code).not.toBe(0);
+    expect(wrong.stderr).toContain("--reader-password must be the terminal's 6-digit password");
+    expect(fs.existsSync(`${out}.2`)).toBe(false);
+    const native = await run([...args(`${out}.3`), '--reader-tcp', 'pt:20007'], env);
+    expect(native.stderr).toContain('--reader-tcp is for --reader-protocol zvt only');
+  });
+
   it('terminal create writes an agent config the agent accepts, readable by its owner only', async () => {
     const out = path.join(tempDataDir(), 'provision', 'agent.json');
     const env = {

@@ -12,6 +12,8 @@ import {
   type OperationPath,
   type PrintRequest,
   type PurchaseRequest,
+  type ReaderProtocol,
+  type SimulatorCreateRequest,
   type WebhookCreateRequest,
   type WebhookView,
   type RefundRequest,
@@ -41,6 +43,8 @@ export interface OperationDeps {
   agentBrokerUrl: () => string;
   /** Brings a newly created simulated terminal to life. */
   startSimulator(terminal: TerminalRecord): Promise<void>;
+  /** The readers simulated terminals can drive: the agent path drives both. */
+  simulatorReaders: readonly ReaderProtocol[];
   defaultWaitSeconds: number;
 }
 
@@ -211,11 +215,21 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
     '/terminal/claim': async (body: TerminalClaimRequest, ctx) =>
       deps.pairings.claim(ctx.principal, basicUsername(ctx.request.headers.authorization), body),
 
-    '/simulator/create': async (_body: unknown, ctx) => {
+    '/simulator/create': async (body: SimulatorCreateRequest | undefined, ctx) => {
       if (ctx.principal.terminalId !== undefined) {
         throw new ApiError('FORBIDDEN', 'only an account credential can create simulators');
       }
-      const { terminal, issued } = await deps.registry.createSimulator(ctx.principal.accountId);
+      const readerProtocol = body?.reader_protocol ?? 'native';
+      if (!deps.simulatorReaders.includes(readerProtocol)) {
+        throw new ApiError(
+          'INVALID_REQUEST',
+          `reader_protocol: simulated terminals of this relay drive only ${deps.simulatorReaders.join(', ')} readers (a ZVT terminal needs TPS_SIMULATOR_MODE=agent)`,
+        );
+      }
+      const { terminal, issued } = await deps.registry.createSimulator(
+        ctx.principal.accountId,
+        readerProtocol,
+      );
       await deps.startSimulator(terminal);
       return issued;
     },

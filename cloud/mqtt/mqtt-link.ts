@@ -148,7 +148,10 @@ export class MqttTerminalLink implements TerminalLink {
           at: presence.data.at ?? this.options.clock.now().toISOString(),
           readings: { connected: presence.data.connected },
         });
-        if (presence.data.connected) events.reachable(terminalId);
+        if (presence.data.connected) {
+          events.readerReported(terminalId, presence.data.reader);
+          events.reachable(terminalId);
+        }
         return;
       }
     }

@@ -1,10 +1,11 @@
 /**
  * Simulated terminals on the real path: each one is a terminal agent (agent/) with the
- * emulated card-reader firmware and an emulated receipt printer on in-memory serial
- * lines, signed in to the broker with its own credential, exactly like a terminal in the
- * field. Its journal and the reader's memory live under `<data dir>/simulators/<id>/`, so
- * a simulated terminal recovers from a relay crash the way a real one recovers from its
- * own.
+ * emulated card-reader firmware (or, for one created with `reader_protocol: zvt`, the ZVT
+ * driver and the emulated ZVT terminal) and an emulated receipt printer on in-memory
+ * serial lines, signed in to the broker with its own credential, exactly like a terminal
+ * in the field. Its journal and the reader's memory live under
+ * `<data dir>/simulators/<id>/`, so a simulated terminal recovers from a relay crash the
+ * way a real one recovers from its own.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -12,7 +13,14 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { AgentConfigSchema } from '../../agent/config.js';
 import { startAgent, type RunningAgent } from '../../agent/agent.js';
-import { emulatedReader, type EmulatedReader } from '../../agent/emulated-reader.js';
+import { emulatedReader } from '../../agent/emulated-reader.js';
+import type { ReaderPort } from '../../agent/ports.js';
+import { emulatedZvtReader, zvtStateFile } from '../../agent/zvt-reader.js';
+import { parseStateFile } from '../../firmware-bridge/zvt/reader/driver-state.js';
+import {
+  NATIVE_READER_CAPABILITIES,
+  type ReaderCapabilities,
+} from '../../protocol/reader-capabilities.js';
 import { DriverPrinter } from '../../agent/printer-adapter.js';
 import { FileReaderMemory } from '../../firmware-bridge/emulator/file-reader-memory.js';
 import { EmulatedPrinter } from '../../firmware-bridge/printer/emulated-printer.js';
@@ -42,8 +50,8 @@ export interface AgentSimulatorsOptions {
 
 interface Running {
   agent: RunningAgent;
-  memory: FileReaderMemory;
-  reader: EmulatedReader;
+  outcomes(): Map<string, ReaderOutcome>;
+  reader: { close(): Promise<void> };
   printer: EmulatedPrinter;
   driverPrinter: DriverPrinter;
 }
@@ -77,16 +85,11 @@ export class AgentSimulators implements SimulatorFleet {
     fs.mkdirSync(dir, { recursive: true });
     // The same secret on every relay of the store: an external broker knows it already.
     const secret = await this.secrets.issue(terminal.id, clock.now());
-    const stateFile = path.join(dir, 'reader.jsonl');
-    const memory = new FileReaderMemory(stateFile);
-    const reader = emulatedReader({
-      memory,
-      delayMs,
-      serial: Number(terminal.id.replace(/\D/g, '').slice(-8) || '1'),
-      battery: { percentage: 100, pluggedIn: true },
-      now: () => clock.now(),
-      logger: partLogger(logger, 'reader'),
-    });
+    const serial = Number(terminal.id.replace(/\D/g, '').slice(-8) || '1');
+    const zvt = terminal.capabilities.reader?.protocol === 'zvt';
+    const simulated = zvt
+      ? zvtSimulator(dir, serial, delayMs, clock, logger)
+      : nativeSimulator(dir, serial, delayMs, clock, logger);
     const printer = new EmulatedPrinter();
     const driverPrinter = new DriverPrinter(
       async () => {
@@ -99,13 +102,17 @@ export class AgentSimulators implements SimulatorFleet {
     const config = AgentConfigSchema.parse({
       terminal_id: terminal.id,
       broker: { url: brokerUrl, username: terminal.id, password: secret },
-      reader: { emulated: { state_file: stateFile, delay_ms: delayMs } },
+      reader: {
+        protocol: zvt ? 'zvt' : 'native',
+        emulated: { state_file: simulated.stateFile, delay_ms: delayMs },
+      },
       printer: { type: 'none' },
       data_dir: dir,
       heartbeat_s: 300,
     });
     const agent = await startAgent(config, {
-      reader: reader.reader,
+      reader: simulated.reader,
+      readerCapabilities: simulated.capabilities,
       printer: driverPrinter,
       logger: partLogger(logger, 'agent'),
       clock,
@@ -113,7 +120,13 @@ export class AgentSimulators implements SimulatorFleet {
       // The broker is on the same machine: come back at once after a relay restart.
       tuning: { reconnect: { initialMs: 50, maxMs: 2000 } },
     });
-    this.running.set(terminal.id, { agent, memory, reader, printer, driverPrinter });
+    this.running.set(terminal.id, {
+      agent,
+      outcomes: simulated.outcomes,
+      reader: simulated,
+      printer,
+      driverPrinter,
+    });
     // A simulator handed out should take a payment at once: wait (briefly) for its link.
     const deadline = Date.now() + 5000;
     while (!agent.link.connected && Date.now() < deadline) {
@@ -122,12 +135,7 @@ export class AgentSimulators implements SimulatorFleet {
   }
 
   outcomes(terminalId: string): Map<string, ReaderOutcome> {
-    const records = this.running.get(terminalId)?.memory.all() ?? [];
-    return new Map(
-      records
-        .filter((r) => r.sequence > 0)
-        .map((r): [string, ReaderOutcome] => [r.transaction_id, outcomeOf(r.phase, r.result_code)]),
-    );
+    return this.running.get(terminalId)?.outcomes() ?? new Map();
   }
 
   printed(terminalId: string): number {
@@ -145,6 +153,84 @@ export class AgentSimulators implements SimulatorFleet {
     );
     this.running.clear();
   }
+}
+
+interface SimulatedReader {
+  reader: ReaderPort;
+  capabilities: ReaderCapabilities;
+  /** The emulated reader's memory file. */
+  stateFile: string;
+  outcomes(): Map<string, ReaderOutcome>;
+  close(): Promise<void>;
+}
+
+function nativeSimulator(
+  dir: string,
+  serial: number,
+  delayMs: number,
+  clock: Clock,
+  logger: Logger,
+): SimulatedReader {
+  const stateFile = path.join(dir, 'reader.jsonl');
+  const memory = new FileReaderMemory(stateFile);
+  const emulated = emulatedReader({
+    memory,
+    delayMs,
+    serial,
+    battery: { percentage: 100, pluggedIn: true },
+    now: () => clock.now(),
+    logger: partLogger(logger, 'reader'),
+  });
+  return {
+    reader: emulated.reader,
+    capabilities: NATIVE_READER_CAPABILITIES,
+    stateFile,
+    outcomes: () =>
+      new Map(
+        memory
+          .all()
+          .filter((r) => r.sequence > 0)
+          .map((r): [string, ReaderOutcome] => [
+            r.transaction_id,
+            outcomeOf(r.phase, r.result_code),
+          ]),
+      ),
+    close: () => emulated.close(),
+  };
+}
+
+/** The ZVT driver (its record beside the journal) and the emulated ZVT terminal. */
+function zvtSimulator(
+  dir: string,
+  serial: number,
+  delayMs: number,
+  clock: Clock,
+  logger: Logger,
+): SimulatedReader {
+  const stateFile = path.join(dir, 'zvt-terminal.jsonl');
+  const driverState = zvtStateFile(dir);
+  const emulated = emulatedZvtReader({
+    stateFile: driverState,
+    memoryFile: stateFile,
+    terminal: { delayMs, serial, now: () => clock.now() },
+    logger: partLogger(logger, 'reader'),
+  });
+  return {
+    reader: emulated.reader,
+    capabilities: emulated.capabilities,
+    stateFile,
+    outcomes: () => {
+      if (!fs.existsSync(driverState)) return new Map();
+      const { records } = parseStateFile(driverState);
+      return new Map(
+        records.map((r): [string, ReaderOutcome] => [
+          r.transaction_id,
+          r.phase === 'IN_PROGRESS' ? 'RUNNING' : outcomeOf(r.phase, r.result_code),
+        ]),
+      );
+    },
+    close: () => emulated.close(),
+  };
 }
 
 function outcomeOf(phase: string, resultCode: string | undefined): ReaderOutcome {

@@ -2,6 +2,7 @@
 import type {
   EventFilter,
   EventKind,
+  ReaderCapabilities,
   TerminalCommand,
   TerminalPaired,
   TerminalReadings,
@@ -22,6 +23,8 @@ export interface CredentialRecord {
 export interface TerminalCapabilities {
   printer: boolean;
   battery: boolean;
+  /** What its card reader can do, as its agent last said (absent: never said, native). */
+  reader?: ReaderCapabilities;
 }
 
 export interface TerminalRecord {

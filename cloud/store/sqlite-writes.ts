@@ -4,7 +4,12 @@
  * returns a structured-cloneable value. They run inside the writer's shared commit.
  */
 import Database from 'better-sqlite3';
-import type { TerminalCommand, TerminalReadings, TerminalStatus } from '../../protocol/index.js';
+import type {
+  ReaderCapabilities,
+  TerminalCommand,
+  TerminalReadings,
+  TerminalStatus,
+} from '../../protocol/index.js';
 import type {
   CredentialRecord,
   EventRecord,
@@ -270,6 +275,19 @@ export function sqliteWrites(db: Database.Database) {
         data: status,
       };
       return { ...event, position: appendEvent(toEventWrite(event)) };
+    },
+
+    setReaderCapabilities(a: { terminalId: string; reader?: ReaderCapabilities }): void {
+      // json_set/json_remove keep the other capabilities as they are.
+      if (a.reader) {
+        db.prepare(
+          "UPDATE terminals SET capabilities = json_set(capabilities, '$.reader', json(?)) WHERE id = ?",
+        ).run(JSON.stringify(a.reader), a.terminalId);
+      } else {
+        db.prepare(
+          "UPDATE terminals SET capabilities = json_remove(capabilities, '$.reader') WHERE id = ?",
+        ).run(a.terminalId);
+      }
     },
 
     recordReport(a: { terminalId: string; position: ReportPosition }): void {

@@ -10,7 +10,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
-import type { TerminalCommand, TerminalReadings } from '../../protocol/index.js';
+import type {
+  ReaderCapabilities,
+  TerminalCommand,
+  TerminalReadings,
+} from '../../protocol/index.js';
 import type {
   CredentialRecord,
   EventQuery,
@@ -188,6 +192,13 @@ export class SqliteStore implements Store {
     return this.writer.write({
       op: 'updateTerminalStatus',
       arg: { terminalId, readings, at, eventId, ...(report ? { report } : {}) },
+    });
+  }
+
+  setReaderCapabilities(terminalId: string, reader: ReaderCapabilities | undefined): Promise<void> {
+    return this.writer.write({
+      op: 'setReaderCapabilities',
+      arg: { terminalId, ...(reader ? { reader } : {}) },
     });
   }
 

@@ -7,7 +7,11 @@
  * (cluster/change-bus.ts), which of them runs the background work the leadership lock
  * (cluster/leadership-lock.ts); store/open.ts opens the three together.
  */
-import type { TerminalCommand, TerminalReadings } from '../../protocol/index.js';
+import type {
+  ReaderCapabilities,
+  TerminalCommand,
+  TerminalReadings,
+} from '../../protocol/index.js';
 import type { ReportPosition } from '../delivery/report-order.js';
 import type { Decide } from '../transactions/change.js';
 import type {
@@ -66,6 +70,13 @@ export interface Store {
     eventId: string,
     report?: ReportPosition,
   ): Promise<EventRecord | undefined>;
+
+  /**
+   * Keeps what the terminal's card reader can do, as its agent says with its presence;
+   * undefined forgets it (an agent that does not say: the native reader). Other
+   * capabilities are left as they are; an unknown terminal is left alone.
+   */
+  setReaderCapabilities(terminalId: string, reader: ReaderCapabilities | undefined): Promise<void>;
 
   getTransaction(terminalId: string, externalId: string): Promise<TransactionRecord | undefined>;
   getTransactionById(id: string): Promise<TransactionRecord | undefined>;

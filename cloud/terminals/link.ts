@@ -5,7 +5,7 @@
  * outbox and the report inbox (cloud/delivery/). Kept narrow, so that an in-process
  * simulator and the MQTT link to real agents are interchangeable.
  */
-import type { TerminalCommand, TerminalReport } from '../../protocol/index.js';
+import type { ReaderCapabilities, TerminalCommand, TerminalReport } from '../../protocol/index.js';
 import type { Sequenced } from '../delivery/inbox.js';
 
 /** What a transport tells of the terminals' messages, as they arrive. */
@@ -19,6 +19,11 @@ export interface LinkEvents {
   report(terminalId: string, report: TerminalReport, sequenced?: Sequenced): Promise<void>;
   /** The terminal came (back) online: what waits for it may be sent again now. */
   reachable(terminalId: string): void;
+  /**
+   * What the terminal's card reader can do, told as it comes online; undefined when its
+   * agent does not say (an older agent: the native reader).
+   */
+  readerReported(terminalId: string, reader: ReaderCapabilities | undefined): void;
   /** The transport (re)connected: everything waiting may be sent again now. */
   reconnected(): void;
 }

@@ -1,5 +1,10 @@
 /** Creates terminals and the credentials that reach them. */
-import type { SimulatorCreateResponse, TerminalReadings } from '../../protocol/index.js';
+import type {
+  ReaderCapabilities,
+  ReaderProtocol,
+  SimulatorCreateResponse,
+  TerminalReadings,
+} from '../../protocol/index.js';
 import { hashForBroker } from '../accounts/mosquitto-hash.js';
 import { hashGeneratedSecret } from '../accounts/secrets.js';
 import type { Clock } from '../../common/clock.js';
@@ -14,6 +19,19 @@ const SIMULATOR_READINGS: TerminalReadings = {
   battery_percentage: 100,
   battery_charging: false,
   plugged_in: true,
+};
+
+/**
+ * What an emulated ZVT terminal's agent is taken to do until it says (the driver's generic
+ * profile): no pause at customer identification, no account check, no cashback.
+ */
+const ZVT_SIMULATOR_READER: ReaderCapabilities = {
+  protocol: 'zvt',
+  pause_on_customer_identified: false,
+  account_check: false,
+  cashback: false,
+  refund: true,
+  cancel: true,
 };
 
 export class TerminalRegistry {
@@ -63,9 +81,14 @@ export class TerminalRegistry {
     return { terminal_id: terminalId, username, password };
   }
 
-  /** A simulated terminal (with printer and battery) and a credential that reaches only it. */
+  /**
+   * A simulated terminal (with printer and battery) and a credential that reaches only it.
+   * One with a ZVT reader is known as such from the start (its agent says what exactly
+   * when it comes online), so that it is started with that reader after a restart.
+   */
   async createSimulator(
     accountId: string,
+    readerProtocol: ReaderProtocol = 'native',
   ): Promise<{ terminal: TerminalRecord; issued: SimulatorCreateResponse }> {
     const now = this.clock.now().toISOString();
     let id = newSimulatorTerminalId();
@@ -74,7 +97,11 @@ export class TerminalRegistry {
       id,
       accountId,
       kind: 'SIMULATOR',
-      capabilities: { printer: true, battery: true },
+      capabilities: {
+        printer: true,
+        battery: true,
+        ...(readerProtocol === 'zvt' ? { reader: ZVT_SIMULATOR_READER } : {}),
+      },
       status: { terminal_id: id, updated_at: now, ...SIMULATOR_READINGS },
       createdAt: now,
     };

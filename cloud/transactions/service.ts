@@ -37,6 +37,7 @@ import {
   type MachineSettings,
 } from './state-machine.js';
 import { DueScheduler } from './due-scheduler.js';
+import { readerRefusal, requiredCapabilities } from './reader-requirements.js';
 import { publishReportTaken } from './diagnostics.js';
 import { BoundedMap } from '../bounded-map.js';
 
@@ -150,6 +151,18 @@ export class TransactionService {
     if (owner !== principal.accountId) throw notFound();
   }
 
+  /**
+   * Refuses a create the terminal's reader cannot carry out. Only a create that needs more
+   * than a plain purchase reads the terminal, so the common path costs nothing more.
+   */
+  private async checkReader(create: CreateRequest): Promise<void> {
+    const needs = requiredCapabilities(create);
+    if (needs.length === 0) return;
+    const terminal = await this.store.getTerminal(create.request.terminal_id);
+    const refusal = readerRefusal(needs, terminal?.capabilities.reader);
+    if (refusal) throw new ApiError('UNSUPPORTED_BY_TERMINAL', refusal);
+  }
+
   private terminalNotFound(terminalId: string) {
     return () => new ApiError('TERMINAL_NOT_FOUND', `no terminal ${terminalId}`);
   }
@@ -209,6 +222,7 @@ export class TransactionService {
       request.terminal_id,
       this.terminalNotFound(request.terminal_id),
     );
+    await this.checkReader(create);
     const original =
       create.kind === 'REFUND' && create.request.original_purchase_external_id !== undefined
         ? {

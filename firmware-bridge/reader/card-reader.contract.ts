@@ -4,6 +4,10 @@
  * reader (`TEST_READER_PORT`). Amounts are the trigger amounts of docs/simulator.md.
  */
 import { afterEach, beforeEach, expect, it as vitestIt } from 'vitest';
+import {
+  NATIVE_READER_CAPABILITIES,
+  type ReaderCapabilities,
+} from '../../protocol/reader-capabilities.js';
 import type { ReaderResult, ReaderStart } from './card-reader.js';
 import {
   newTransactionId,
@@ -17,13 +21,23 @@ const SLOW = 100020; // 30 s: always still running when the test cancels it
 
 export function describeCardReaderContract(
   make: () => Promise<ReaderUnderTest>,
-  /** Per test and hook; real readers need more than the default. */
-  options: { testTimeoutMs?: number } = {},
+  options: {
+    /** Per test and hook; real readers need more than the default. */
+    testTimeoutMs?: number;
+    /**
+     * What the reader says it can do: cases for what it cannot do check that it refuses
+     * with a clear result instead (default: the native reader's, everything).
+     */
+    capabilities?: ReaderCapabilities;
+  } = {},
 ): void {
   let under: ReaderUnderTest;
   let host: ConnectedReader;
   const timeout = options.testTimeoutMs;
+  const can = options.capabilities ?? NATIVE_READER_CAPABILITIES;
   const it = (name: string, test: () => Promise<void>) => vitestIt(name, test, timeout);
+  const itIf = (condition: boolean, name: string, test: () => Promise<void>) =>
+    vitestIt.skipIf(!condition)(name, test, timeout);
 
   beforeEach(async () => {
     under = await make();
@@ -78,7 +92,11 @@ export function describeCardReaderContract(
     });
   });
 
-  it('runs a referenced refund and an account check', async () => {
+  it('says what it can do', async () => {
+    expect(host.reader.capabilities).toEqual(can);
+  });
+
+  it('runs a referenced refund and, where it can, an account check', async () => {
     const refund = newTransactionId('refund');
     await host.reader.start({
       ...purchase(refund, 500),
@@ -92,7 +110,37 @@ export function describeCardReaderContract(
     const check = newTransactionId('check');
     await host.reader.start({ ...purchase(check, 0), kind: 'ACCOUNT_CHECK' });
     expect(await resultOf(check)).toMatchObject({
-      result_code: 'SUCCESS',
+      result_code: can.account_check ? 'SUCCESS' : 'NOT_SUPPORTED',
+      details: { authorized_amount: 0 },
+    });
+  });
+
+  itIf(
+    !can.pause_on_customer_identified,
+    'refuses a pause it cannot make, charging nothing',
+    async () => {
+      const id = newTransactionId('nopause');
+      await host.reader.start(purchase(id, 1000, { pause_on_customer_identified: true }));
+      const result = await resultOf(id);
+      expect(result).toMatchObject({
+        phase: 'COMPLETED',
+        result_code: 'NOT_SUPPORTED',
+        details: { authorized_amount: 0 },
+      });
+      expect(result.result_description).toMatch(/customer identification/);
+      expect(await host.reader.lastTransaction()).toMatchObject({
+        transaction_id: id,
+        result_code: 'NOT_SUPPORTED',
+      });
+    },
+  );
+
+  itIf(!can.cashback, 'refuses cashback it cannot pay out, charging nothing', async () => {
+    const id = newTransactionId('nocashback');
+    await host.reader.start(purchase(id, 1000, { cashback_amount: 500 }));
+    expect(await resultOf(id)).toMatchObject({
+      phase: 'COMPLETED',
+      result_code: 'NOT_SUPPORTED',
       details: { authorized_amount: 0 },
     });
   });
@@ -107,28 +155,32 @@ export function describeCardReaderContract(
     });
   });
 
-  it('pauses at the customer-identified point and continues with a new amount', async () => {
-    const id = newTransactionId('pause');
-    await host.reader.start(purchase(id, 1000, { pause_on_customer_identified: true }));
-    const identified = await host.events.waitFor(
-      'customer_identified',
-      (c) => c.transaction_id === id,
-      { timeoutMs: under.timeoutMs },
-    );
-    expect(identified.customer_identity).toBeTruthy();
-    expect(host.events.all('result').some((r) => r.transaction_id === id)).toBe(false);
-    expect(await host.reader.lastTransaction()).toMatchObject({
-      transaction_id: id,
-      phase: 'CUSTOMER_IDENTIFIED',
-    });
-    await host.reader.continue(id, 1500);
-    expect(await resultOf(id)).toMatchObject({
-      result_code: 'SUCCESS',
-      details: { total_amount: 1500 },
-    });
-  });
+  itIf(
+    can.pause_on_customer_identified,
+    'pauses at the customer-identified point and continues with a new amount',
+    async () => {
+      const id = newTransactionId('pause');
+      await host.reader.start(purchase(id, 1000, { pause_on_customer_identified: true }));
+      const identified = await host.events.waitFor(
+        'customer_identified',
+        (c) => c.transaction_id === id,
+        { timeoutMs: under.timeoutMs },
+      );
+      expect(identified.customer_identity).toBeTruthy();
+      expect(host.events.all('result').some((r) => r.transaction_id === id)).toBe(false);
+      expect(await host.reader.lastTransaction()).toMatchObject({
+        transaction_id: id,
+        phase: 'CUSTOMER_IDENTIFIED',
+      });
+      await host.reader.continue(id, 1500);
+      expect(await resultOf(id)).toMatchObject({
+        result_code: 'SUCCESS',
+        details: { total_amount: 1500 },
+      });
+    },
+  );
 
-  it('cancels a running transaction: CANCELLED, nothing charged', async () => {
+  itIf(can.cancel, 'cancels a running transaction: CANCELLED, nothing charged', async () => {
     const id = newTransactionId('cancel');
     await host.reader.start(purchase(id, SLOW));
     await host.events.waitFor('progress', (p) => p.transaction_id === id);
@@ -170,7 +222,7 @@ export function describeCardReaderContract(
     expect(again.details?.reference).toBe(first.details?.reference);
   });
 
-  it('a start repeated while running does not start a second run', async () => {
+  itIf(can.cancel, 'a start repeated while running does not start a second run', async () => {
     const id = newTransactionId('rerun');
     await host.reader.start(purchase(id, SLOW));
     await host.events.waitFor('progress', (p) => p.transaction_id === id);
@@ -200,20 +252,24 @@ export function describeCardReaderContract(
     expect(replayed.details?.reference).toBe(record.details?.reference);
   });
 
-  it('lets a new host continue a transaction that was paused when the host crashed', async () => {
-    const id = newTransactionId('crashpause');
-    await host.reader.start(purchase(id, 2500, { pause_on_customer_identified: true }));
-    await host.events.waitFor('customer_identified', (c) => c.transaction_id === id, {
-      timeoutMs: under.timeoutMs,
-    });
-    await under.crash(host);
-    const restarted = await under.connect();
-    const record = await restarted.reader.lastTransaction();
-    expect(record).toMatchObject({ transaction_id: id, phase: 'CUSTOMER_IDENTIFIED' });
-    expect(record?.details?.customer_identity).toBeTruthy();
-    await restarted.reader.continue(id);
-    expect(await resultOf(id, 0, restarted)).toMatchObject({ result_code: 'SUCCESS' });
-  });
+  itIf(
+    can.pause_on_customer_identified,
+    'lets a new host continue a transaction that was paused when the host crashed',
+    async () => {
+      const id = newTransactionId('crashpause');
+      await host.reader.start(purchase(id, 2500, { pause_on_customer_identified: true }));
+      await host.events.waitFor('customer_identified', (c) => c.transaction_id === id, {
+        timeoutMs: under.timeoutMs,
+      });
+      await under.crash(host);
+      const restarted = await under.connect();
+      const record = await restarted.reader.lastTransaction();
+      expect(record).toMatchObject({ transaction_id: id, phase: 'CUSTOMER_IDENTIFIED' });
+      expect(record?.details?.customer_identity).toBeTruthy();
+      await restarted.reader.continue(id);
+      expect(await resultOf(id, 0, restarted)).toMatchObject({ result_code: 'SUCCESS' });
+    },
+  );
 
   it('answers a status query', async () => {
     const status = await host.reader.status();

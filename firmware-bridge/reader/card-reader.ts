@@ -9,6 +9,7 @@
  * reached the reader: reconcile with `lastTransaction()` before trying anything else.
  */
 import type { z } from 'zod';
+import type { ReaderCapabilities } from '../../protocol/reader-capabilities.js';
 import type {
   CustomerIdentified,
   LastTransactionRecord,
@@ -56,6 +57,8 @@ export type CardReaderEvents = {
 export type CardReaderEvent = keyof CardReaderEvents;
 
 export interface CardReader {
+  /** What this reader can do; the agent reports it, the relay refuses what it cannot. */
+  readonly capabilities: ReaderCapabilities;
   /** Starts a transaction; resolves when the reader acknowledged the command. */
   start(command: ReaderStart): Promise<void>;
   /** Goes on from the customer-identified pause, optionally with a new amount. */

@@ -17,6 +17,10 @@ import { SerialLinkError } from '../serial/errors.js';
 import { SerialLink, type SerialLinkOptions } from '../serial/link.js';
 import type { HostMessage, ReaderMessage } from '../serial/messages.js';
 import { systemTimers, type Timers } from '../../common/clock.js';
+import {
+  NATIVE_READER_CAPABILITIES,
+  type ReaderCapabilities,
+} from '../../protocol/reader-capabilities.js';
 import type {
   CardReader,
   CardReaderEvents,
@@ -43,6 +47,7 @@ export interface ConnectCardReaderOptions extends SerialCardReaderOptions {
 }
 
 export class SerialCardReader extends EventEmitter<CardReaderEvents> implements CardReader {
+  readonly capabilities: ReaderCapabilities = NATIVE_READER_CAPABILITIES;
   private readonly lastQueries: PendingQueries<LastTransactionRecord | undefined>;
   private readonly statusQueries: PendingQueries<ReaderStatus>;
   /** Random per driver, so that answers meant for a previous host session never match. */

@@ -64,6 +64,12 @@ export interface ZvtSessionOptions {
   t4Ms?: number;
   /** The answer to each 04 0F (default 80 00 00). T4 is paused while it is pending. */
   answerStatusInformation?: (info: StatusInformation, command: EcrCommand) => Ack | Promise<Ack>;
+  /**
+   * A 04 0F with a result other than 00 ends the command once answered, without waiting
+   * for 06 0F / 06 1E (CCV A920 sends none; zvt-notes §9). A final message that still
+   * comes is answered as `unexpected`. Default false.
+   */
+  endOnErrorStatusInformation?: boolean;
   timers?: Timers;
 }
 
@@ -89,6 +95,8 @@ export interface ZvtOutcome {
 }
 
 export type ZvtSessionEvents = {
+  /** The PT took the running command (80 00 00, or a PT message in its place). */
+  accepted: [command: EcrCommand['type']];
   'intermediate-status': [message: IntermediateStatus];
   'status-information': [message: StatusInformation];
   'print-line': [message: PrintLine];
@@ -129,6 +137,7 @@ export class ZvtSession extends EventEmitter<ZvtSessionEvents> {
   private readonly answerStatusInformation: NonNullable<
     ZvtSessionOptions['answerStatusInformation']
   >;
+  private readonly endOnErrorStatusInformation: boolean;
   private running: Running | undefined;
   private closedError: ZvtError | undefined;
 
@@ -141,6 +150,7 @@ export class ZvtSession extends EventEmitter<ZvtSessionEvents> {
     this.t4Ms = options.t4Ms ?? 180_000;
     this.timers = options.timers ?? systemTimers;
     this.answerStatusInformation = options.answerStatusInformation ?? (() => positiveAck());
+    this.endOnErrorStatusInformation = options.endOnErrorStatusInformation ?? false;
     channel.on('apdu', this.onApdu);
     channel.once('close', this.onClose);
   }
@@ -232,7 +242,10 @@ export class ZvtSession extends EventEmitter<ZvtSessionEvents> {
       const reason = `${value.type === 'other' ? controlName(value) : value.type} is not a PT message`;
       return this.unexpected(bytes, reason, information ? positiveAck() : negativeAck(0x83));
     }
-    if (running.phase === 'awaiting-ack') running.phase = 'pt-master';
+    if (running.phase === 'awaiting-ack') {
+      running.phase = 'pt-master';
+      this.emit('accepted', running.command.type);
+    }
     this.onPtMessage(running, value);
   };
 
@@ -253,6 +266,7 @@ export class ZvtSession extends EventEmitter<ZvtSessionEvents> {
       return this.finish(running);
     }
     running.phase = 'pt-master';
+    this.emit('accepted', running.command.type);
     this.arm(
       running,
       this.t4Ms,
@@ -284,7 +298,15 @@ export class ZvtSession extends EventEmitter<ZvtSessionEvents> {
         const answer = Promise.resolve()
           .then(() => this.answerStatusInformation(message, running.command))
           .catch(() => positiveAck());
-        running.answering = answer.then((ack) => this.answer(running, ack, true));
+        const ends =
+          this.endOnErrorStatusInformation &&
+          outcome.result.resultCode !== undefined &&
+          outcome.result.resultCode !== 0;
+        running.answering = answer.then((ack) => this.answer(running, ack, !ends));
+        if (ends) {
+          outcome.kind = 'aborted';
+          this.finish(running);
+        }
         return;
       }
       case 'completion':

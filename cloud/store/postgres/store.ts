@@ -19,7 +19,11 @@
  * that decide nothing, go to the pool directly, outside the batches.
  */
 import type pg from 'pg';
-import type { TerminalCommand, TerminalReadings } from '../../../protocol/index.js';
+import type {
+  ReaderCapabilities,
+  TerminalCommand,
+  TerminalReadings,
+} from '../../../protocol/index.js';
 import type { Decide } from '../../transactions/change.js';
 import type {
   CredentialRecord,
@@ -128,6 +132,16 @@ export class PostgresStore implements Store {
     await this.pool.query(
       'INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
       terminalValues(t),
+    );
+  }
+
+  async setReaderCapabilities(terminalId: string, reader: ReaderCapabilities | undefined) {
+    // jsonb_set / `-` keep the other capabilities as they are.
+    await this.pool.query(
+      reader
+        ? `UPDATE terminals SET capabilities = jsonb_set(capabilities::jsonb, '{reader}', $2::jsonb)::text WHERE id = $1`
+        : `UPDATE terminals SET capabilities = (capabilities::jsonb - 'reader')::text WHERE id = $1`,
+      reader ? [terminalId, JSON.stringify(reader)] : [terminalId],
     );
   }
 

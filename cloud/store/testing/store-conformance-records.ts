@@ -4,6 +4,7 @@
  * it across a restart.
  */
 import { expect, it } from 'vitest';
+import { NATIVE_READER_CAPABILITIES } from '../../../protocol/index.js';
 import {
   NOW,
   start,
@@ -40,6 +41,25 @@ export function recordCases(factory: StoreFactory): void {
     );
     const all = await store.readEvents({ accountId: 'acct-1', after: 0, limit: 10 });
     expect(all.map((e) => e.id)).toEqual(['e1']);
+    await store.close();
+  });
+
+  it("keeps what a terminal's card reader can do beside its other capabilities", async () => {
+    const store = await withTerminal(factory);
+    const zvt = { ...NATIVE_READER_CAPABILITIES, protocol: 'zvt' as const, cashback: false };
+    await store.setReaderCapabilities('t-1', zvt);
+    expect((await store.getTerminal('t-1'))?.capabilities).toEqual({
+      printer: true,
+      battery: true,
+      reader: zvt,
+    });
+    await store.setReaderCapabilities('t-1', undefined);
+    expect((await store.getTerminal('t-1'))?.capabilities).toEqual({
+      printer: true,
+      battery: true,
+    });
+    await store.setReaderCapabilities('t-404', zvt);
+    expect(await store.getTerminal('t-404')).toBeUndefined();
     await store.close();
   });
 

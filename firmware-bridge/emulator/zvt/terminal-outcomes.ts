@@ -21,6 +21,7 @@
 import type { EmulatorResultCode, Scenario } from '../scenarios.js';
 import { scenarioFor } from '../scenarios.js';
 import type { BmpValues, TotalsGroup } from '../../zvt/bmp-values.js';
+import { constructed, primitive, type Tlv, type TlvContainer } from '../../zvt/tlv.js';
 
 export const RESULT_CODES = {
   SUCCESS: 0x00,
@@ -141,15 +142,54 @@ export function timeAndDate(now: Date): { time: string; date: string } {
   };
 }
 
+/** TLV 1F12 card technology of an entry mode (zvt-notes §4). */
+const CARD_TECHNOLOGY: Readonly<Record<string, number>> = {
+  MAGNETIC_STRIPE: 0x00,
+  CONTACT_EMV: 0x01,
+  CONTACTLESS_EMV: 0x02,
+};
+/** TLV 1F10 cardholder authentication of a verification. */
+const CARDHOLDER_AUTHENTICATION: Readonly<Record<string, number>> = {
+  NONE: 0x00,
+  SIGNATURE: 0x01,
+  PIN: 0x02,
+  PIN_AND_SIGNATURE: 0x07,
+};
+
+/**
+ * The TLV container of a 04 0F when the ECR activated TLV output: payment type container
+ * 2F {1F12 card technology, 1F10 cardholder authentication} and application 60 {43 AID}.
+ */
+function cardTlv(scenario: Scenario): TlvContainer | undefined {
+  const card = scenario.details.payment_method_details;
+  if (!card) return undefined;
+  const payment: Tlv[] = [];
+  const technology = card.card_entry_mode && CARD_TECHNOLOGY[card.card_entry_mode];
+  if (technology !== undefined) payment.push(primitive(0x1f12, Buffer.from([technology])));
+  const cvm =
+    card.cardholder_verification && CARDHOLDER_AUTHENTICATION[card.cardholder_verification];
+  if (cvm !== undefined) payment.push(primitive(0x1f10, Buffer.from([cvm])));
+  const items: Tlv[] = payment.length > 0 ? [constructed(0x2f, payment)] : [];
+  const aid = card.application_identifier;
+  if (aid && /^(?:[0-9A-F]{2})+$/.test(aid)) {
+    items.push(constructed(0x60, [primitive(0x43, Buffer.from(aid, 'hex'))]));
+  }
+  return items.length > 0 ? { items } : undefined;
+}
+
 /**
  * The 04 0F of a payment or refund: result, amounts and identifiers, and the card fields
- * when a card was read. Fields the notes mark uncertain (3B, 2A, 88) are left out.
+ * when a card was read; with `tlv` (the ECR activated TLV output) also entry mode,
+ * cardholder verification and AID. Fields the notes mark uncertain (3B, 2A, 88) are left
+ * out.
  */
 export function statusInformationOf(
   scenario: Scenario,
   requested: number,
   ids: Identifiers,
+  options: { tlv?: boolean } = {},
 ): BmpValues {
+  const tlv = options.tlv ? cardTlv(scenario) : undefined;
   const card = scenario.details.payment_method_details;
   const approved = scenario.result_code === 'SUCCESS';
   const pan = card?.card_number_merchant;
@@ -168,6 +208,7 @@ export function statusInformationOf(
     terminalId: ids.terminalId,
     ...(cardType === undefined ? {} : { cardType }),
     ...(card?.application_name ? { cardName: card.application_name } : {}),
+    ...(tlv ? { tlv } : {}),
   };
 }
 

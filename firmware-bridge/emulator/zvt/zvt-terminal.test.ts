@@ -65,7 +65,7 @@ describe('emulated ZVT terminal', () => {
     const registered = await session.run(registration());
     expect(registered).toMatchObject({ kind: 'completed' });
     expect(registered.completion?.bmps.map((bmp) => bmp.tag)).toEqual([0x19, 0x29, 0x49]);
-    expect(terminal.registration).toEqual({ config: 0xbe, currency: 978 });
+    expect(terminal.registration).toEqual({ config: 0xbe, tlv: false, currency: 978 });
     const paid = await session.run(authorisation(1234));
     expect(paid).toMatchObject({
       kind: 'completed',

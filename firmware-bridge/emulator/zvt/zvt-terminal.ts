@@ -25,12 +25,18 @@ import { systemTimers, type Timers } from '../../../common/clock.js';
 import { formatAmount } from '../receipts.js';
 import type { ScenarioDelay } from '../scenarios.js';
 import type { Bmp } from '../../zvt/bmp.js';
-import { bmpsFrom, readBmps, TOTALS_GROUPS, totalsBytes, type BmpValues } from '../../zvt/bmp-values.js';
+import {
+  bmpsFrom,
+  readBmps,
+  TOTALS_GROUPS,
+  totalsBytes,
+  type BmpValues,
+} from '../../zvt/bmp-values.js';
 import type { ApduChannel } from '../../zvt/channel.js';
 import { DEFAULT_PASSWORD, EUR } from '../../zvt/command-builders.js';
 import { decimalFromBcd } from '../../zvt/encodings.js';
 import { decodeMessageBytes } from '../../zvt/messages.js';
-import type { EcrCommand, PrintLine } from '../../zvt/message-types.js';
+import type { EcrCommand, PrintLine, Registration } from '../../zvt/message-types.js';
 import { ZvtPtSession, type CommandHandle, type PtSessionOptions } from '../../zvt/pt-session.js';
 import { TerminalJournal } from './terminal-journal.js';
 import {
@@ -84,7 +90,7 @@ export class ZvtTerminalEmulator extends EventEmitter<ZvtTerminalEvents> {
   readonly memory: TerminalMemory;
   private readonly journal: TerminalJournal;
   /** What the last 06 00 set; undefined before it and after 06 02. */
-  registration: { config: number; currency?: number } | undefined;
+  registration: { config: number; tlv: boolean; currency?: number } | undefined;
   private readonly password: string;
   private readonly delayMs: number;
   private readonly terminalId: string;
@@ -153,7 +159,7 @@ export class ZvtTerminalEmulator extends EventEmitter<ZvtTerminalEvents> {
     }
     switch (command.type) {
       case 'registration':
-        return this.register(command.password, command.config, command.currency, handle);
+        return this.register(command, handle);
       case 'log-off':
         this.registration = undefined;
         return handle.acknowledge();
@@ -196,16 +202,14 @@ export class ZvtTerminalEmulator extends EventEmitter<ZvtTerminalEvents> {
     }
   }
 
-  private async register(
-    password: string,
-    config: number,
-    currency: string | undefined,
-    handle: CommandHandle,
-  ) {
+  private async register(command: Registration, handle: CommandHandle) {
+    const { password, config, currency } = command;
     if (password !== this.password) return handle.refuse(ZVT_CODES.functionNotPossible);
     const code = currency === undefined ? undefined : decimalFromBcd(currency);
     await handle.accept();
-    this.registration = { config, ...(code === undefined ? {} : { currency: code }) };
+    // A BMP 06 in the registration (even empty) activates TLV output (zvt-notes §4).
+    const tlv = command.bmps.some((bmp) => bmp.tag === 0x06);
+    this.registration = { config, tlv, ...(code === undefined ? {} : { currency: code }) };
     // In the order of the notes: 19 status byte, 29 TID, 49 currency (echoed only if sent).
     const bmps = [
       ...bmpsFrom({ paymentType: 0x00 }),
@@ -248,7 +252,9 @@ export class ZvtTerminalEmulator extends EventEmitter<ZvtTerminalEvents> {
     }
     const code = RESULT_CODES[scenario.result_code];
     const approved = code === 0;
-    const info = bmpsFrom(statusInformationOf(scenario, amount, ids));
+    const info = bmpsFrom(
+      statusInformationOf(scenario, amount, ids, { tlv: this.registration?.tlv === true }),
+    );
     const receipts = receiptsOf(scenario);
     const scheme = scenario.details.payment_method_details?.card_scheme;
     this.journal.finish(
@@ -265,13 +271,21 @@ export class ZvtTerminalEmulator extends EventEmitter<ZvtTerminalEvents> {
     );
   }
 
-  /** The card dialogue: 04 FF 0A (insert card), half the time, 04 FF 0E (please wait), the rest. */
+  /**
+   * The card dialogue: 04 FF 0A (insert card), half the time, 04 FF 0E (please wait), the
+   * rest. The customer goes on with the card whether or not the ECR still listens: a lost
+   * 04 FF does not stop the payment, whose result is journalled for Repeat Receipt.
+   */
   private async play(ms: number, handle: CommandHandle): Promise<Wait> {
     const verbose = this.configured(0x08);
-    if (verbose) await handle.send({ type: 'intermediate-status', status: 0x0a, bmps: [] });
+    const tell = (status: number) =>
+      verbose
+        ? handle.send({ type: 'intermediate-status', status, bmps: [] }).catch(() => undefined)
+        : undefined;
+    await tell(0x0a);
     const waited = await this.wait(Math.floor(ms / 2), handle);
     if (waited !== 'elapsed') return waited;
-    if (verbose) await handle.send({ type: 'intermediate-status', status: 0x0e, bmps: [] });
+    await tell(0x0e);
     return this.wait(ms - Math.floor(ms / 2), handle);
   }
 

@@ -15,22 +15,23 @@ import { openPort } from '../../transport/open-port.js';
 import type { OpenPort } from '../../transport/port.js';
 import { openPty, type PtyBackend } from '../../transport/pty.js';
 import { openSerialPort } from '../../transport/serial-port.js';
+import type { CardReader } from '../card-reader.js';
 import { ReaderEventLog } from '../reader-events.js';
 import { SerialCardReader } from '../serial-card-reader.js';
 
-export interface ConnectedReader {
-  reader: SerialCardReader;
+export interface ConnectedReader<R extends CardReader = CardReader> {
+  reader: R;
   events: ReaderEventLog;
 }
 
-export interface ReaderUnderTest {
+export interface ReaderUnderTest<R extends CardReader = CardReader> {
   name: string;
   /** How long a test waits for a reader to finish something normal. */
   timeoutMs: number;
   /** A new host link and driver, as an agent starting up. */
-  connect(): Promise<ConnectedReader>;
+  connect(): Promise<ConnectedReader<R>>;
   /** The host dies: its end of the line goes away without a goodbye. */
-  crash(connected: ConnectedReader): Promise<void>;
+  crash(connected: ConnectedReader<R>): Promise<void>;
   close(): Promise<void>;
   /** The emulated firmware, when the reader is one. */
   firmware?: CardReaderFirmware;
@@ -61,7 +62,7 @@ async function pull(stream: Duplex): Promise<void> {
   });
 }
 
-export function emulatedReader(options: EmulatedOptions = {}): ReaderUnderTest {
+export function emulatedReader(options: EmulatedOptions = {}): ReaderUnderTest<SerialCardReader> {
   const firmware = new CardReaderFirmware({
     delayMs: 40,
     ...options.firmware,
@@ -104,7 +105,7 @@ function portReader(
   timeoutMs: number,
   open: () => Promise<OpenPort>,
   extra: { firmware?: CardReaderFirmware; close?: () => Promise<void>; link?: LinkOptions } = {},
-): ReaderUnderTest {
+): ReaderUnderTest<SerialCardReader> {
   const ports = new Map<SerialCardReader, OpenPort>();
   return {
     name,
