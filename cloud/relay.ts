@@ -133,6 +133,8 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       logger: logger.child({ part: 'webhooks' }),
       settings: {
         allowHttp: config.webhookAllowHttp,
+        allowNetworks: config.webhookAllowNetworks,
+        maxPerCredential: config.webhooksPerCredential,
         retryBaseMs: config.webhookRetryBaseMs,
         retryCapMs: config.webhookRetryCapMs,
         disableAfterMs: config.webhookDisableAfterS * 1000,

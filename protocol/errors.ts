@@ -85,6 +85,10 @@ export const ERROR_CATALOGUE = {
       'The next_token points before the oldest event still kept (retention deleted the events in between); start a new read.',
   },
   WEBHOOK_NOT_FOUND: { status: 404, meaning: 'No such webhook for this credential.' },
+  TOO_MANY_WEBHOOKS: {
+    status: 400,
+    meaning: 'The credential has as many webhooks as allowed; delete one first.',
+  },
   TOO_MANY_REQUESTS: {
     status: 429,
     meaning:
