@@ -6,6 +6,7 @@ Commands:
   cloud              run the cloud relay (HTTP API, store, simulated terminals)
   simulator create   create a simulated terminal on a running relay
   terminal create    register a real terminal and write its agent's config file
+  credential revoke  revoke (or rotate) one of the account's credentials on a running relay
   broker mosquitto   write Mosquitto's password and ACL files for the agents (also: broker emqx)
   bridge             bench tools: emulate, monitor, probe, print (tps bridge --help)
   pos <command>      act as a POS: purchase, refund, confirm, get, status, events…
@@ -18,6 +19,7 @@ const commands: Record<string, (argv: string[]) => Promise<void>> = {
   cloud: async (argv) => (await import('../cloud/cli.js')).runCloud(argv),
   simulator: async (argv) => (await import('../cloud/cli.js')).runSimulator(argv),
   terminal: async (argv) => (await import('../cloud/cli.js')).runTerminal(argv),
+  credential: async (argv) => (await import('../cloud/cli.js')).runCredential(argv),
   broker: async (argv) => (await import('../cloud/broker-cli.js')).runBroker(argv),
   bridge: async (argv) => (await import('../firmware-bridge/cli.js')).runBridge(argv),
   pos: async (argv) => (await import('../client/cli.js')).runPos(argv),

@@ -89,6 +89,10 @@ export const ERROR_CATALOGUE = {
     status: 400,
     meaning: 'The credential has as many webhooks as allowed; delete one first.',
   },
+  CREDENTIAL_NOT_FOUND: {
+    status: 404,
+    meaning: 'No such credential in this account.',
+  },
   TOO_MANY_REQUESTS: {
     status: 429,
     meaning:

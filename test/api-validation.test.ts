@@ -57,10 +57,12 @@ const REQUIRED_BODY: Record<string, Record<string, unknown>> = {
   '/terminal/create': {},
   '/event/list': {},
   // A discard-port address: nothing is ever delivered anywhere.
-  '/webhook/create': { url: 'https://127.0.0.1:9/hooks' },
+  '/webhook/create': { url: 'https://receiver.invalid/hooks' },
   '/webhook/list': {},
   '/webhook/delete': { id: UNKNOWN_WEBHOOK },
   '/webhook/enable': { id: UNKNOWN_WEBHOOK },
+  '/credential/revoke': { username: 'no-such-user' },
+  '/credential/rotate': { username: 'no-such-user' },
 };
 
 type Bad = ReadonlyArray<readonly [value: unknown, why: string]>;
@@ -178,6 +180,15 @@ const WEBHOOK_MODE: Bad = [
   ['push', 'unknown'],
   ['STRUCTURED', 'uppercase'],
 ];
+const CREDENTIAL_USERNAME: Bad = [
+  ['', 'empty'],
+  ['u'.repeat(129), 'over 128 characters'],
+  [7, 'a number'],
+];
+const CREDENTIAL_TYPE: Bad = [
+  ['agent', 'lowercase'],
+  ['POS', 'unknown'],
+];
 const WEBHOOK_ID: Bad = [
   ['wh-1', 'too short'],
   ['', 'empty'],
@@ -270,6 +281,14 @@ const FIELD_LIMITS: Record<string, FieldCase[]> = {
   '/webhook/list': [],
   '/webhook/delete': cases('id', WEBHOOK_ID),
   '/webhook/enable': cases('id', WEBHOOK_ID),
+  '/credential/revoke': [
+    ...cases('username', CREDENTIAL_USERNAME),
+    ...cases('type', CREDENTIAL_TYPE),
+  ],
+  '/credential/rotate': [
+    ...cases('username', CREDENTIAL_USERNAME),
+    ...cases('type', CREDENTIAL_TYPE),
+  ],
 };
 
 const requiredBody = (operation: string) => REQUIRED_BODY[operation] ?? {};

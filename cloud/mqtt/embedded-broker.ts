@@ -30,6 +30,10 @@ export interface EmbeddedBroker {
   connectInProcess(): Duplex;
   /** Opens the listener for agents; answers its mqtt://host:port. */
   listen(host: string, port: number): Promise<{ url: string; port: number }>;
+  /** Ends the sessions of a terminal's agent: its credential was revoked or rotated. */
+  disconnectAgent(terminalId: string): void;
+  /** Ends every agent session whose credential changed since it signed in (notices missed). */
+  recheckAgents(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -101,6 +105,8 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
   const dropped = new WeakSet<Buffer>();
   const relayPassword = randomBytes(24).toString('base64url');
   const identities = new WeakMap<Client, MqttIdentity>();
+  /** The stored hash each agent signed in against: a session outlives no change of it. */
+  const signedInWith = new WeakMap<Client, string>();
   // Agents' hashes are Mosquitto's `$7$` (or, made before it, salted SHA-256).
   const secrets = new VerifiedSecretCache(verifyAgentSecret);
   // Checked for unknown terminal ids, so that they answer in the time a known one does.
@@ -144,6 +150,7 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
           if (!hash || !ok) return refuse('agent sign-in refused');
           throttle?.succeeded(username, source);
           identities.set(client, { role: 'agent', terminalId: username });
+          signedInWith.set(client, hash);
           // The relay's own simulated terminals run on its clock, faster than any reader.
           if ((await store.getTerminal(username))?.kind !== 'SIMULATOR') rateLimited.add(client);
           done(null, true);
@@ -216,8 +223,33 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
     ),
   );
 
+  const agentClients = () =>
+    Object.values((broker as unknown as { clients: Record<string, Client> }).clients).flatMap(
+      (client) => {
+        const identity = identities.get(client);
+        return identity?.role === 'agent' ? [{ client, terminalId: identity.terminalId }] : [];
+      },
+    );
+  const end = (client: Client, terminalId: string) => {
+    logger.info({ terminalId, clientId: client.id }, 'agent session ended: credential changed');
+    // Closed without DISCONNECT: its last will tells the relay the terminal went away.
+    client.close();
+  };
+
   return {
     relayCredential: { username: RELAY_USERNAME, password: relayPassword },
+    disconnectAgent(terminalId) {
+      for (const agent of agentClients()) {
+        if (agent.terminalId === terminalId) end(agent.client, terminalId);
+      }
+    },
+    async recheckAgents() {
+      for (const { client, terminalId } of agentClients()) {
+        if ((await store.findAgentCredential(terminalId)) !== signedInWith.get(client)) {
+          end(client, terminalId);
+        }
+      }
+    },
     connectInProcess() {
       const toBroker = new PassThrough();
       const toClient = new PassThrough();
