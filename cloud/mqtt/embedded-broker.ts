@@ -107,6 +107,13 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
   const identities = new WeakMap<Client, MqttIdentity>();
   /** The stored hash each agent signed in against: a session outlives no change of it. */
   const signedInWith = new WeakMap<Client, string>();
+  /**
+   * How often each terminal's credential changed here, and the count an agent's sign-in
+   * began at: a change while its check runs (before aedes lists the client, where
+   * disconnectAgent finds it) refuses or ends that session too.
+   */
+  const changes = new Map<string, number>();
+  const signInBegan = new WeakMap<Client, number>();
   // Agents' hashes are Mosquitto's `$7$` (or, made before it, salted SHA-256).
   const secrets = new VerifiedSecretCache(verifyAgentSecret);
   // Checked for unknown terminal ids, so that they answer in the time a known one does.
@@ -143,11 +150,15 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
         identities.set(client, { role: 'relay' });
         return done(null, true);
       }
+      const began = changes.get(username) ?? 0;
       store
         .findAgentCredential(username)
         .then(async (hash) => {
           const ok = await secrets.verify(username, secret, hash ?? decoy);
-          if (!hash || !ok) return refuse('agent sign-in refused');
+          if (!hash || !ok || (changes.get(username) ?? 0) !== began) {
+            return refuse('agent sign-in refused');
+          }
+          signInBegan.set(client, began);
           throttle?.succeeded(username, source);
           identities.set(client, { role: 'agent', terminalId: username });
           signedInWith.set(client, hash);
@@ -197,6 +208,12 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
     },
   });
 
+  broker.on('client', (client) => {
+    const identity = identities.get(client);
+    if (identity?.role !== 'agent') return;
+    if ((changes.get(identity.terminalId) ?? 0) !== signInBegan.get(client)) client.close();
+  });
+
   broker.on('connectionError', (_client, error) => {
     if (/connect did not arrive in time/.test(error.message)) {
       limited('connect_timeout', {}, 'connection without CONNECT in time closed');
@@ -239,6 +256,7 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
   return {
     relayCredential: { username: RELAY_USERNAME, password: relayPassword },
     disconnectAgent(terminalId) {
+      changes.set(terminalId, (changes.get(terminalId) ?? 0) + 1);
       for (const agent of agentClients()) {
         if (agent.terminalId === terminalId) end(agent.client, terminalId);
       }
