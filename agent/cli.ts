@@ -1,4 +1,5 @@
 /** `tps agent --config FILE` and `tps agent doctor --config FILE`. */
+import { LogFormat, logDestination } from '../common/logging.js';
 import { parseArgs } from 'node:util';
 import { startAgent } from './agent.js';
 import { systemClock } from '../common/clock.js';
@@ -59,7 +60,17 @@ async function runDaemon(file: string): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const logger = createAgentLogger(config.log_level, config.terminal_id);
+  const format = LogFormat.safeParse(process.env.TPS_LOG_FORMAT ?? 'auto');
+  if (!format.success) {
+    process.stderr.write('tps agent: TPS_LOG_FORMAT must be json, pretty or auto\n');
+    process.exitCode = 2;
+    return;
+  }
+  const logger = createAgentLogger(
+    config.log_level,
+    config.terminal_id,
+    logDestination(format.data),
+  );
   const hardware = openHardware(config.reader, config.printer, logger);
   hardware.reader.connect().catch(() => undefined); // logged; retried on use
   const agent = await startAgent(config, {

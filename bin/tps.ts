@@ -12,7 +12,7 @@ Commands:
   pos <command>      act as a POS: purchase, refund, confirm, get, status, events…
   agent              run the terminal agent (--config FILE); 'agent doctor' checks its setup
 
-Run 'tps <command> --help' for the options of a command.
+Run 'tps <command> --help' for the options of a command, 'tps --version' for the release.
 `;
 
 const commands: Record<string, (argv: string[]) => Promise<void>> = {
@@ -28,6 +28,10 @@ const commands: Record<string, (argv: string[]) => Promise<void>> = {
 
 async function main(argv: string[]): Promise<void> {
   const [name, ...rest] = argv;
+  if (name === '--version' || name === '-V' || name === 'version') {
+    process.stdout.write(`tps ${(await import('../common/version.js')).VERSION}\n`);
+    return;
+  }
   const command = name ? commands[name] : undefined;
   if (!command) {
     process.stdout.write(USAGE);

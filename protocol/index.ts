@@ -10,3 +10,4 @@ export * from './events.js';
 export * from './mqtt.js';
 export * from './reader-capabilities.js';
 export * from './credentials.js';
+export * from './currencies.js';

@@ -41,6 +41,8 @@ describe('docs/security.md', () => {
       '### F.',
       '### G.',
       '### H.',
+      '### I.',
+      '### J.',
     ]) {
       expect(doc).toContain(heading);
     }

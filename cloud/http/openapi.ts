@@ -25,9 +25,51 @@ const STATUS_TEXT: Record<number, string> = {
 const jsonSchema = (schema: z.ZodType, io: 'input' | 'output') =>
   z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' });
 
-export function openApiDocument(revision: Revision, publicUrl?: string) {
+const SCHEMAS = '#/components/schemas/';
+
+/**
+ * The answers' schemas, named under `components/schemas`: the shapes many operations share
+ * (Transaction, TerminalStatus, CloudEvent, Error) once, referenced where they recur, and
+ * each operation's answer by its operation id, so that client generators name types well.
+ */
+function responseComponents(revision: Revision) {
   const responses = responseSchemas(revision);
-  const errorSchema = jsonSchema(ErrorResponse, 'output');
+  const named = z.registry<{ id: string }>();
+  named.add(responses.transaction.shape.transaction, { id: 'Transaction' });
+  named.add(responses.status.shape.status, { id: 'TerminalStatus' });
+  named.add(responses.events.shape.events.element, { id: 'CloudEvent' });
+  named.add(ErrorResponse, { id: 'Error' });
+  // Answers shared by several operations (every transaction operation answers
+  // `{ transaction }`) are named by what they hold, e.g. TransactionResponse.
+  for (const [key, schema] of Object.entries(responses)) {
+    named.add(schema, { id: `${key[0]!.toUpperCase()}${key.slice(1)}Response` });
+  }
+  const answers = new Map<string, string>();
+  for (const [path, spec] of Object.entries(OPERATIONS)) {
+    const schema = spec.response(responses);
+    if (!named.has(schema)) named.add(schema, { id: `${operationId(path)}_response` });
+    answers.set(path, named.get(schema)!.id);
+  }
+  const { schemas } = z.toJSONSchema(named, {
+    target: 'draft-2020-12',
+    io: 'output',
+    unrepresentable: 'any',
+    uri: (id) => `${SCHEMAS}${id}`,
+  });
+  // Each component is addressed by its place in the document, not by an `$id` of its own,
+  // and the document's dialect is OpenAPI's.
+  for (const schema of Object.values(schemas) as Array<{ $id?: string; $schema?: string }>) {
+    delete schema.$id;
+    delete schema.$schema;
+  }
+  return { schemas, answers };
+}
+
+const operationId = (path: string) => path.slice(1).replace(/\//g, '_');
+const ref = (id: string) => ({ $ref: `${SCHEMAS}${id}` });
+
+export function openApiDocument(revision: Revision, publicUrl?: string) {
+  const { schemas, answers } = responseComponents(revision);
   const paths: Record<string, unknown> = {};
   for (const [path, spec] of Object.entries(OPERATIONS)) {
     const errorResponses = Object.fromEntries(
@@ -35,14 +77,14 @@ export function openApiDocument(revision: Revision, publicUrl?: string) {
         String(status),
         {
           description: STATUS_TEXT[status] ?? 'Error',
-          content: { 'application/json': { schema: errorSchema } },
+          content: { 'application/json': { schema: ref('Error') } },
         },
       ]),
     );
     paths[path] = {
       post: {
         summary: spec.summary,
-        operationId: path.slice(1).replace(/\//g, '_'),
+        operationId: operationId(path),
         requestBody: {
           required: true,
           content: { 'application/json': { schema: jsonSchema(spec.request, 'input') } },
@@ -50,9 +92,7 @@ export function openApiDocument(revision: Revision, publicUrl?: string) {
         responses: {
           '200': {
             description: 'OK',
-            content: {
-              'application/json': { schema: jsonSchema(spec.response(responses), 'output') },
-            },
+            content: { 'application/json': { schema: ref(answers.get(path)!) } },
           },
           ...errorResponses,
         },
@@ -68,7 +108,10 @@ export function openApiDocument(revision: Revision, publicUrl?: string) {
     },
     servers: [{ url: `${publicUrl ?? ''}${basePath(revision)}` }],
     security: [{ basic: [] }],
-    components: { securitySchemes: { basic: { type: 'http', scheme: 'basic' } } },
+    components: {
+      schemas,
+      securitySchemes: { basic: { type: 'http', scheme: 'basic' } },
+    },
     paths,
   };
 }

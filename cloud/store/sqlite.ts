@@ -35,6 +35,7 @@ import {
   type TransactionRow,
 } from './rows.js';
 import { SqliteChanges } from './sqlite-changes.js';
+import { refuseNewerSchema } from '../../common/schema-version.js';
 import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
 import { SqliteWriter, type WriterThreadUse } from './sqlite-writer.js';
 import { SHARED_SQL, openSqliteFile, toLastReport, type LastReportRow } from './sqlite-writes.js';
@@ -51,7 +52,12 @@ export class SqliteStore implements Store {
     if (file === ':memory:' || file === '') throw new Error('the SQLite store needs a file');
     fs.mkdirSync(path.dirname(file), { recursive: true });
     this.db = openSqliteFile(file);
-    this.migrate();
+    try {
+      this.migrate();
+    } catch (error) {
+      this.db.close();
+      throw error;
+    }
     this.writer = new SqliteWriter(file, this.db, options);
     this.changes = new SqliteChanges(this.db, this.writer);
     const db = this.db;
@@ -91,6 +97,11 @@ export class SqliteStore implements Store {
         .prepare<[], { version: number }>('SELECT version FROM schema_migrations')
         .all()
         .map((r) => r.version),
+    );
+    refuseNewerSchema(
+      `the relay store ${this.db.name}`,
+      Math.max(0, ...applied),
+      Math.max(...SQLITE_MIGRATIONS.map((m) => m.version)),
     );
     for (const migration of SQLITE_MIGRATIONS) {
       if (applied.has(migration.version)) continue;

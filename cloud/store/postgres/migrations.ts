@@ -6,6 +6,7 @@
  * where they are compared or sorted (so they order as SQLite's do); bodies stay the JSON
  * text the store wrote.
  */
+import { refuseNewerSchema } from '../../../common/schema-version.js';
 import type pg from 'pg';
 
 /** pg_advisory_xact_lock key under which migrations run (one database-wide key). */
@@ -117,6 +118,11 @@ export async function migrate(pool: pg.Pool, schema: string | undefined): Promis
       'SELECT version FROM schema_migrations',
     );
     const applied = new Set(rows.map((row) => row.version));
+    refuseNewerSchema(
+      'the relay database',
+      Math.max(0, ...applied),
+      Math.max(...POSTGRES_MIGRATIONS.map((m) => m.version)),
+    );
     for (const migration of POSTGRES_MIGRATIONS) {
       if (applied.has(migration.version)) continue;
       await client.query(migration.sql);
