@@ -332,7 +332,11 @@ async function measureWindow(
 export async function runEvents(options: BenchOptions): Promise<EventsResult> {
   const relay = await startRelayChild({
     simulatorDelayMs: 2000,
-    env: { TPS_WEBHOOK_ALLOW_HTTP: 'true', TPS_EVENT_VENDOR: VENDOR },
+    env: {
+      TPS_WEBHOOK_ALLOW_HTTP: 'true',
+      TPS_WEBHOOK_ALLOW_NETWORKS: '127.0.0.1/32',
+      TPS_EVENT_VENDOR: VENDOR,
+    },
   });
   const pool = new Pool(relay.origin, {
     connections: options.eventsClients,

@@ -7,6 +7,7 @@ Commands:
   simulator create   create a simulated terminal on a running relay
   terminal create    register a real terminal and write its agent's config file
   terminal claim     pair the terminal that shows a pairing code ('tps agent pair')
+  credential revoke  revoke (or rotate) one of the account's credentials on a running relay
   broker mosquitto   write Mosquitto's password and ACL files for the agents (also: broker emqx)
   bridge             bench tools: emulate, monitor, probe, print (tps bridge --help)
   pos <command>      act as a POS: purchase, refund, confirm, get, status, events…
@@ -23,6 +24,7 @@ const commands: Record<string, (argv: string[]) => Promise<void>> = {
     argv[0] === 'claim'
       ? (await import('../cloud/pairing/claim-cli.js')).runTerminalClaim(argv.slice(1))
       : (await import('../cloud/cli.js')).runTerminal(argv),
+  credential: async (argv) => (await import('../cloud/cli.js')).runCredential(argv),
   broker: async (argv) => (await import('../cloud/broker-cli.js')).runBroker(argv),
   bridge: async (argv) => (await import('../firmware-bridge/cli.js')).runBridge(argv),
   pos: async (argv) => (await import('../client/cli.js')).runPos(argv),

@@ -1,10 +1,12 @@
-/** `tps cloud` and `tps simulator create`. */
+/** `tps cloud`, and the account's commands on a running relay: simulator, terminal, credential. */
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import {
   ReaderProtocol,
+  CredentialRevokeResponse,
+  CredentialRotateResponse,
   SimulatorCreateResponse,
   TerminalCreateResponse,
 } from '../protocol/index.js';
@@ -363,4 +365,54 @@ function readerSection(values: {
     ...(password !== undefined ? { password } : {}),
     ...(values['reader-profile'] !== undefined ? { profile: values['reader-profile'] } : {}),
   };
+}
+
+export const CREDENTIAL_USAGE = `Usage: tps credential revoke|rotate USERNAME [--agent] [options]
+
+Revokes or rotates one of the account's credentials on a running relay; every relay on
+the same store stops accepting the old secret at once.
+
+  revoke USERNAME   the credential no longer signs in; an agent's live session ends
+  rotate USERNAME   a new secret replaces the old (printed this once): a terminal's POS
+                    credential, or with --agent its agent's broker credential (write the
+                    new one into the agent config's broker.password)
+  --agent           USERNAME is a terminal id: its agent's broker credential
+  --json            print the relay's answer as JSON
+  --base-url, --username, --password   as for 'tps simulator create'
+
+With an external broker, write its files again afterwards ('tps broker mosquitto', then
+reload Mosquitto; or 'tps broker emqx' and the import) (docs/broker.md): the relay ends
+sessions only at its embedded broker.
+`;
+
+export async function runCredential(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { ...accessOptions, agent: { type: 'boolean' } },
+    allowPositionals: true,
+  });
+  const [action, username] = positionals;
+  if (values.help || (action !== 'revoke' && action !== 'rotate') || !username) {
+    process.stdout.write(CREDENTIAL_USAGE);
+    if (!values.help) process.exitCode = 2;
+    return;
+  }
+  const body = { type: values.agent ? 'AGENT' : 'API', username };
+  const answer = await callRelay(values, `/credential/${action}`, body);
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify(answer)}\n`);
+    return;
+  }
+  if (action === 'revoke') {
+    const { credential } = CredentialRevokeResponse.parse(answer);
+    process.stdout.write(`Credential ${credential.username} revoked.\n`);
+    return;
+  }
+  const { credential } = CredentialRotateResponse.parse(answer);
+  process.stdout.write(
+    `Credential ${credential.username} rotated; the old secret no longer signs in.\n` +
+      `  password ${credential.password}\n(shown this once${
+        credential.type === 'AGENT' ? "; write it into the agent config's broker.password" : ''
+      })\n`,
+  );
 }

@@ -4,6 +4,7 @@
  */
 import { LogFormat } from '../common/logging.js';
 import { z } from 'zod';
+import { parseNetworks } from './events/webhook-target.js';
 
 const port = z.coerce.number().int().min(0).max(65_535);
 const seconds = z.coerce.number().min(0);
@@ -75,6 +76,19 @@ export const CloudConfigSchema = z
       .transform((v) => v === 'true')
       .or(z.boolean())
       .default(false),
+    /** Networks webhooks may reach besides public addresses (webhook-target.ts). */
+    webhookAllowNetworks: z
+      .string()
+      .transform((list, ctx) => {
+        try {
+          return parseNetworks(list);
+        } catch (error) {
+          ctx.addIssue({ code: 'custom', message: (error as Error).message });
+          return z.NEVER;
+        }
+      })
+      .default([]),
+    webhooksPerCredential: z.coerce.number().int().min(1).max(10_000).default(20),
     webhookRetryBaseMs: z.coerce.number().int().min(1).max(600_000).default(1000),
     webhookRetryCapMs: z.coerce.number().int().min(1).max(86_400_000).default(600_000),
     webhookDisableAfterS: seconds.max(30 * 86_400).default(3 * 86_400),
@@ -363,6 +377,16 @@ export const CLOUD_SETTINGS = {
     env: 'TPS_WEBHOOK_ALLOW_HTTP',
     flag: 'webhook-allow-http',
     doc: 'Accept plain http:// webhook endpoints (development only).',
+  },
+  webhookAllowNetworks: {
+    env: 'TPS_WEBHOOK_ALLOW_NETWORKS',
+    flag: 'webhook-allow-networks',
+    doc: 'Non-public networks webhooks may reach (CIDR ranges, comma-separated); others are refused.',
+  },
+  webhooksPerCredential: {
+    env: 'TPS_WEBHOOKS_PER_CREDENTIAL',
+    flag: 'webhooks-per-credential',
+    doc: 'Webhooks one credential may create; beyond, 400 TOO_MANY_WEBHOOKS.',
   },
   webhookRetryBaseMs: {
     env: 'TPS_WEBHOOK_RETRY_BASE_MS',

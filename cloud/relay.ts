@@ -25,6 +25,7 @@ import { EventFeed } from './events/event-feed.js';
 import { EventLog } from './events/event-list.js';
 import { EventRetention } from './events/retention.js';
 import { Webhooks } from './events/webhooks.js';
+import { CredentialAdmin, type CredentialNotice } from './accounts/credentials.js';
 import { RelayAddress } from './http/address.js';
 import { buildHttpServer } from './http/server.js';
 import { loggerOptions } from './logging.js';
@@ -137,6 +138,8 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       logger: partLogger(logger, 'webhooks'),
       settings: {
         allowHttp: config.webhookAllowHttp,
+        allowNetworks: config.webhookAllowNetworks,
+        maxPerCredential: config.webhooksPerCredential,
         retryBaseMs: config.webhookRetryBaseMs,
         retryCapMs: config.webhookRetryCapMs,
         disableAfterMs: config.webhookDisableAfterS * 1000,
@@ -303,6 +306,21 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       partLogger(logger, 'background'),
     );
     started.push(() => background.stop());
+    const authenticator = new Authenticator(store, undefined, {
+      throttle: signInThrottle(config),
+      maxHashing: config.signInHashes,
+      onFailure: (outcome) => metrics.signInFailures.inc({ listener: 'http', outcome }),
+    });
+    // A revoked or rotated credential, here or on another relay: nothing remembers it.
+    const credentialChanged = async (notice: CredentialNotice) => {
+      if (notice.type === 'API') authenticator.forget(notice.username);
+      else broker?.disconnectAgent(notice.username);
+    };
+    const credentials = new CredentialAdmin({ store, bus, clock, changed: credentialChanged });
+    for (const username of bootstrap.replaced) {
+      logger.warn({ username }, 'account credential removed: TPS_ACCOUNT_USERNAME replaces it');
+      await bus.announce({ kind: 'credential', type: 'API', username });
+    }
     // Changes committed by other relays on the same store wake what waits here.
     const unsubscribe = bus.subscribe(
       routeNotices(
@@ -312,10 +330,17 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
             notice.events ? eventFeed.publish(notice.events) : eventFeed.nudge(),
           // Notices were missed: what they would have told is read again, announcements too.
           resync: async () => {
-            await Promise.all([service.resync(), webhooks.reconcile(), placement.reconcile()]);
+            authenticator.forgetAll();
+            await Promise.all([
+              service.resync(),
+              webhooks.reconcile(),
+              placement.reconcile(),
+              broker?.recheckAgents(),
+            ]);
           },
           webhooks: () => webhooks.reconcile(),
           simulator: async (terminalId) => placement.announced(await store.getTerminal(terminalId)),
+          credential: credentialChanged,
         },
         logger,
       ),
@@ -332,11 +357,8 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
 
     const app = buildHttpServer({
       logger,
-      authenticator: new Authenticator(store, undefined, {
-        throttle: signInThrottle(config),
-        maxHashing: config.signInHashes,
-        onFailure: (outcome) => metrics.signInFailures.inc({ listener: 'http', outcome }),
-      }),
+      authenticator,
+      credentials,
       ...(config.trustProxy ? { trustProxy: config.trustProxy } : {}),
       service,
       registry,

@@ -101,6 +101,14 @@ export const ERROR_CATALOGUE = {
       'The pairing code expired before it was claimed (or the paired agent came too late for its credential); pair again.',
   },
   PAIRING_CODE_USED: { status: 409, meaning: 'The pairing code was claimed already.' },
+  TOO_MANY_WEBHOOKS: {
+    status: 400,
+    meaning: 'The credential has as many webhooks as allowed; delete one first.',
+  },
+  CREDENTIAL_NOT_FOUND: {
+    status: 404,
+    meaning: 'No such credential in this account.',
+  },
   TOO_MANY_REQUESTS: {
     status: 429,
     meaning:

@@ -21,6 +21,11 @@ import {
 import type { Revision } from './fields.js';
 import { EventListRequest, WebhookCreateRequest, WebhookIdRequest } from './events.js';
 import { TerminalClaimRequest, TerminalClaimResponse } from './pairing.js';
+import {
+  CredentialRequest,
+  CredentialRevokeResponse,
+  CredentialRotateResponse,
+} from './credentials.js';
 
 type Responses = ReturnType<typeof responseSchemas>;
 
@@ -136,6 +141,20 @@ export const OPERATIONS = {
     request: WebhookIdRequest,
     response: (r) => r.webhook,
     errors: [400, 404, ...AUTH, 500],
+  },
+  '/credential/revoke': {
+    summary:
+      "Revoke one of the account's credentials (API or terminal agent): it stops signing in on every relay, and the agent's live session ends.",
+    request: CredentialRequest,
+    response: () => CredentialRevokeResponse,
+    errors: [400, 403, 404, ...AUTH, 500],
+  },
+  '/credential/rotate': {
+    summary:
+      "Replace the secret of a terminal's API or agent credential; the new one is shown once and the old one stops signing in.",
+    request: CredentialRequest,
+    response: () => CredentialRotateResponse,
+    errors: [400, 403, 404, ...AUTH, 500],
   },
 } as const satisfies Record<string, OperationSpec>;
 

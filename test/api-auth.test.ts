@@ -58,10 +58,12 @@ const validBody = (terminalId: string): Record<string, Record<string, unknown>> 
   '/simulator/create': {},
   '/terminal/create': {},
   '/event/list': { filter: { subject: { eq: terminalId } } },
-  '/webhook/create': { url: 'https://127.0.0.1:9/hooks' },
+  '/webhook/create': { url: 'https://receiver.invalid/hooks' },
   '/webhook/list': {},
   '/webhook/delete': { id: `wh-${'0'.repeat(26)}` },
   '/webhook/enable': { id: `wh-${'0'.repeat(26)}` },
+  '/credential/revoke': { username: 'no-such-user' },
+  '/credential/rotate': { username: 'no-such-user' },
 });
 
 function expectChallenge(res: { headers: Headers }) {
@@ -308,7 +310,7 @@ describe('isolation between credentials', () => {
         ),
       ).toContain('mine');
 
-      const hook = await first.call('/webhook/create', { url: 'https://127.0.0.1:9/hooks' });
+      const hook = await first.call('/webhook/create', { url: 'https://receiver.invalid/hooks' });
       expect(hook.status).toBe(200);
       const id = hook.body.webhook.id as string;
       const listed = await second.call('/webhook/list', {});
@@ -352,10 +354,16 @@ describe('isolation between credentials', () => {
       expect(read.body.transaction.external_id).toBe('mine');
     });
 
-    it('a terminal credential cannot create simulators or terminals (403 FORBIDDEN)', async () => {
+    it('a terminal credential cannot create simulators or terminals, nor revoke or rotate (403 FORBIDDEN)', async () => {
       const { first } = await twoTerminals();
-      for (const operation of ['/simulator/create', '/terminal/create']) {
-        const res = await post(relay.baseUrl, revision, operation, {}, first.credential);
+      const bodies: Record<string, object> = {
+        '/simulator/create': {},
+        '/terminal/create': {},
+        '/credential/revoke': { username: first.credential.username },
+        '/credential/rotate': { username: first.credential.username },
+      };
+      for (const [operation, body] of Object.entries(bodies)) {
+        const res = await post(relay.baseUrl, revision, operation, body, first.credential);
         expectError(res, 403, 'FORBIDDEN');
       }
     });

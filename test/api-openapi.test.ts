@@ -220,7 +220,7 @@ describe('OpenAPI documents', () => {
         limit: 1000,
       });
       const webhook = await record('webhook create', '/webhook/create', {
-        url: 'https://127.0.0.1:9/hooks',
+        url: 'https://receiver.invalid/hooks',
         filter: { type: { eq: 'eu.vendor.api.pos.v0.Transaction' } },
       });
       const webhookId = (webhook.body as { webhook?: { id?: string } }).webhook?.id;

@@ -58,10 +58,12 @@ const REQUIRED_BODY: Record<string, Record<string, unknown>> = {
   '/terminal/claim': { code: 'ZZZZ-ZZZZ' },
   '/event/list': {},
   // A discard-port address: nothing is ever delivered anywhere.
-  '/webhook/create': { url: 'https://127.0.0.1:9/hooks' },
+  '/webhook/create': { url: 'https://receiver.invalid/hooks' },
   '/webhook/list': {},
   '/webhook/delete': { id: UNKNOWN_WEBHOOK },
   '/webhook/enable': { id: UNKNOWN_WEBHOOK },
+  '/credential/revoke': { username: 'no-such-user' },
+  '/credential/rotate': { username: 'no-such-user' },
 };
 
 type Bad = ReadonlyArray<readonly [value: unknown, why: string]>;
@@ -197,6 +199,15 @@ const COHORT: Bad = [
   ['cohort-Front', 'uppercase'],
   ['cohort-', 'empty name'],
 ];
+const CREDENTIAL_USERNAME: Bad = [
+  ['', 'empty'],
+  ['u'.repeat(129), 'over 128 characters'],
+  [7, 'a number'],
+];
+const CREDENTIAL_TYPE: Bad = [
+  ['agent', 'lowercase'],
+  ['POS', 'unknown'],
+];
 const WEBHOOK_ID: Bad = [
   ['wh-1', 'too short'],
   ['', 'empty'],
@@ -296,6 +307,14 @@ const FIELD_LIMITS: Record<string, FieldCase[]> = {
   '/webhook/list': [],
   '/webhook/delete': cases('id', WEBHOOK_ID),
   '/webhook/enable': cases('id', WEBHOOK_ID),
+  '/credential/revoke': [
+    ...cases('username', CREDENTIAL_USERNAME),
+    ...cases('type', CREDENTIAL_TYPE),
+  ],
+  '/credential/rotate': [
+    ...cases('username', CREDENTIAL_USERNAME),
+    ...cases('type', CREDENTIAL_TYPE),
+  ],
 };
 
 const requiredBody = (operation: string) => REQUIRED_BODY[operation] ?? {};

@@ -147,6 +147,40 @@ describe('tps', () => {
     expect(result.stderr).toMatch(/TPS_PAUSE_TIMEOUT_S/);
   });
 
+  it('credential rotate prints a new secret that works, then revoke stops it', async () => {
+    const sim = await relay.newSimulator();
+    const account = {
+      TPS_ACCOUNT_USERNAME: relay.account.username,
+      TPS_ACCOUNT_PASSWORD: relay.account.password,
+    };
+    const status = (password: string) =>
+      posFor(relay, { ...sim, password })
+        .call('/terminal/status', {})
+        .then((r) => r.status);
+    const rotated = await run(
+      ['credential', 'rotate', sim.username, '--base-url', relay.baseUrl],
+      account,
+    );
+    expect(rotated.code).toBe(0);
+    const password = /password (\S+)/.exec(rotated.stdout)?.[1];
+    expect(password).toBeDefined();
+    expect(await status(sim.password)).toBe(401);
+    expect(await status(password!)).toBe(200);
+
+    const revoked = await run(
+      ['credential', 'revoke', sim.username, '--base-url', relay.baseUrl],
+      account,
+    );
+    expect(revoked).toMatchObject({ code: 0, stdout: `Credential ${sim.username} revoked.\n` });
+    expect(await status(password!)).toBe(401);
+    const again = await run(
+      ['credential', 'revoke', sim.username, '--base-url', relay.baseUrl],
+      account,
+    );
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/404.*CREDENTIAL_NOT_FOUND/);
+  });
+
   it('prints usage for no command and for --help', async () => {
     const usage = await run([]);
     expect(usage.code).toBe(0);

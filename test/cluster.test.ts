@@ -53,6 +53,7 @@ describe('two relays on one PostgreSQL and one Mosquitto', () => {
     TPS_PAUSE_TIMEOUT_S: '3',
     TPS_GRACE_PERIOD_S: '4',
     TPS_WEBHOOK_ALLOW_HTTP: 'true',
+    TPS_WEBHOOK_ALLOW_NETWORKS: '127.0.0.1/32',
     ...(process.env.TEST_LOG ? { TPS_LOG_LEVEL: 'debug' } : {}),
   };
   const relays: RelayChild[] = [];

@@ -25,8 +25,25 @@ describe('docs/security.md', () => {
     for (const env of limits) expect(doc, env).toContain(`\`${env}\``);
   });
 
+  it('names the settings that bound webhook targets', () => {
+    for (const env of ['TPS_WEBHOOK_ALLOW_NETWORKS', 'TPS_WEBHOOKS_PER_CREDENTIAL']) {
+      expect(doc, env).toContain(`\`${env}\``);
+    }
+  });
+
   it('has a section per finding hardened', () => {
-    for (const heading of ['### A.', '### B.', '### C.', '### D.', '### E.', '### F.']) {
+    for (const heading of [
+      '### A.',
+      '### B.',
+      '### C.',
+      '### D.',
+      '### E.',
+      '### F.',
+      '### G.',
+      '### H.',
+      '### I.',
+      '### J.',
+    ]) {
       expect(doc).toContain(heading);
     }
   });

@@ -43,6 +43,7 @@ describe('Authenticator', () => {
     let now = 0;
     const auth = new Authenticator(store, () => now);
     expect(await auth.authenticate(basic('pos', 'first-password'))).toEqual({
+      username: 'pos',
       accountId: 'acct-1',
     });
     await put('second-password');
@@ -68,6 +69,18 @@ describe('Authenticator', () => {
     expect(await code(auth.authenticate(basic('late', 'late-password')))).toBe('OK');
     expect(await code(auth.authenticate(basic('late', 'wrong')))).toBe('UNAUTHORIZED');
     expect(await code(auth.authenticate(undefined))).toBe('UNAUTHORIZED');
+    await store.close();
+  });
+
+  it('refuses a credential deleted from the store once told to forget it, within the time it is kept', async () => {
+    const { store } = await storeWithAccount();
+    const auth = new Authenticator(store, () => 0);
+    await auth.authenticate(basic('pos', 'first-password'));
+    await store.deleteCredential('pos');
+    // Remembered: the store is not read again within CREDENTIAL_TTL_MS.
+    expect(await code(auth.authenticate(basic('pos', 'first-password')))).toBe('OK');
+    auth.forget('pos');
+    expect(await code(auth.authenticate(basic('pos', 'first-password')))).toBe('UNAUTHORIZED');
     await store.close();
   });
 });

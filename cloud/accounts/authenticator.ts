@@ -64,6 +64,21 @@ export class Authenticator {
     );
   }
 
+  /**
+   * Forgets a credential read or verified here, so its next use reads the store: after a
+   * revocation or rotation, on this relay or (through the change bus) another.
+   */
+  forget(username: string): void {
+    this.credentials.delete(username);
+    this.cache.forget(username);
+  }
+
+  /** Forgets every credential read or verified (change notices may have been missed). */
+  forgetAll(): void {
+    this.credentials.clear();
+    this.cache.clear();
+  }
+
   private async credential(username: string): Promise<CredentialRecord | undefined> {
     const now = this.now();
     const known = this.credentials.get(username);
@@ -103,6 +118,7 @@ export class Authenticator {
       if (outcome.valid) {
         throttle?.succeeded(username, source);
         return {
+          username,
           accountId: credential!.accountId,
           ...(credential!.terminalId ? { terminalId: credential!.terminalId } : {}),
         };

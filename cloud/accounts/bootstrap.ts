@@ -21,6 +21,11 @@ export interface Bootstrap {
   accountCredential?: { username: string; password: string };
   /** Created at first start; shown once. */
   simulator?: SimulatorCreateResponse;
+  /**
+   * Account credentials removed because TPS_ACCOUNT_USERNAME names another: the one
+   * generated at first start, or a username configured before.
+   */
+  replaced: string[];
 }
 
 export async function bootstrapAccount(
@@ -38,7 +43,7 @@ export async function bootstrapAccount(
     accountId = await store.claimSetting(ACCOUNT_SETTING, candidate);
     firstStart = accountId === candidate;
   }
-  const bootstrap: Bootstrap = { accountId, cohortId: cohortOf(accountId) };
+  const bootstrap: Bootstrap = { accountId, cohortId: cohortOf(accountId), replaced: [] };
   if (config.accountUsername && config.accountPassword) {
     const existing = await store.findCredential(config.accountUsername);
     if (existing && existing.accountId !== accountId) {
@@ -50,6 +55,13 @@ export async function bootstrapAccount(
       accountId,
       createdAt: now,
     });
+    // The configured username is the account's credential: any other account-wide one
+    // (generated at first start, or an earlier username) would otherwise stay valid.
+    for (const other of await store.listCredentials(accountId)) {
+      if (other.terminalId === undefined && other.username !== config.accountUsername) {
+        if (await store.deleteCredential(other.username)) bootstrap.replaced.push(other.username);
+      }
+    }
   } else if (firstStart) {
     const credential = { username: newUsername(), password: newSecret() };
     await store.putCredential({

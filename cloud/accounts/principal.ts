@@ -4,5 +4,7 @@
  */
 export interface Principal {
   accountId: string;
+  /** The credential's username, when it signed in with one. */
+  username?: string;
   terminalId?: string;
 }

@@ -89,6 +89,16 @@ export class VerifiedSecretCache {
     private readonly verifier: (secret: string, stored: string) => Promise<boolean> = verifySecret,
   ) {}
 
+  /** Forgets what was verified for a username (its credential was revoked or rotated). */
+  forget(username: string): void {
+    this.entries.delete(username);
+  }
+
+  /** Forgets everything verified (revocations may have been missed). */
+  clear(): void {
+    this.entries.clear();
+  }
+
   private digest(secret: string): Buffer {
     return createHmac('sha256', this.key).update(secret).digest();
   }

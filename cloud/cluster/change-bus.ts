@@ -18,6 +18,11 @@ export type ChangeNotice =
   | { kind: 'webhooks' }
   /** A simulated terminal was created: the relay that hosts simulators starts it. */
   | { kind: 'simulator'; terminalId: string }
+  /**
+   * A credential was revoked or rotated: what was verified of it is forgotten, and for an
+   * agent's, the sessions it opened end.
+   */
+  | { kind: 'credential'; type: 'API' | 'AGENT'; username: string }
   /** Listening (again) after a gap: changes may have been missed; read again what waits. */
   | { kind: 'resync' };
 

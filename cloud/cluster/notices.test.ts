@@ -15,6 +15,7 @@ function recorder() {
         throw new Error('the deliverers could not be read');
       },
       simulator: async (id) => void seen.push(`simulator ${id}`),
+      credential: async (n) => void seen.push(`credential ${n.type} ${n.username}`),
     },
     pino({ level: 'silent' }),
   );
@@ -29,6 +30,7 @@ describe('routing change notices from other relays', () => {
       { kind: 'events', events: [{ accountId: 'a', subject: 't-1', kind: 'Transaction' }] },
       { kind: 'resync' },
       { kind: 'simulator', terminalId: 't-9' },
+      { kind: 'credential', type: 'AGENT', username: 't-9' },
       { kind: 'command-acked', commandId: 'c-1' },
     ];
     for (const notice of notices) route(notice);
@@ -39,6 +41,7 @@ describe('routing change notices from other relays', () => {
       'events nudge',
       'resync',
       'simulator t-9',
+      'credential AGENT t-9',
     ]);
   });
 

@@ -17,6 +17,8 @@ export interface NoticeHandlers {
   webhooks(): Promise<void>;
   /** A simulated terminal was created elsewhere. */
   simulator(terminalId: string): Promise<void>;
+  /** A credential was revoked or rotated elsewhere: forget it, end its agent's sessions. */
+  credential(notice: ChangeNotice & { kind: 'credential' }): Promise<void>;
 }
 
 /** A bus listener that hands each notice to its handler; a handler's failure is logged. */
@@ -42,6 +44,8 @@ export function routeNotices(
         return void settle(handlers.webhooks(), 'could not bring webhook deliveries in line');
       case 'simulator':
         return void settle(handlers.simulator(notice.terminalId), 'simulator not started');
+      case 'credential':
+        return void settle(handlers.credential(notice), 'could not apply a revoked credential');
       default:
         // Acknowledgements and reports: the outbox and inbox listen for them.
         return;

@@ -7,6 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type * as CloudEvents from 'cloudevents';
+import type * as Undici from 'undici';
 import type { Logger } from 'pino';
 import {
   WEBHOOK_SIGNATURE_HEADER,
@@ -24,14 +25,24 @@ import type { Principal } from '../accounts/principal.js';
 import type { EventFeed } from './event-feed.js';
 import type { EventLog } from './event-list.js';
 import { webhookSignature } from './webhook-signature.js';
+import { RefusedAddress, TargetPolicy, type Network } from './webhook-target.js';
 
 /** The CloudEvents SDK loads with the first delivery: a relay without webhooks never needs it. */
 let cloudEvents: Promise<typeof CloudEvents> | undefined;
 const loadCloudEvents = () => (cloudEvents ??= import('cloudevents'));
+let undici: Promise<typeof Undici> | undefined;
+const loadUndici = () => (undici ??= import('undici'));
 
 export interface WebhookSettings {
   /** Plain http:// endpoints, for development only. */
   allowHttp: boolean;
+  /**
+   * Networks deliveries may reach besides public unicast addresses (webhook-target.ts):
+   * a receiver inside the operator's own network, or on loopback in development.
+   */
+  allowNetworks: readonly Network[];
+  /** Webhooks one credential may hold; beyond, create answers TOO_MANY_WEBHOOKS. */
+  maxPerCredential: number;
   retryBaseMs: number;
   retryCapMs: number;
   disableAfterMs: number;
@@ -58,8 +69,20 @@ const PAGE = 100;
 
 export class Webhooks {
   private readonly deliverers = new Map<string, Deliverer>();
+  readonly policy: TargetPolicy;
+  /** The deliveries' connections, made through the policy's lookup; open while leading. */
+  private dispatcher: Promise<Undici.Agent> | undefined;
 
-  constructor(private readonly options: WebhookOptions) {}
+  constructor(private readonly options: WebhookOptions) {
+    this.policy = new TargetPolicy(options.settings.allowNetworks);
+  }
+
+  /** The connection pool deliveries use: every connection's address passes the policy. */
+  agent(): Promise<Undici.Agent> {
+    return (this.dispatcher ??= loadUndici().then(
+      ({ Agent }) => new Agent({ connect: { lookup: this.policy.lookup } }),
+    ));
+  }
 
   /** Deliveries run only in the leading relay: one deliverer per receiver across relays. */
   private leading = false;
@@ -73,6 +96,9 @@ export class Webhooks {
     this.leading = false;
     await Promise.all([...this.deliverers.values()].map((d) => d.stop()));
     this.deliverers.clear();
+    const dispatcher = this.dispatcher;
+    this.dispatcher = undefined;
+    await (await dispatcher)?.close();
   }
 
   /**
@@ -98,7 +124,17 @@ export class Webhooks {
     if (url.protocol !== 'https:' && !this.options.settings.allowHttp) {
       throw new ApiError('INVALID_REQUEST', 'url: must be an https:// address');
     }
+    if (this.policy.refusesLiteralHost(url)) {
+      throw new ApiError('INVALID_REQUEST', 'url: must name a public address');
+    }
     await this.options.log.scope(principal, request.filter);
+    const { maxPerCredential } = this.options.settings;
+    if ((await this.ownedBy(principal)).length >= maxPerCredential) {
+      throw new ApiError(
+        'TOO_MANY_WEBHOOKS',
+        `this credential has ${maxPerCredential} webhooks, as many as allowed; delete one first`,
+      );
+    }
     const { latest } = await this.options.store.eventBounds();
     const hook: WebhookRecord = {
       id: newWebhookId(),
@@ -124,6 +160,12 @@ export class Webhooks {
       (h) => principal.terminalId === undefined || h.terminalId === principal.terminalId,
     );
     return { webhooks: await Promise.all(visible.map((h) => this.view(h))) };
+  }
+
+  /** The webhooks this credential created: a terminal's own, or the account's own. */
+  private async ownedBy(principal: Principal): Promise<WebhookRecord[]> {
+    const hooks = await this.options.store.listWebhooks(principal.accountId);
+    return hooks.filter((h) => h.terminalId === principal.terminalId);
   }
 
   async delete(principal: Principal, id: string) {
@@ -366,6 +408,11 @@ class Deliverer {
     const body = typeof message.body === 'string' ? message.body : JSON.stringify(message.body);
     const timestamp = Math.floor(this.options.clock.now().getTime() / 1000);
     try {
+      // A literal address never reaches the lookup: net.connect uses it as it is.
+      if (this.hooks.policy.refusesLiteralHost(new URL(hook.url))) {
+        throw new RefusedAddress(new URL(hook.url).hostname);
+      }
+      const { fetch } = await loadUndici();
       const response = await fetch(hook.url, {
         method: 'POST',
         headers: {
@@ -376,12 +423,38 @@ class Deliverer {
         body,
         signal: AbortSignal.timeout(this.options.settings.timeoutMs),
         redirect: 'manual',
+        dispatcher: await this.hooks.agent(),
       });
       await response.body?.cancel();
-      return response.ok ? undefined : `HTTP ${response.status}`;
+      // The status class only: the receiver's own words stay with the receiver.
+      return response.ok ? undefined : `HTTP ${Math.floor(response.status / 100)}xx`;
     } catch (error) {
-      const cause = error instanceof Error ? (error.cause ?? error) : error;
-      return cause instanceof Error ? cause.message : String(cause);
+      const category = failureCategory(error);
+      this.options.logger.debug({ err: error, webhook: hook.id, category }, 'delivery failed');
+      return category;
     }
   }
+}
+
+/**
+ * What a failed delivery tells the webhook's owner: a category, never the text of an
+ * error, which could carry what a host inside the relay's network answered.
+ */
+export type DeliveryFailure = 'refused address' | 'timeout' | 'connection failed';
+
+function failureCategory(error: unknown): DeliveryFailure {
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 5; depth++) {
+    if (cause instanceof RefusedAddress) return 'refused address';
+    const code = (cause as { code?: unknown }).code;
+    if (
+      cause.name === 'TimeoutError' ||
+      code === 'UND_ERR_CONNECT_TIMEOUT' ||
+      code === 'UND_ERR_HEADERS_TIMEOUT' ||
+      code === 'UND_ERR_BODY_TIMEOUT'
+    ) {
+      return 'timeout';
+    }
+    cause = cause.cause;
+  }
+  return 'connection failed';
 }

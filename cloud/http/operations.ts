@@ -7,6 +7,7 @@ import {
   requestedWaitSeconds,
   type ConfirmRequest,
   type ContinueRequest,
+  type CredentialRequest,
   type EventListRequest,
   type GetRequest,
   type OperationPath,
@@ -21,6 +22,7 @@ import {
   type TerminalClaimRequest,
 } from '../../protocol/index.js';
 import type { Pairings } from '../pairing/pairings.js';
+import type { CredentialAdmin } from '../accounts/credentials.js';
 import type { Cancellation } from '../cancellation.js';
 import { ApiError } from '../errors.js';
 import type { TransactionRecord } from '../store/records.js';
@@ -39,6 +41,7 @@ export interface OperationDeps {
   events: EventLog;
   webhooks: Webhooks;
   pairings: Pairings;
+  credentials: CredentialAdmin;
   /** The broker address agents are told to use. */
   agentBrokerUrl: () => string;
   /** Brings a newly created simulated terminal to life. */
@@ -193,6 +196,11 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
         (await deps.webhooks.enable(ctx.principal, body.id)).webhook,
       ),
     }),
+
+    '/credential/revoke': async (body: CredentialRequest, ctx) =>
+      deps.credentials.revoke(ctx.principal, body),
+    '/credential/rotate': async (body: CredentialRequest, ctx) =>
+      deps.credentials.rotate(ctx.principal, body),
 
     '/terminal/create': async (body: { printer?: boolean; battery?: boolean }, ctx) => {
       if (ctx.principal.terminalId !== undefined) {

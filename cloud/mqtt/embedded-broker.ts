@@ -32,6 +32,10 @@ export interface EmbeddedBroker {
   connectInProcess(): Duplex;
   /** Opens the listener for agents; answers its mqtt://host:port, or mqtts:// with TLS. */
   listen(host: string, port: number): Promise<{ url: string; port: number }>;
+  /** Ends the sessions of a terminal's agent: its credential was revoked or rotated. */
+  disconnectAgent(terminalId: string): void;
+  /** Ends every agent session whose credential changed since it signed in (notices missed). */
+  recheckAgents(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -105,6 +109,15 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
   const dropped = new WeakSet<Buffer>();
   const relayPassword = randomBytes(24).toString('base64url');
   const identities = new WeakMap<Client, MqttIdentity>();
+  /** The stored hash each agent signed in against: a session outlives no change of it. */
+  const signedInWith = new WeakMap<Client, string>();
+  /**
+   * How often each terminal's credential changed here, and the count an agent's sign-in
+   * began at: a change while its check runs (before aedes lists the client, where
+   * disconnectAgent finds it) refuses or ends that session too.
+   */
+  const changes = new Map<string, number>();
+  const signInBegan = new WeakMap<Client, number>();
   // Agents' hashes are Mosquitto's `$7$` (or, made before it, salted SHA-256).
   const secrets = new VerifiedSecretCache(verifyAgentSecret);
   // Checked for unknown terminal ids, so that they answer in the time a known one does.
@@ -141,13 +154,18 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
         identities.set(client, { role: 'relay' });
         return done(null, true);
       }
+      const began = changes.get(username) ?? 0;
       store
         .findAgentCredential(username)
         .then(async (hash) => {
           const ok = await secrets.verify(username, secret, hash ?? decoy);
-          if (!hash || !ok) return refuse('agent sign-in refused');
+          if (!hash || !ok || (changes.get(username) ?? 0) !== began) {
+            return refuse('agent sign-in refused');
+          }
+          signInBegan.set(client, began);
           throttle?.succeeded(username, source);
           identities.set(client, { role: 'agent', terminalId: username });
+          signedInWith.set(client, hash);
           // The relay's own simulated terminals run on its clock, faster than any reader.
           if ((await store.getTerminal(username))?.kind !== 'SIMULATOR') rateLimited.add(client);
           done(null, true);
@@ -194,6 +212,12 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
     },
   });
 
+  broker.on('client', (client) => {
+    const identity = identities.get(client);
+    if (identity?.role !== 'agent') return;
+    if ((changes.get(identity.terminalId) ?? 0) !== signInBegan.get(client)) client.close();
+  });
+
   broker.on('connectionError', (_client, error) => {
     if (/connect did not arrive in time/.test(error.message)) {
       limited('connect_timeout', {}, 'connection without CONNECT in time closed');
@@ -238,8 +262,34 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
     ),
   );
 
+  const agentClients = () =>
+    Object.values((broker as unknown as { clients: Record<string, Client> }).clients).flatMap(
+      (client) => {
+        const identity = identities.get(client);
+        return identity?.role === 'agent' ? [{ client, terminalId: identity.terminalId }] : [];
+      },
+    );
+  const end = (client: Client, terminalId: string) => {
+    logger.info({ terminalId, clientId: client.id }, 'agent session ended: credential changed');
+    // Closed without DISCONNECT: its last will tells the relay the terminal went away.
+    client.close();
+  };
+
   return {
     relayCredential: { username: RELAY_USERNAME, password: relayPassword },
+    disconnectAgent(terminalId) {
+      changes.set(terminalId, (changes.get(terminalId) ?? 0) + 1);
+      for (const agent of agentClients()) {
+        if (agent.terminalId === terminalId) end(agent.client, terminalId);
+      }
+    },
+    async recheckAgents() {
+      for (const { client, terminalId } of agentClients()) {
+        if ((await store.findAgentCredential(terminalId)) !== signedInWith.get(client)) {
+          end(client, terminalId);
+        }
+      }
+    },
     connectInProcess() {
       const toBroker = new PassThrough();
       const toClient = new PassThrough();

@@ -318,6 +318,17 @@ export function sqliteWrites(db: Database.Database) {
       ).run(c.username, c.secretHash, c.accountId, c.terminalId ?? null, c.createdAt);
     },
 
+    deleteCredential(username: string): boolean {
+      return db.prepare('DELETE FROM credentials WHERE username = ?').run(username).changes > 0;
+    },
+
+    deleteAgentCredential(terminalId: string): boolean {
+      return (
+        db.prepare('DELETE FROM agent_credentials WHERE terminal_id = ?').run(terminalId).changes >
+        0
+      );
+    },
+
     createTerminal(t: TerminalRecord): void {
       db.prepare(
         'INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at) VALUES (?, ?, ?, ?, ?, ?)',

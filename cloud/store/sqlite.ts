@@ -141,6 +141,23 @@ export class SqliteStore implements Store {
     return row ? toCredential(row) : undefined;
   }
 
+  async listCredentials(accountId: string): Promise<CredentialRecord[]> {
+    return this.db
+      .prepare<[string], CredentialRow>(
+        'SELECT * FROM credentials WHERE account_id = ? ORDER BY username',
+      )
+      .all(accountId)
+      .map(toCredential);
+  }
+
+  deleteCredential(username: string): Promise<boolean> {
+    return this.writer.write({ op: 'deleteCredential', arg: username });
+  }
+
+  deleteAgentCredential(terminalId: string): Promise<boolean> {
+    return this.writer.write({ op: 'deleteAgentCredential', arg: terminalId });
+  }
+
   createTerminal(terminal: TerminalRecord): Promise<void> {
     return this.writer.write({ op: 'createTerminal', arg: terminal });
   }

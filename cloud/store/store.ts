@@ -45,10 +45,16 @@ export interface Store {
   ensureAccount(accountId: string, createdAt: string): Promise<void>;
   putCredential(credential: CredentialRecord): Promise<void>;
   findCredential(username: string): Promise<CredentialRecord | undefined>;
+  /** The account's credentials, its terminals' included. */
+  listCredentials(accountId: string): Promise<CredentialRecord[]>;
+  /** Answers whether there was one. */
+  deleteCredential(username: string): Promise<boolean>;
 
   createTerminal(terminal: TerminalRecord): Promise<void>;
   putAgentCredential(terminalId: string, secretHash: string, createdAt: string): Promise<void>;
   findAgentCredential(terminalId: string): Promise<string | undefined>;
+  /** Answers whether there was one. */
+  deleteAgentCredential(terminalId: string): Promise<boolean>;
   /** The journal and sequence number of the newest report applied from the terminal's agent. */
   lastReport(terminalId: string): Promise<{ journal: string | undefined; seq: number }>;
   /**

@@ -40,6 +40,11 @@ const ChangeSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('report'), terminalId: z.string() }),
   z.object({ kind: z.literal('webhooks') }),
   z.object({ kind: z.literal('simulator'), terminalId: z.string() }),
+  z.object({
+    kind: z.literal('credential'),
+    type: z.enum(['API', 'AGENT']),
+    username: z.string(),
+  }),
   z.object({ kind: z.literal('resync') }),
 ]);
 /** Fails to compile when ChangeNotice gains a member the schema does not know. */

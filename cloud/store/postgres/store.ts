@@ -128,6 +128,29 @@ export class PostgresStore implements Store {
     return rows[0] ? toCredential(rows[0]) : undefined;
   }
 
+  async listCredentials(accountId: string): Promise<CredentialRecord[]> {
+    const { rows } = await this.pool.query<CredentialRow>(
+      'SELECT username, secret_hash, account_id, terminal_id, created_at FROM credentials WHERE account_id = $1 ORDER BY username',
+      [accountId],
+    );
+    return rows.map(toCredential);
+  }
+
+  async deleteCredential(username: string): Promise<boolean> {
+    const { rowCount } = await this.pool.query('DELETE FROM credentials WHERE username = $1', [
+      username,
+    ]);
+    return (rowCount ?? 0) > 0;
+  }
+
+  async deleteAgentCredential(terminalId: string): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      'DELETE FROM agent_credentials WHERE terminal_id = $1',
+      [terminalId],
+    );
+    return (rowCount ?? 0) > 0;
+  }
+
   async createTerminal(t: TerminalRecord): Promise<void> {
     await this.pool.query(
       'INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at) VALUES ($1, $2, $3, $4, $5, $6)',

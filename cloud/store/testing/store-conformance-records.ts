@@ -160,6 +160,9 @@ export function recordCases(factory: StoreFactory): void {
     await store.putAgentCredential('t-1', 'scrypt$a', NOW);
     await store.putAgentCredential('t-1', 'scrypt$b', NOW);
     expect(await store.findAgentCredential('t-1')).toBe('scrypt$b');
+    expect(await store.deleteAgentCredential('t-1')).toBe(true);
+    expect(await store.findAgentCredential('t-1')).toBeUndefined();
+    expect(await store.deleteAgentCredential('t-1')).toBe(false);
     await store.close();
   });
 
@@ -205,6 +208,14 @@ export function recordCases(factory: StoreFactory): void {
     await store.putCredential(credential);
     expect(await store.findCredential('u1')).toEqual(credential);
     expect(await store.findCredential('nobody')).toBeUndefined();
+    const account = { username: 'u0', secretHash: 'sha256$y', accountId: 'acct-1', createdAt: NOW };
+    await store.putCredential(account);
+    expect(await store.listCredentials('acct-1')).toEqual([account, credential]);
+    expect(await store.listCredentials('acct-2')).toEqual([]);
+    expect(await store.deleteCredential('u1')).toBe(true);
+    expect(await store.deleteCredential('u1')).toBe(false);
+    expect(await store.findCredential('u1')).toBeUndefined();
+    expect(await store.listCredentials('acct-1')).toEqual([account]);
     await store.putSetting('k', 'v1');
     await store.putSetting('k', 'v2');
     expect(await store.getSetting('k')).toBe('v2');
