@@ -8,6 +8,8 @@
  *                   └─report◀──┴── heartbeat (status on change and every heartbeat_s)
  * ```
  */
+import { VERSION } from '../common/version.js';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { BackoffOptions } from '../common/backoff.js';
 import { systemClock, systemTimers, type Clock, type Timers } from '../common/clock.js';
@@ -17,8 +19,9 @@ import { Heartbeat } from './heartbeat.js';
 import { Journal } from './journal.js';
 import { AgentLink } from './link.js';
 import type { PrinterPort, ReaderPort } from './ports.js';
+import { partLogger } from '../common/logging.js';
 
-export const AGENT_VERSION = '0.1.0';
+export const AGENT_VERSION = VERSION;
 
 /** Final transactions and commands are forgotten after this long. */
 const JOURNAL_RETENTION_MS = 30 * 86_400_000;
@@ -29,6 +32,11 @@ export interface AgentDeps {
   logger: Logger;
   clock?: Clock;
   timers?: Timers;
+  /**
+   * The byte stream to the broker instead of a connection to `broker.url`: the relay's
+   * hosted simulators join its embedded broker inside the process.
+   */
+  openBrokerStream?: () => Duplex;
   /** Knobs for tests and benches; the defaults suit the field. */
   tuning?: {
     /** Broker reconnect back-off (default 500 ms doubling to 60 s, jittered). */
@@ -68,7 +76,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     ...(printer ? { printer } : {}),
     clock,
     timers,
-    logger: logger.child({ part: 'executor' }),
+    logger: partLogger(logger, 'executor'),
     ack: (commandId, outcome) => wired.link?.ackCommand(commandId, outcome),
     reported: flush,
     ...(tuning.watchMs !== undefined ? { watchMs: tuning.watchMs } : {}),
@@ -79,7 +87,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     reader,
     clock,
     timers,
-    logger: logger.child({ part: 'heartbeat' }),
+    logger: partLogger(logger, 'heartbeat'),
     periodMs: config.heartbeat_s * 1000,
     reported: flush,
   });
@@ -94,10 +102,11 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     journal,
     onCommand: (message) => executor.handle(message),
     onConnectionChange: (connected) => heartbeat.update({ connected }),
-    logger: logger.child({ part: 'link' }),
+    logger: partLogger(logger, 'link'),
     clock,
     timers,
     agentVersion: AGENT_VERSION,
+    ...(deps.openBrokerStream ? { openStream: deps.openBrokerStream } : {}),
     ...(tuning.reconnect ? { backoff: tuning.reconnect } : {}),
     ...(tuning.connectTimeoutMs !== undefined ? { connectTimeoutMs: tuning.connectTimeoutMs } : {}),
     ...(tuning.reportResendMs !== undefined ? { resendMs: tuning.reportResendMs } : {}),

@@ -1,4 +1,5 @@
-/** `tps agent --config FILE` and `tps agent doctor --config FILE`. */
+/** `tps agent --config FILE`, `tps agent doctor --config FILE` and `tps agent pair`. */
+import { LogFormat, logDestination } from '../common/logging.js';
 import { parseArgs } from 'node:util';
 import { startAgent } from './agent.js';
 import { systemClock } from '../common/clock.js';
@@ -6,9 +7,11 @@ import { AgentConfigError, loadAgentConfig } from './config.js';
 import { runDoctor } from './doctor.js';
 import { openHardware } from './hardware.js';
 import { createAgentLogger } from './logging.js';
+import { PairingFailed, pairAgent } from './pair.js';
 
 export const AGENT_USAGE = `Usage: tps agent --config FILE
        tps agent doctor --config FILE
+       tps agent pair --relay URL [--config FILE] [options]
 
 Runs the terminal agent: drives the card reader and receipt printer named in FILE and
 keeps the MQTT link to the relay. FILE is the JSON config that 'tps terminal create --out
@@ -16,13 +19,84 @@ FILE' writes (docs/agent.md documents every field).
 
   doctor        checks the config, the serial ports, the reader, the printer, the broker
                 and the clock, prints a checklist and exits non-zero if a check failed
+  pair          pairs a fresh terminal: shows a code for someone with the account
+                credential to claim ('tps terminal claim CODE'), then writes FILE
+                (see 'tps agent pair --help')
 
 Options:
   --config FILE   the agent's config file (required)
   -h, --help      this text
 `;
 
+export const PAIR_USAGE = `Usage: tps agent pair --relay URL [--config FILE] [options]
+
+Asks the relay for a pairing code, prints it and waits (up to the code's lifetime, 10
+minutes by default) until someone with the account credential claims it:
+  tps terminal claim CODE --name NAME [--cohort cohort-NAME]
+The agent then receives its terminal id and broker credential over HTTPS, writes FILE
+(mode 0600) and exits, telling how to start it; with --start it runs at once.
+
+  --relay URL             the relay's API address, e.g. https://relay.example.com/pos
+                          (https://; http:// only to this machine)
+  --config FILE           where to write the config (default /etc/tps-agent/agent.json;
+                          must not exist)
+  --reader-port PATH      the card reader's serial device (default /dev/ttyACM0)
+  --emulated-reader       use the emulated card reader instead (bench and demo)
+  --data-dir DIR          the agent's journal directory (default /var/lib/tps-agent)
+  --start                 run the agent once paired, in this process
+  -h, --help              this text
+`;
+
+async function runPair(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      relay: { type: 'string' },
+      config: { type: 'string', short: 'c' },
+      'reader-port': { type: 'string' },
+      'emulated-reader': { type: 'boolean' },
+      'data-dir': { type: 'string' },
+      start: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(PAIR_USAGE);
+    return;
+  }
+  if (!values.relay) {
+    process.stderr.write(PAIR_USAGE);
+    process.exitCode = 2;
+    return;
+  }
+  const configFile = values.config ?? '/etc/tps-agent/agent.json';
+  try {
+    await pairAgent({
+      relay: values.relay,
+      configFile,
+      reader: values['emulated-reader']
+        ? { emulated: { state_file: 'emulated-reader.json' } }
+        : { port: values['reader-port'] ?? '/dev/ttyACM0' },
+      ...(values['data-dir'] ? { dataDir: values['data-dir'] } : {}),
+      write: (line) => process.stdout.write(`${line}\n`),
+    });
+  } catch (error) {
+    process.stderr.write(`tps agent pair: ${(error as Error).message}\n`);
+    process.exitCode = error instanceof PairingFailed ? 1 : 3;
+    return;
+  }
+  if (values.start) {
+    await runDaemon(configFile);
+    return;
+  }
+  process.stdout.write(
+    `Start the agent: systemctl enable --now tps-agent (or: tps agent --config ${configFile})\n`,
+  );
+}
+
 export async function runAgent(argv: string[]): Promise<void> {
+  if (argv[0] === 'pair') return runPair(argv.slice(1));
   const doctor = argv[0] === 'doctor';
   const { values, positionals } = parseArgs({
     args: doctor ? argv.slice(1) : argv,
@@ -59,7 +133,17 @@ async function runDaemon(file: string): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const logger = createAgentLogger(config.log_level, config.terminal_id);
+  const format = LogFormat.safeParse(process.env.TPS_LOG_FORMAT ?? 'auto');
+  if (!format.success) {
+    process.stderr.write('tps agent: TPS_LOG_FORMAT must be json, pretty or auto\n');
+    process.exitCode = 2;
+    return;
+  }
+  const logger = createAgentLogger(
+    config.log_level,
+    config.terminal_id,
+    logDestination(format.data),
+  );
   const hardware = openHardware(config.reader, config.printer, logger);
   hardware.reader.connect().catch(() => undefined); // logged; retried on use
   const agent = await startAgent(config, {

@@ -13,6 +13,7 @@ import { emulatedReader } from './emulated-reader.js';
 import type { PrinterPort } from './ports.js';
 import { DriverPrinter } from './printer-adapter.js';
 import { DriverReader, type OpenReaderConnection } from './reader-adapter.js';
+import { partLogger } from '../common/logging.js';
 
 export interface Hardware {
   reader: DriverReader;
@@ -25,7 +26,7 @@ export function openHardware(
   printer: PrinterConfig,
   logger: Logger,
 ): Hardware {
-  const readerLogger = logger.child({ part: 'reader' });
+  const readerLogger = partLogger(logger, 'reader');
   const emulated = reader.emulated
     ? emulatedReader({
         memory: new FileReaderMemory(reader.emulated.state_file),

@@ -9,6 +9,7 @@
  * - outbox:       reports not yet acknowledged by the relay, numbered by an AUTOINCREMENT
  *                 seq that never goes back, across restarts and deletions
  */
+import { refuseNewerSchema } from '../common/schema-version.js';
 import { mkdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
@@ -196,9 +197,7 @@ export class Journal {
     const version = db.pragma('user_version', { simple: true }) as number;
     if (version > SCHEMA_VERSION) {
       db.close();
-      throw new Error(
-        `the journal ${dataDir}/agent.sqlite has schema ${version}, newer than this agent (${SCHEMA_VERSION})`,
-      );
+      refuseNewerSchema(`the journal ${dataDir}/agent.sqlite`, version, SCHEMA_VERSION);
     }
     if (version < SCHEMA_VERSION) {
       db.transaction(() => {

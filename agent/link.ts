@@ -53,6 +53,8 @@ export interface AgentLinkOptions {
   resendMs?: number;
   /** Client id; default `agent-<terminal_id>` (doctor uses another one). */
   clientId?: string;
+  /** The byte stream to the broker; default a connection to `broker.url`. */
+  openStream?: () => Duplex;
 }
 
 /** Outbox rows read per batch when flushing. */
@@ -166,7 +168,7 @@ export class AgentLink {
 
   private openSocket(): Duplex {
     try {
-      return openBrokerSocket(this.options.broker);
+      return this.options.openStream?.() ?? openBrokerSocket(this.options.broker);
     } catch (error) {
       // An unreadable certificate file: this attempt fails, the back-off retries.
       this.options.logger.error({ err: error }, 'cannot open the broker connection');

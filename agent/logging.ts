@@ -4,6 +4,7 @@
  * plus the key material of the broker config.
  */
 import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { partMixin } from '../common/logging.js';
 import { secretRedactor } from '../common/redact.js';
 import { SECRET_FIELDS } from '../protocol/secrets.js';
 
@@ -14,6 +15,7 @@ export function agentLoggerOptions(level: string, terminalId?: string): LoggerOp
     level,
     name: 'tps-agent',
     base: terminalId ? { terminal_id: terminalId } : {},
+    mixin: partMixin,
     hooks: { streamWrite: redactSecrets },
   };
 }

@@ -6,18 +6,23 @@ Commands:
   cloud              run the cloud relay (HTTP API, store, simulated terminals)
   simulator create   create a simulated terminal on a running relay
   terminal create    register a real terminal and write its agent's config file
+  terminal claim     pair the terminal that shows a pairing code ('tps agent pair')
   broker mosquitto   write Mosquitto's password and ACL files for the agents (also: broker emqx)
   bridge             bench tools: emulate, monitor, probe, print (tps bridge --help)
   pos <command>      act as a POS: purchase, refund, confirm, get, status, events…
-  agent              run the terminal agent (--config FILE); 'agent doctor' checks its setup
+  agent              run the terminal agent (--config FILE); 'agent doctor' checks its setup;
+                     'agent pair' pairs a fresh terminal by a code
 
-Run 'tps <command> --help' for the options of a command.
+Run 'tps <command> --help' for the options of a command, 'tps --version' for the release.
 `;
 
 const commands: Record<string, (argv: string[]) => Promise<void>> = {
   cloud: async (argv) => (await import('../cloud/cli.js')).runCloud(argv),
   simulator: async (argv) => (await import('../cloud/cli.js')).runSimulator(argv),
-  terminal: async (argv) => (await import('../cloud/cli.js')).runTerminal(argv),
+  terminal: async (argv) =>
+    argv[0] === 'claim'
+      ? (await import('../cloud/pairing/claim-cli.js')).runTerminalClaim(argv.slice(1))
+      : (await import('../cloud/cli.js')).runTerminal(argv),
   broker: async (argv) => (await import('../cloud/broker-cli.js')).runBroker(argv),
   bridge: async (argv) => (await import('../firmware-bridge/cli.js')).runBridge(argv),
   pos: async (argv) => (await import('../client/cli.js')).runPos(argv),
@@ -26,6 +31,10 @@ const commands: Record<string, (argv: string[]) => Promise<void>> = {
 
 async function main(argv: string[]): Promise<void> {
   const [name, ...rest] = argv;
+  if (name === '--version' || name === '-V' || name === 'version') {
+    process.stdout.write(`tps ${(await import('../common/version.js')).VERSION}\n`);
+    return;
+  }
   const command = name ? commands[name] : undefined;
   if (!command) {
     process.stdout.write(USAGE);

@@ -1,24 +1,13 @@
 /** How `tps pos` shows things to a person: amounts, transactions, statuses, events. */
+import { formatMinorUnits } from '../protocol/currencies.js';
 import type { PosEvent } from './events.js';
 import type { Settlement } from './payment.js';
 import type { AnyTransaction, Revision, TerminalStatusOf } from './types.js';
 
-/** Minor units as major with the currency's decimals: 1000 EUR → `EUR 10.00`, 1000 JPY → `JPY 1000`. */
+/** Minor units as major with the currency's decimals (ISO 4217): 1000 EUR → `EUR 10.00`, 1000 JPY → `JPY 1000`. */
 export function formatAmount(amount: number | undefined, currency: string | undefined): string {
   if (amount === undefined) return '-';
-  const code = currency ?? '';
-  let decimals = 2;
-  try {
-    decimals =
-      new Intl.NumberFormat('en', { style: 'currency', currency: code }).resolvedOptions()
-        .maximumFractionDigits ?? 2;
-  } catch {
-    decimals = 2;
-  }
-  const digits = String(Math.abs(Math.trunc(amount))).padStart(decimals + 1, '0');
-  const whole = decimals > 0 ? digits.slice(0, -decimals) : digits;
-  const fraction = decimals > 0 ? `.${digits.slice(-decimals)}` : '';
-  return `${code} ${amount < 0 ? '-' : ''}${whole}${fraction}`.trim();
+  return formatMinorUnits(amount, currency ?? '').trim();
 }
 
 /** One line: `order-1  PURCHASE  CONFIRMED  SUCCESS  EUR 10.00`. */

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { MemoryJournal, type Journal } from './journal.js';
 import { entry, journalConformance } from './testing/journal-conformance.js';
@@ -26,6 +27,16 @@ journalConformance('SQLite', {
 journalConformance('memory', { open: async () => new MemoryJournal() });
 
 describe('SQLite journal specifics', () => {
+  it('refuses a journal written by a newer release instead of running on it', async () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tps-journal-')), 'pos.sqlite');
+    const journal = new SqliteJournal(file);
+    await journal.close();
+    const db = new Database(file);
+    db.pragma('user_version = 99');
+    db.close();
+    expect(() => new SqliteJournal(file)).toThrow(/schema version 99, newer than this release/);
+  });
+
   it('runs in WAL mode with synchronous=FULL, holding the file exclusively', async () => {
     const journal = new SqliteJournal(tempFile());
     expect(journal.settings()).toEqual({

@@ -14,6 +14,7 @@
  *   payment_log every write, appended in the same commit: an audit trail of what the
  *               POS knew when
  */
+import { refuseNewerSchema } from '../common/schema-version.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -126,6 +127,7 @@ export class SqliteJournal implements Journal {
 
   private migrate(): void {
     const version = this.db.pragma('user_version', { simple: true }) as number;
+    refuseNewerSchema(`the POS journal ${this.file}`, version, MIGRATIONS.length);
     for (let v = version; v < MIGRATIONS.length; v++) {
       this.db.transaction(() => {
         this.db.exec(MIGRATIONS[v]!);

@@ -46,8 +46,6 @@ again after every 'tps terminal create', then reload the broker (it prints how).
 interface AgentCredentials {
   /** Agents whose stored hash the broker reads. */
   users: BrokerUser[];
-  /** How many of them are simulated terminals, whose secret changes at every relay start. */
-  simulated: number;
   /** Agents whose hash was made before the `$7$` format: no broker file can carry them. */
   older: TerminalRecord[];
 }
@@ -55,18 +53,14 @@ interface AgentCredentials {
 async function agentCredentials(store: Store): Promise<AgentCredentials> {
   const users: BrokerUser[] = [];
   const older: TerminalRecord[] = [];
-  let simulated = 0;
   // Simulated terminals played inside the relay (TPS_SIMULATOR_MODE=in-process) have none.
   for (const terminal of await store.listTerminals()) {
     const hash = await store.findAgentCredential(terminal.id);
     if (hash === undefined) continue;
     if (!isBrokerHash(hash)) older.push(terminal);
-    else {
-      users.push({ username: terminal.id, hash });
-      if (terminal.kind === 'SIMULATOR') simulated++;
-    }
+    else users.push({ username: terminal.id, hash });
   }
-  return { users, simulated, older };
+  return { users, older };
 }
 
 function olderWarning(older: TerminalRecord[], broker: string): string {
@@ -81,8 +75,8 @@ function olderWarning(older: TerminalRecord[], broker: string): string {
   ];
   if (simulated.length > 0) {
     lines.push(
-      'Simulated terminals get a new credential at every relay start: restart the relay, then',
-      'run this command again.',
+      'A simulated terminal gets a credential in the new format when a relay next hosts it:',
+      'restart the relay, then run this command again.',
     );
   }
   if (real.length > 0) {
@@ -132,7 +126,7 @@ export async function runBroker(argv: string[]): Promise<void> {
   } finally {
     await backend.close();
   }
-  const { users, simulated, older } = credentials;
+  const { users, older } = credentials;
   if (users.some((u) => u.username === relayUsername)) {
     throw new Error(`the relay username '${relayUsername}' is also a terminal id; choose another`);
   }
@@ -158,10 +152,7 @@ export async function runBroker(argv: string[]): Promise<void> {
     summary +
       (broker === 'mosquitto'
         ? mosquittoHints(credentialsFile, aclFile)
-        : emqxHints(credentialsFile, aclFile)) +
-      (simulated > 0
-        ? `\n${simulated} of the agents are simulated terminals: the relay gives each a new secret at\nevery start, so write the files again (and reload) after every relay start.\n`
-        : ''),
+        : emqxHints(credentialsFile, aclFile)),
   );
   for (const [file] of ownerLost) {
     process.stderr.write(

@@ -132,6 +132,7 @@ TPS_ACCOUNT_USERNAME / TPS_ACCOUNT_PASSWORD; the relay from --base-url or TPS_BA
 `;
 
 export const TERMINAL_USAGE = `Usage: tps terminal create --out FILE [options]
+       tps terminal claim CODE [--name NAME] [--cohort cohort-NAME]   (tps terminal claim --help)
 
 Registers a real terminal on a running relay, writes its agent's config file (with the
 agent's broker credential, shown nowhere else) and prints the terminal id and the POS
@@ -143,6 +144,10 @@ API credential (shown this once). Copy FILE to the terminal as /etc/tps-agent/ag
   --printer-serial PATH   a receipt printer on a serial device
   --printer-tcp HOST:PORT a network receipt printer (port 9100 style)
   --battery               the terminal runs on a battery
+  --broker-ca PATH        the PEM CA bundle the agent checks the broker's certificate
+                          against (a private CA or a self-signed certificate), as its
+                          path on the terminal; relative paths are taken from the
+                          config file's directory. Default: the system's CAs
   --json                  print {terminal_id, username, password, config_file} as JSON
   --base-url, --username, --password   as for 'tps simulator create'
 `;
@@ -157,7 +162,7 @@ const RelayAccess = z.object({
     .min(1, 'an account password is needed (--password or TPS_ACCOUNT_PASSWORD)'),
 });
 
-const accessOptions = {
+export const accessOptions = {
   json: { type: 'boolean' },
   'base-url': { type: 'string' },
   username: { type: 'string' },
@@ -166,7 +171,7 @@ const accessOptions = {
 } as const;
 
 /** Calls an account-level operation of a running relay. */
-async function callRelay(
+export async function callRelay(
   values: { 'base-url'?: string; username?: string; password?: string },
   operation: string,
   body: object,
@@ -229,6 +234,7 @@ export async function runTerminal(argv: string[]): Promise<void> {
       'printer-serial': { type: 'string' },
       'printer-tcp': { type: 'string' },
       battery: { type: 'boolean' },
+      'broker-ca': { type: 'string' },
     },
     allowPositionals: true,
   });
@@ -254,12 +260,22 @@ export async function runTerminal(argv: string[]): Promise<void> {
       battery: values.battery ?? false,
     }),
   );
+  // The terminal is registered by now: its config is written in any case, or its
+  // credentials would be lost.
+  const tls = issued.agent.broker_url.startsWith('mqtts:');
+  const ca = tls ? values['broker-ca'] : undefined;
+  if (values['broker-ca'] !== undefined && !tls) {
+    process.stderr.write(
+      `Warning: the relay hands out ${issued.agent.broker_url} (no TLS): --broker-ca left out of the config.\n`,
+    );
+  }
   const config = {
     terminal_id: issued.terminal_id,
     broker: {
       url: issued.agent.broker_url,
       username: issued.agent.username,
       password: issued.agent.password,
+      ...(ca !== undefined ? { ca } : {}),
     },
     reader: values['emulated-reader']
       ? { emulated: { state_file: 'emulated-reader.json' } }

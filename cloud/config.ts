@@ -2,6 +2,7 @@
  * The relay's configuration: flags override `TPS_*` environment variables, which
  * override the defaults. Checked by zod at start; docs/configuration.md is the table.
  */
+import { LogFormat } from '../common/logging.js';
 import { z } from 'zod';
 
 const port = z.coerce.number().int().min(0).max(65_535);
@@ -32,6 +33,7 @@ export const CloudConfigSchema = z
     logLevel: z
       .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
       .default('info'),
+    logFormat: LogFormat.default('auto'),
     mqttHost: z.string().min(1).optional(),
     mqttPort: port.default(1884),
     mqttUrl: z
@@ -46,6 +48,19 @@ export const CloudConfigSchema = z
     mqttMaxConnections: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
     mqttMaxPayloadBytes: z.coerce.number().int().min(256).max(268_435_455).default(16_384),
     mqttMessagesPerMinute: z.coerce.number().int().min(1).max(1_000_000).default(600),
+    /** The embedded broker's listener speaks TLS (default: when it has a certificate). */
+    mqttTls: z
+      .enum(['true', 'false'])
+      .transform((v) => v === 'true')
+      .or(z.boolean())
+      .optional(),
+    mqttTlsCert: optionalPath,
+    mqttTlsKey: optionalPath,
+    mqttAllowPlaintext: z
+      .enum(['true', 'false'])
+      .transform((v) => v === 'true')
+      .or(z.boolean())
+      .default(false),
     mqttPublicUrl: z
       .string()
       .regex(/^mqtts?:\/\/[^\s]+$/, 'must be an mqtt:// or mqtts:// address')
@@ -75,6 +90,12 @@ export const CloudConfigSchema = z
     signInFailuresPerUser: z.coerce.number().int().min(1).max(1_000_000).default(100),
     /** Slow password hashes checked at once; beyond, 503 SERVICE_BUSY at once. */
     signInHashes: z.coerce.number().int().min(1).max(64).default(2),
+    /** How long a pairing code may be claimed (docs/fleet.md, docs/security.md). */
+    pairingTtlS: seconds.min(10).max(86_400).default(600),
+    /** The pairing limits count in windows this long. */
+    pairingWindowS: seconds.min(1).max(86_400).default(600),
+    pairingPerSource: z.coerce.number().int().min(1).max(100_000).default(10),
+    pairingClaimFailuresPerCredential: z.coerce.number().int().min(1).max(100_000).default(10),
     /**
      * Proxies whose X-Forwarded-For names the client: addresses and CIDR ranges separated
      * by commas (also `loopback`, `linklocal`, `uniquelocal`). Without it the source of
@@ -105,8 +126,76 @@ export const CloudConfigSchema = z
   .refine((c) => (c.accountUsername === undefined) === (c.accountPassword === undefined), {
     message: 'TPS_ACCOUNT_USERNAME and TPS_ACCOUNT_PASSWORD must be set together',
     path: ['accountUsername'],
+  })
+  .refine((c) => (c.mqttTlsCert === undefined) === (c.mqttTlsKey === undefined), {
+    message: 'TPS_MQTT_TLS_CERT and TPS_MQTT_TLS_KEY must be set together',
+    path: ['mqttTlsCert'],
+  })
+  .refine((c) => c.mqttTls !== true || brokerCertificate(c) !== undefined, {
+    message:
+      'needs a certificate: TPS_MQTT_TLS_CERT and TPS_MQTT_TLS_KEY, or the API’s TPS_TLS_CERT and TPS_TLS_KEY',
+    path: ['mqttTls'],
+  })
+  .refine((c) => !plaintextBrokerExposed(c), {
+    error: (issue) => {
+      const c = issue.input as { mqttHost?: string; host: string };
+      return (
+        `the embedded MQTT broker would listen in plain text on ${c.mqttHost ?? c.host}, which ` +
+        'is not loopback, so agent secrets, card tokens and receipts would cross the network ' +
+        'in clear. Give it a certificate (TPS_TLS_CERT and TPS_TLS_KEY, or TPS_MQTT_TLS_CERT ' +
+        'and TPS_MQTT_TLS_KEY), listen on loopback (TPS_MQTT_HOST=127.0.0.1), or, behind a ' +
+        'proxy that terminates TLS or on a private network, set TPS_MQTT_ALLOW_PLAINTEXT=true'
+      );
+    },
+    path: ['mqttAllowPlaintext'],
   });
 export type CloudConfig = z.infer<typeof CloudConfigSchema>;
+
+interface BrokerTlsSettings {
+  tlsCert?: string | undefined;
+  tlsKey?: string | undefined;
+  mqttTls?: boolean | undefined;
+  mqttTlsCert?: string | undefined;
+  mqttTlsKey?: string | undefined;
+}
+
+/**
+ * The certificate of the embedded broker's listener when it speaks TLS: its own files,
+ * else the API's; none when TPS_MQTT_TLS=false.
+ */
+export function brokerCertificate(
+  c: BrokerTlsSettings,
+): { certFile: string; keyFile: string } | undefined {
+  if (c.mqttTls === false) return undefined;
+  if (c.mqttTlsCert && c.mqttTlsKey) return { certFile: c.mqttTlsCert, keyFile: c.mqttTlsKey };
+  if (c.tlsCert && c.tlsKey) return { certFile: c.tlsCert, keyFile: c.tlsKey };
+  return undefined;
+}
+
+/** Loopback addresses and names: what listens there is reachable from this machine only. */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  return (
+    bare === 'localhost' ||
+    bare === '::1' ||
+    /^127(\.\d{1,3}){3}$/.test(bare) ||
+    /^::ffff:127(\.\d{1,3}){3}$/.test(bare)
+  );
+}
+
+/** An embedded broker's plain-text listener on an address others reach, not allowed. */
+function plaintextBrokerExposed(
+  c: BrokerTlsSettings & {
+    mqttUrl?: string | undefined;
+    mqttHost?: string | undefined;
+    host: string;
+    mqttAllowPlaintext: boolean;
+  },
+): boolean {
+  if (c.mqttUrl !== undefined || c.mqttAllowPlaintext) return false;
+  if (brokerCertificate(c) !== undefined) return false;
+  return !isLoopbackHost(c.mqttHost ?? c.host);
+}
 export type CloudConfigInput = z.input<typeof CloudConfigSchema>;
 
 /** Each setting with its environment variable and flag, for parsing and for the docs. */
@@ -180,6 +269,11 @@ export const CLOUD_SETTINGS = {
     doc: 'Public base address without the version segment (default: from host and port).',
   },
   logLevel: { env: 'TPS_LOG_LEVEL', flag: 'log-level', doc: 'pino log level.' },
+  logFormat: {
+    env: 'TPS_LOG_FORMAT',
+    flag: 'log-format',
+    doc: 'json, pretty, or auto: readable lines on a terminal, JSON lines otherwise.',
+  },
   mqttHost: {
     env: 'TPS_MQTT_HOST',
     flag: 'mqtt-host',
@@ -229,6 +323,26 @@ export const CLOUD_SETTINGS = {
     env: 'TPS_MQTT_MESSAGES_PER_MINUTE',
     flag: 'mqtt-messages-per-minute',
     doc: "Messages one terminal's agent may publish per minute (bursts as large); more are dropped.",
+  },
+  mqttTls: {
+    env: 'TPS_MQTT_TLS',
+    flag: 'mqtt-tls',
+    doc: "The embedded broker's listener speaks TLS (mqtts://; TLS 1.2+); default true when it has a certificate (TPS_MQTT_TLS_CERT, else TPS_TLS_CERT).",
+  },
+  mqttTlsCert: {
+    env: 'TPS_MQTT_TLS_CERT',
+    flag: 'mqtt-tls-cert',
+    doc: "PEM certificate file of the embedded broker's TLS listener (default: TPS_TLS_CERT).",
+  },
+  mqttTlsKey: {
+    env: 'TPS_MQTT_TLS_KEY',
+    flag: 'mqtt-tls-key',
+    doc: 'PEM private key file for TPS_MQTT_TLS_CERT.',
+  },
+  mqttAllowPlaintext: {
+    env: 'TPS_MQTT_ALLOW_PLAINTEXT',
+    flag: 'mqtt-allow-plaintext',
+    doc: 'Let the embedded broker listen in plain text on a non-loopback address (behind a proxy that terminates TLS, or a private network); without it such a start is refused.',
   },
   mqttPublicUrl: {
     env: 'TPS_MQTT_PUBLIC_URL',
@@ -289,6 +403,26 @@ export const CLOUD_SETTINGS = {
     env: 'TPS_SIGN_IN_HASHES',
     flag: 'sign-in-hashes',
     doc: 'Password hashes checked at once; beyond, 503 with Retry-After.',
+  },
+  pairingTtlS: {
+    env: 'TPS_PAIRING_TTL_S',
+    flag: 'pairing-ttl-s',
+    doc: 'Seconds a pairing code may be claimed, and a claimed pairing collected by its agent.',
+  },
+  pairingWindowS: {
+    env: 'TPS_PAIRING_WINDOW_S',
+    flag: 'pairing-window-s',
+    doc: 'Pairing attempts are counted in windows of this many seconds.',
+  },
+  pairingPerSource: {
+    env: 'TPS_PAIRING_PER_SOURCE',
+    flag: 'pairing-per-source',
+    doc: 'Codes asked for, and waits with an unknown secret, from one address per window; then 429.',
+  },
+  pairingClaimFailuresPerCredential: {
+    env: 'TPS_PAIRING_CLAIM_FAILURES_PER_CREDENTIAL',
+    flag: 'pairing-claim-failures-per-credential',
+    doc: 'Failed claims of pairing codes by one credential per window; then 429.',
   },
   trustProxy: {
     env: 'TPS_TRUST_PROXY',

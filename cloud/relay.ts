@@ -5,16 +5,18 @@
  * makes them, in an order where each exists before what uses it, and stops them in
  * reverse (docs/architecture.md).
  */
+import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import type { TerminalCommand, TerminalReport } from '../protocol/index.js';
-import { systemClock, type Clock } from '../common/clock.js';
+import { systemClock, systemTimers, type Clock } from '../common/clock.js';
 import { Authenticator } from './accounts/authenticator.js';
 import { bootstrapAccount, type Bootstrap } from './accounts/bootstrap.js';
 import { signInThrottle } from './accounts/sign-in-throttle.js';
 import { BackgroundWork } from './cluster/background.js';
 import { routeNotices } from './cluster/notices.js';
-import type { CloudConfig } from './config.js';
+import { brokerCertificate, type CloudConfig } from './config.js';
+import { Pairings } from './pairing/pairings.js';
 import { prepareDataDir } from './data-dir.js';
 import { ReportInbox } from './delivery/inbox.js';
 import { CommandOutbox } from './delivery/outbox.js';
@@ -47,6 +49,7 @@ import { PrintSpooler } from './terminals/print-spooler.js';
 import { TerminalRegistry } from './terminals/registry.js';
 import { TransactionService } from './transactions/service.js';
 import { supersededCommands } from './transactions/superseded.js';
+import { logDestination, partLogger } from '../common/logging.js';
 
 export const DEFAULT_WAIT_SECONDS = 25;
 
@@ -84,11 +87,12 @@ export interface RelayOptions {
 }
 
 export async function startRelay(config: CloudConfig, options: RelayOptions = {}): Promise<Relay> {
-  const logger = options.logger ?? pino(loggerOptions(config.logLevel));
+  const logger =
+    options.logger ?? pino(loggerOptions(config.logLevel), logDestination(config.logFormat));
   const clock = options.clock ?? systemClock;
   prepareDataDir(config.dataDir, logger, { sqlite: !config.databaseUrl });
   const dataDirLock = config.databaseUrl ? undefined : lockDataDir(config.dataDir);
-  const backend = await openBackend(config, { logger: logger.child({ part: 'store' }) }).catch(
+  const backend = await openBackend(config, { logger: partLogger(logger, 'store') }).catch(
     (error: unknown) => {
       dataDirLock?.release();
       throw error;
@@ -130,7 +134,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       feed: eventFeed,
       log: events,
       clock,
-      logger: logger.child({ part: 'webhooks' }),
+      logger: partLogger(logger, 'webhooks'),
       settings: {
         allowHttp: config.webhookAllowHttp,
         retryBaseMs: config.webhookRetryBaseMs,
@@ -144,19 +148,25 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       clock,
       config.eventRetentionS * 1000,
       () => webhooks.oldestNeeded(),
-      logger.child({ part: 'retention' }),
+      partLogger(logger, 'retention'),
     );
 
     // The links to terminals: agents over MQTT, simulated terminals in process.
+    const certificate = config.mqttUrl ? undefined : brokerCertificate(config);
+    const brokerTls = certificate && {
+      cert: fs.readFileSync(certificate.certFile),
+      key: fs.readFileSync(certificate.keyFile),
+    };
     const broker: EmbeddedBroker | undefined = config.mqttUrl
       ? undefined
       : await startEmbeddedBroker({
           store,
-          logger: logger.child({ part: 'broker' }),
+          logger: partLogger(logger, 'broker'),
           throttle: signInThrottle(config),
           onSignInFailure: (outcome) => metrics.signInFailures.inc({ listener: 'mqtt', outcome }),
           limits: listenerLimits(config),
           onLimit: (limit) => metrics.mqttLimited.inc({ limit }),
+          ...(brokerTls ? { tls: brokerTls } : {}),
         });
     if (broker) started.push(() => broker.close());
     // Relays on one store and one external broker share the agents' traffic.
@@ -170,14 +180,14 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       ...(shared ? { shareGroup: SHARE_GROUP } : {}),
       maxPayloadBytes: config.mqttMaxPayloadBytes,
       clock,
-      logger: logger.child({ part: 'mqtt-link' }),
+      logger: partLogger(logger, 'mqtt-link'),
     });
     const inProcess =
       config.simulatorMode === 'in-process'
         ? new SimulatorHost({
             delayMs: config.simulatorDelayMs,
             clock,
-            logger: logger.child({ part: 'simulator' }),
+            logger: partLogger(logger, 'simulator'),
           })
         : undefined;
     const link = new LinkRouter(store, { SIMULATOR: inProcess ?? mqttLink, AGENT: mqttLink });
@@ -190,13 +200,13 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       obsolete: supersededCommands(store),
       onRemoteChange: (listener) => bus.subscribe(listener),
       clock,
-      logger: logger.child({ part: 'outbox' }),
+      logger: partLogger(logger, 'outbox'),
     });
     const service = new TransactionService({
       store,
       outbox,
       clock,
-      logger: logger.child({ part: 'transactions' }),
+      logger: partLogger(logger, 'transactions'),
       events: eventFeed,
       settings: {
         maxUnconfirmed: config.maxUnconfirmed,
@@ -205,7 +215,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         gracePeriodMs: config.gracePeriodS * 1000,
       },
     });
-    const cardData = new CardDataGuard(logger.child({ part: 'card-data' }), (event) =>
+    const cardData = new CardDataGuard(partLogger(logger, 'card-data'), (event) =>
       metrics.securityEvents.inc({ event }),
     );
     const inbox = new ReportInbox<TerminalReport>({
@@ -213,7 +223,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         service.applyReport(terminalId, cardData.clean(terminalId, report), position),
       onRemoteChange: (listener) => bus.subscribe(listener),
       onOutcome: (outcome) => metrics.reportsApplied.inc({ outcome }),
-      logger: logger.child({ part: 'inbox' }),
+      logger: partLogger(logger, 'inbox'),
     });
     link.listen({
       commandAcked: (terminalId, commandId) => void outbox.acknowledged(terminalId, commandId),
@@ -239,12 +249,28 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       new (await import('./simulator/agent-simulators.js')).AgentSimulators({
         store,
         brokerUrl,
+        ...(brokerTls ? { connectInProcess: () => broker!.connectInProcess() } : {}),
         dataDir: config.dataDir,
         delayMs: config.simulatorDelayMs,
         clock,
-        logger: logger.child({ part: 'simulator' }),
+        logger: partLogger(logger, 'simulator'),
       });
     const registry = new TerminalRegistry(store, clock);
+    const pairings = new Pairings({
+      store,
+      registry,
+      feed: eventFeed,
+      clock,
+      timers: systemTimers,
+      settings: {
+        ttlMs: config.pairingTtlS * 1000,
+        windowMs: config.pairingWindowS * 1000,
+        perSource: config.pairingPerSource,
+        claimFailuresPerCredential: config.pairingClaimFailuresPerCredential,
+      },
+      brokerUrl: () => agentBrokerUrl,
+      logger: logger.child({ part: 'pairing' }),
+    });
     const spooler = new PrintSpooler(clock, (terminalId, contents, commandId) =>
       outbox.queue(terminalId, { type: 'print', command_id: commandId, format: 'PNG', contents }),
     );
@@ -268,7 +294,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
           stop: () => simulators.close(),
         },
       ],
-      logger.child({ part: 'background' }),
+      partLogger(logger, 'background'),
     );
     started.push(() => background.stop());
     // Changes committed by other relays on the same store wake what waits here.
@@ -311,6 +337,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       spooler,
       events,
       webhooks,
+      pairings,
       startSimulator: (terminal) => placement.place(terminal),
       ops: {
         metrics,

@@ -2,70 +2,26 @@
  * `tps bridge` as a person runs it: each command a process of its own
  * (`node --import tsx bin/tps.ts …`), the emulated reader on a real pty.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SerialCardReader } from './reader/serial-card-reader.js';
 import { ReaderEventLog } from './reader/reader-events.js';
 import { newTransactionId } from './reader/testing/readers-under-test.js';
 import type { ProbeReport } from './tools/probe.js';
+import { exited, killStarted, run, start } from './tools/testing/tps-process.js';
 import { openPty, ptySupport } from './transport/pty.js';
 import { openSerialPort } from './transport/serial-port.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const support = await ptySupport();
-
-function tps(args: string[]): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', path.join(root, 'bin/tps.ts'), ...args], {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-}
-
-/** Runs a command to its end. */
-async function run(
-  args: string[],
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = tps(args);
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
-  return { code, stdout, stderr };
-}
-
-const running: ChildProcess[] = [];
-afterEach(() => {
-  for (const child of running.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
-});
+afterEach(killStarted);
 
 /** Starts `tps bridge emulate …` and resolves with the device path it prints. */
-async function emulate(args: string[]): Promise<{ child: ChildProcess; path: string }> {
-  const child = tps(['bridge', 'emulate', ...args]);
-  running.push(child);
-  let stdout = '';
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const devicePath = await new Promise<string>((resolve, reject) => {
-    child.stdout?.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-      const line = stdout.split('\n')[0];
-      if (stdout.includes('\n') && line) resolve(line);
-    });
-    child.once('close', (code) => reject(new Error(`emulate exited ${code}: ${stderr}`)));
-  });
-  return { child, path: devicePath };
+async function emulate(args: string[]) {
+  const started = await start(['bridge', 'emulate', ...args]);
+  return { child: started.child, path: started.firstLine };
 }
-
-const exited = (child: ChildProcess) =>
-  new Promise<number | null>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
-    else child.once('close', resolve);
-  });
 
 describe('tps bridge', () => {
   it('prints its usage, and refuses an unknown command with exit code 2', async () => {
@@ -142,19 +98,12 @@ describe('tps bridge', () => {
 
       it('monitor --between forwards both ways and prints the frames of each direction', async () => {
         const emulator = await emulate(['--delay-ms', '50']);
-        const monitor = tps(['bridge', 'monitor', '--between', emulator.path, 'pty']);
-        running.push(monitor);
-        let out = '';
-        const hostSide = await new Promise<string>((resolve) => {
-          monitor.stdout?.on('data', (chunk: Buffer) => {
-            out += chunk.toString();
-            const line = out.split('\n')[0];
-            if (out.includes('\n') && line) resolve(line);
-          });
-        });
+        const monitor = await start(['bridge', 'monitor', '--between', emulator.path, 'pty']);
+        const hostSide = monitor.firstLine;
         const probe = await run(['bridge', 'probe', hostSide]);
         expect(probe.code).toBe(0);
         await new Promise((resolve) => setTimeout(resolve, 200));
+        const out = monitor.output();
         expect(out).toMatch(/host→reader\s+B→A\s+DATA #\d+ SYN\s+status\.query/);
         expect(out).toMatch(
           /reader→host\s+A→B\s+DATA #\d+.*status\.report \{.*"battery_percentage":80/,

@@ -3,17 +3,22 @@
  * subcommand is a thin shell around a function in tools/ or printer/.
  */
 import { parseArgs } from 'node:util';
+import { integer, takeProtocol, untilStopped } from './tools/cli-args.js';
 import { startEmulator } from './tools/emulate.js';
 import { monitorBetween, monitorPort } from './tools/monitor.js';
 import { probeReader, probeText } from './tools/probe.js';
+import type * as ZvtCli from './tools/zvt-cli.js';
+import { ZVT_USAGE } from './tools/zvt-usage.js';
 import { openPort } from './transport/open-port.js';
 import type { OpenPort } from './transport/port.js';
 import { openPty } from './transport/pty.js';
 
 export const BRIDGE_USAGE = `Usage: tps bridge <command> [options]
 
-Bench tools for card readers and receipt printers (docs/bench-tools.md).
-PORT is a serial port path (/dev/ttyUSB0, /dev/pts/4, COM3) or tcp://HOST:PORT.
+Bench tools for card readers, ZVT payment terminals and receipt printers
+(docs/bench-tools.md, docs/zvt.md). PORT is a serial port path (/dev/ttyUSB0,
+/dev/pts/4, COM3) or tcp://HOST:PORT. emulate, monitor and probe speak the card
+reader's own protocol unless --protocol zvt.
 
   emulate [--state FILE] [--delay-ms N]   run the emulated card reader on a new pty, print
           [--port PORT] [--baud N]        the device path it serves, run until Ctrl-C;
@@ -26,12 +31,27 @@ PORT is a serial port path (/dev/ttyUSB0, /dev/pts/4, COM3) or tcp://HOST:PORT.
                                           transaction; exit code 0 if it does, 1 if not
   print PORT FILE.png [options]           print a PNG on a receipt printer
                                           ('tps bridge print --help')
-`;
+
+${ZVT_USAGE}`;
+
+type ZvtTools = typeof ZvtCli;
+
+/** A command per protocol; the ZVT ones are loaded only when asked for. */
+const byProtocol =
+  (
+    native: (argv: string[]) => Promise<void>,
+    zvt: (tools: ZvtTools) => (argv: string[]) => Promise<void>,
+  ) =>
+  async (argv: string[]): Promise<void> => {
+    const { protocol, rest } = takeProtocol(argv);
+    if (protocol === 'native') return native(rest);
+    return zvt(await import('./tools/zvt-cli.js'))(rest);
+  };
 
 const commands: Record<string, (argv: string[]) => Promise<void>> = {
-  emulate: runEmulate,
-  monitor: runMonitor,
-  probe: runProbe,
+  emulate: byProtocol(runEmulate, (tools) => tools.runZvtEmulate),
+  monitor: byProtocol(runMonitor, (tools) => tools.runZvtMonitor),
+  probe: byProtocol(runProbe, (tools) => tools.runZvtProbe),
   print: async (argv) => (await import('./printer/cli.js')).runBridgePrint(argv),
 };
 
@@ -177,33 +197,4 @@ async function runProbe(argv: string[]): Promise<void> {
 
 function usage(): void {
   process.stdout.write(BRIDGE_USAGE);
-}
-
-function integer(
-  flag: string,
-  text: string | undefined,
-  min: number,
-  max = Number.MAX_SAFE_INTEGER,
-) {
-  if (text === undefined) return undefined;
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new Error(
-      `${flag} must be a whole number from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ''}, not '${text}'`,
-    );
-  }
-  return value;
-}
-
-/** Resolves on Ctrl-C or SIGTERM. */
-function untilStopped(): Promise<void> {
-  return new Promise((resolve) => {
-    const stop = () => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve();
-    };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
 }

@@ -85,10 +85,21 @@ export const ERROR_CATALOGUE = {
       'The next_token points before the oldest event still kept (retention deleted the events in between); start a new read.',
   },
   WEBHOOK_NOT_FOUND: { status: 404, meaning: 'No such webhook for this credential.' },
+  PAIRING_NOT_FOUND: {
+    status: 404,
+    meaning:
+      'No terminal waits with this pairing code, or no pairing was started with this secret.',
+  },
+  PAIRING_EXPIRED: {
+    status: 410,
+    meaning:
+      'The pairing code expired before it was claimed (or the paired agent came too late for its credential); pair again.',
+  },
+  PAIRING_CODE_USED: { status: 409, meaning: 'The pairing code was claimed already.' },
   TOO_MANY_REQUESTS: {
     status: 429,
     meaning:
-      'Too many failed sign-ins for this username or from this address; wait for Retry-After.',
+      'Too many failed sign-ins for this username or from this address, or too many pairing attempts; wait for Retry-After.',
   },
   SERVICE_BUSY: {
     status: 503,

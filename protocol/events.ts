@@ -7,7 +7,7 @@ import { TerminalId, WaitSeconds, type Revision } from './fields.js';
 import { terminalStatusSchema } from './terminal-status.js';
 import { transactionSchema } from './transaction.js';
 
-export const EVENT_KINDS = ['Transaction', 'TerminalStatus'] as const;
+export const EVENT_KINDS = ['Transaction', 'TerminalStatus', 'TerminalPaired'] as const;
 export type EventKind = (typeof EVENT_KINDS)[number];
 
 /** Event type names keep `v0` on every revision; the vendor part is configurable. */
@@ -19,6 +19,17 @@ export const CohortId = z.string().regex(/^cohort-[0-9a-z-]{1,120}$/);
 export const EventSubject = z.union([TerminalId, CohortId], {
   error: 'must be a terminal id or a cohort id (cohort-…)',
 });
+
+/** A pairing code was claimed: a new terminal, its name and cohort, and who claimed it. */
+export const TerminalPaired = z.object({
+  terminal_id: TerminalId,
+  name: z.string(),
+  cohort: z.string().optional(),
+  /** The username of the credential that claimed the code. */
+  claimed_by: z.string(),
+  paired_at: z.string(),
+});
+export type TerminalPaired = z.infer<typeof TerminalPaired>;
 
 const EventTime = z
   .string()
@@ -46,6 +57,11 @@ export function cloudEventSchema(revision: Revision) {
       ...common,
       type: z.string().regex(/\.api\.pos\.v0\.TerminalStatus$/),
       data: terminalStatusSchema(revision),
+    }),
+    z.object({
+      ...common,
+      type: z.string().regex(/\.api\.pos\.v0\.TerminalPaired$/),
+      data: TerminalPaired,
     }),
   ]);
 }

@@ -9,3 +9,5 @@ export * from './operations.js';
 export * from './events.js';
 export * from './mqtt.js';
 export * from './reader-capabilities.js';
+export * from './currencies.js';
+export * from './pairing.js';

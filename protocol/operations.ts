@@ -19,6 +19,7 @@ import {
 } from './api.js';
 import type { Revision } from './fields.js';
 import { EventListRequest, WebhookCreateRequest, WebhookIdRequest } from './events.js';
+import { TerminalClaimRequest, TerminalClaimResponse } from './pairing.js';
 
 type Responses = ReturnType<typeof responseSchemas>;
 
@@ -89,6 +90,13 @@ export const OPERATIONS = {
     request: TerminalCreateRequest,
     response: (r) => r.terminalCreated,
     errors: [400, 403, ...AUTH, 500],
+  },
+  '/terminal/claim': {
+    summary:
+      'Claim the pairing code a new terminal shows: it joins this account with the name and cohort given; answers its POS credential (password shown once).',
+    request: TerminalClaimRequest,
+    response: () => TerminalClaimResponse,
+    errors: [400, 403, 404, 409, 410, ...AUTH, 500],
   },
   '/simulator/create': {
     summary: 'Create a simulated terminal; the password is shown this once.',

@@ -7,7 +7,8 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import formatsPlugin from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OPERATIONS } from '../protocol/index.js';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { OPERATIONS, PAIRING_OPERATIONS } from '../protocol/index.js';
 import { REVISIONS, send, smallPngBase64, type Rev } from './support/api.js';
 import { basicAuth, post, posFor, startTestRelay, type TestRelay } from './support/relay.js';
 
@@ -17,6 +18,7 @@ const addFormats = ((formatsPlugin as unknown as { default?: unknown }).default 
 
 interface OpenApiDocument {
   openapi: string;
+  components: { schemas: Record<string, object> };
   info: { version: string };
   servers: Array<{ url: string }>;
   paths: Record<
@@ -35,6 +37,13 @@ interface Observed {
   status: number;
   body: unknown;
   label: string;
+}
+
+/** `value` with its references to the document's components pointing at an ajv schema of them. */
+function rebased<T>(value: T): T {
+  return JSON.parse(
+    JSON.stringify(value).replaceAll('"#/components/schemas/', '"components#/$defs/'),
+  ) as T;
 }
 
 /** Every timestamp member of a transaction or terminal status. */
@@ -75,7 +84,7 @@ describe('OpenAPI documents', () => {
         const schema =
           doc.paths[path]?.post.responses[String(status)]?.content?.['application/json'].schema;
         if (!schema) return undefined;
-        validators.set(key, ajv.compile(schema));
+        validators.set(key, ajv.compile(rebased(schema)));
       }
       return validators.get(key);
     }
@@ -86,6 +95,7 @@ describe('OpenAPI documents', () => {
       expect(res.headers.get('content-type')).toMatch(/^application\/json/);
       doc = (await res.json()) as OpenApiDocument;
       ajv = addFormats(new Ajv2020({ allErrors: true, strict: true }));
+      ajv.addSchema({ $id: 'components', $defs: rebased(doc.components.schemas) });
 
       // A full run: every operation, the revision's success shapes and its errors.
       const sim = await relay.newSimulator();
@@ -267,10 +277,13 @@ describe('OpenAPI documents', () => {
       expect(doc.openapi).toMatch(/^3\.1\.\d+$/);
       expect(doc.info.version).toBe(revision);
       expect(doc.servers[0]?.url).toMatch(new RegExp(`/pos/${revision}$`));
-      expect(Object.keys(doc.paths).sort()).toEqual(Object.keys(OPERATIONS).sort());
+      expect(Object.keys(doc.paths).sort()).toEqual(
+        [...Object.keys(OPERATIONS), ...Object.keys(PAIRING_OPERATIONS)].sort(),
+      );
       for (const [path, item] of Object.entries(doc.paths)) {
         expect(item.post.responses['200'], path).toBeDefined();
-        expect(item.post.responses['401'], path).toBeDefined();
+        // The agent's pairing operations ask for no credential (it has none yet).
+        if (!(path in PAIRING_OPERATIONS)) expect(item.post.responses['401'], path).toBeDefined();
         expect(item.post.responses['500'], path).toBeDefined();
       }
     });
@@ -455,11 +468,27 @@ describe('OpenAPI documents', () => {
       ),
     );
     const getSchema = (doc: OpenApiDocument | undefined) =>
-      JSON.stringify(
-        doc?.paths['/transaction/get']?.post.responses['200']?.content?.['application/json'].schema,
-      );
+      JSON.stringify(doc?.components.schemas.Transaction);
     expect(getSchema(v0)).toContain('refundable_amount');
     expect(getSchema(v1)).toContain('extra_amounts');
     expect(getSchema(v0)).not.toContain('extra_amounts');
+  });
+
+  it('are valid OpenAPI 3.1, with the shared shapes named once and referenced', async () => {
+    for (const revision of REVISIONS) {
+      const doc = (await (
+        await fetch(`${relay.baseUrl}/${revision}/openapi.json`)
+      ).json()) as OpenApiDocument;
+      const checked = await new Validator().validate(doc as unknown as Record<string, unknown>);
+      expect(checked.errors ?? [], revision).toEqual([]);
+      expect(checked.valid).toBe(true);
+      expect(Object.keys(doc.components.schemas)).toEqual(
+        expect.arrayContaining(['Transaction', 'TerminalStatus', 'CloudEvent', 'Error']),
+      );
+      // A transaction's shape is written once: its members appear only in its component.
+      const text = JSON.stringify(doc);
+      expect(text.split('"refundable_amount"').length - 1, revision).toBe(1);
+      expect(text).toContain('"$ref":"#/components/schemas/Transaction"');
+    }
   });
 });

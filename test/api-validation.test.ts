@@ -55,6 +55,7 @@ const REQUIRED_BODY: Record<string, Record<string, unknown>> = {
   '/terminal/print': { contents: PNG_BASE64, format: 'PNG', terminal_id: UNKNOWN_TERMINAL },
   '/simulator/create': {},
   '/terminal/create': {},
+  '/terminal/claim': { code: 'ZZZZ-ZZZZ' },
   '/event/list': {},
   // A discard-port address: nothing is ever delivered anywhere.
   '/webhook/create': { url: 'https://127.0.0.1:9/hooks' },
@@ -178,6 +179,24 @@ const WEBHOOK_MODE: Bad = [
   ['push', 'unknown'],
   ['STRUCTURED', 'uppercase'],
 ];
+const PAIRING_CODE: Bad = [
+  ['', 'empty'],
+  ['IL0O-1234', 'letters of the ambiguous kind'],
+  ['ZZZZ-ZZZ', '7 characters'],
+  ['ZZZZ-ZZZZ-Z', '9 characters'],
+  [12345678, 'a number'],
+];
+const TERMINAL_NAME: Bad = [
+  ['', 'empty'],
+  ['x'.repeat(65), '65 characters'],
+  ['front\ntill', 'a control character'],
+  [1, 'a number'],
+];
+const COHORT: Bad = [
+  ['front', 'without cohort-'],
+  ['cohort-Front', 'uppercase'],
+  ['cohort-', 'empty name'],
+];
 const WEBHOOK_ID: Bad = [
   ['wh-1', 'too short'],
   ['', 'empty'],
@@ -252,6 +271,13 @@ const FIELD_LIMITS: Record<string, FieldCase[]> = {
   ],
   '/simulator/create': [],
   '/terminal/create': [...cases('printer', BOOLEAN), ...cases('battery', BOOLEAN)],
+  '/terminal/claim': [
+    ...cases('code', PAIRING_CODE),
+    ...cases('name', TERMINAL_NAME),
+    ...cases('cohort', COHORT),
+    ...cases('printer', BOOLEAN),
+    ...cases('battery', BOOLEAN),
+  ],
   '/event/list': [
     ...cases('filter', NOT_AN_OBJECT),
     ...cases('filter.subject.eq', EVENT_SUBJECT),

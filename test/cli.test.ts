@@ -26,6 +26,15 @@ describe('tps', () => {
     await relay.close();
   });
 
+  it('--version prints the release, as package.json has it', async () => {
+    const { version } = JSON.parse(fs.readFileSync('package.json', 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V']) {
+      const result = await run([flag]);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toBe(`tps ${version}\n`);
+    }
+  });
+
   it('simulator create --json prints a working credential', async () => {
     const result = await run(['simulator', 'create', '--json', '--base-url', relay.baseUrl], {
       TPS_ACCOUNT_USERNAME: relay.account.username,

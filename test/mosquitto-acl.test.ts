@@ -7,7 +7,6 @@
  * would have heard it. Runs the machine's `mosquitto` binary on a free port of its own;
  * skipped, saying so, where there is none.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -18,17 +17,13 @@ import { hashGeneratedSecret } from '../cloud/accounts/secrets.js';
 import { systemClock } from '../common/clock.js';
 import { SqliteStore } from '../cloud/store/sqlite.js';
 import { TerminalRegistry } from '../cloud/terminals/registry.js';
-import { mosquittoConf } from '../cloud/mqtt/broker-files.js';
 import { agentClientId, terminalTopics } from '../protocol/index.js';
-import { eventually, freePorts, runTpsToEnd } from './support/e2e-parts.js';
-
-const MOSQUITTO = [
-  '/usr/sbin/mosquitto',
-  '/usr/local/sbin/mosquitto',
-  '/usr/bin/mosquitto',
-  '/usr/local/bin/mosquitto',
-  '/opt/homebrew/sbin/mosquitto',
-].find((p) => fs.existsSync(p));
+import { eventually, runTpsToEnd } from './support/e2e-parts.js';
+import {
+  MOSQUITTO_BINARY,
+  startPasswordMosquitto,
+  type PasswordMosquitto,
+} from './support/password-mosquitto.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -40,17 +35,13 @@ interface Agent {
   secret: string;
 }
 
-describe.skipIf(!MOSQUITTO)(
-  `Mosquitto on the files of 'tps broker mosquitto'${MOSQUITTO ? '' : ' (SKIPPED: no mosquitto binary on this machine; apt-get install mosquitto)'}`,
+describe.skipIf(!MOSQUITTO_BINARY)(
+  `Mosquitto on the files of 'tps broker mosquitto'${MOSQUITTO_BINARY ? '' : ' (SKIPPED: no mosquitto binary on this machine; apt-get install mosquitto)'}`,
   () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-mosquitto-acl-'));
     const dataDir = path.join(dir, 'data');
     const brokerDir = path.join(dir, 'broker');
-    let broker: ChildProcess | undefined;
-    let brokerOutput = '';
-    /** The agents' listener, and the relays'. */
-    let url = '';
-    let relayUrl = '';
+    let broker: PasswordMosquitto | undefined;
     const clients: MqttClient[] = [];
     let a: Agent;
     let b: Agent;
@@ -79,70 +70,13 @@ describe.skipIf(!MOSQUITTO)(
         TPS_MQTT_PASSWORD: RELAY.password,
       });
 
-    async function startMosquitto(): Promise<void> {
-      // A port free when asked may be taken before Mosquitto binds it: try another.
-      for (let attempt = 1; ; attempt++) {
-        const [port, relayPort] = await freePorts(2);
-        const conf = path.join(dir, 'mosquitto.conf');
-        fs.writeFileSync(
-          conf,
-          [
-            // What `tps broker mosquitto` prints, on this test's ports.
-            mosquittoConf(
-              {
-                passwordFile: path.join(brokerDir, 'passwd'),
-                aclFile: path.join(brokerDir, 'acl'),
-              },
-              {
-                agents: { port: port!, host: '127.0.0.1' },
-                relays: { port: relayPort!, host: '127.0.0.1' },
-              },
-            ),
-            'persistence false',
-            'log_dest stderr',
-            'log_type error',
-            'log_type warning',
-            'log_type notice',
-            'log_type information',
-            // Started as root, Mosquitto would read the 0600 files as user 'mosquitto'.
-            ...(process.getuid?.() === 0 ? ['user root'] : []),
-            '',
-          ].join('\n'),
-        );
-        brokerOutput = '';
-        const child = spawn(MOSQUITTO!, ['-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
-        child.stderr!.on('data', (chunk: Buffer) => (brokerOutput += chunk.toString()));
-        const started = await new Promise<boolean>((resolve) => {
-          const timer = setTimeout(() => resolve(false), 10_000);
-          child.stderr!.on('data', () => {
-            if (/mosquitto version \S+ running/.test(brokerOutput)) {
-              clearTimeout(timer);
-              resolve(true);
-            }
-          });
-          child.once('exit', () => {
-            clearTimeout(timer);
-            resolve(false);
-          });
-        });
-        if (started) {
-          broker = child;
-          url = `mqtt://127.0.0.1:${port}`;
-          relayUrl = `mqtt://127.0.0.1:${relayPort}`;
-          return;
-        }
-        child.kill('SIGKILL');
-        if (attempt === 3) throw new Error(`mosquitto did not start:\n${brokerOutput}`);
-      }
-    }
-
     /** Connects to the agents' listener, or the relay user to the relays'. */
     function connect(
       username: string,
       password: string,
       options: { clientId?: string; clean?: boolean; will?: boolean } = {},
     ): Promise<MqttClient> {
-      const client = mqtt.connect(username === RELAY.username ? relayUrl : url, {
+      const client = mqtt.connect(username === RELAY.username ? broker!.relayUrl : broker!.url, {
         username,
         password,
         protocolVersion: 4,
@@ -178,7 +112,7 @@ describe.skipIf(!MOSQUITTO)(
       return messages;
     }
 
-    const context = () => `--- mosquitto ---\n${brokerOutput}`;
+    const context = () => `--- mosquitto ---\n${broker?.output()}`;
 
     beforeAll(async () => {
       ({ a, b, older } = await withStore(async (registry, store) => {
@@ -195,16 +129,12 @@ describe.skipIf(!MOSQUITTO)(
       }));
       const result = await writeBrokerFiles();
       if (result.code !== 0) throw new Error(`tps broker mosquitto failed:\n${result.stderr}`);
-      await startMosquitto();
+      broker = await startPasswordMosquitto(dir, brokerDir);
     }, 30_000);
 
     afterAll(async () => {
       await Promise.all(clients.map((c) => c.endAsync(true).catch(() => undefined)));
-      if (broker && broker.exitCode === null) {
-        const exited = new Promise((resolve) => broker!.once('exit', resolve));
-        broker.kill('SIGTERM');
-        await exited;
-      }
+      await broker?.stop();
       fs.rmSync(dir, { recursive: true, force: true });
     });
 
@@ -389,7 +319,7 @@ describe.skipIf(!MOSQUITTO)(
     });
 
     it('ends a connection that declares a packet over max_packet_size, before sign-in', async () => {
-      const { hostname, port } = new URL(url);
+      const { hostname, port } = new URL(broker!.url);
       const socket = net.connect({ host: hostname, port: Number(port) });
       socket.on('error', () => undefined);
       await new Promise((resolve) => socket.once('connect', resolve));
@@ -416,7 +346,7 @@ describe.skipIf(!MOSQUITTO)(
 
       const result = await writeBrokerFiles();
       expect(result.code).toBe(0);
-      broker!.kill('SIGHUP');
+      broker!.reload();
       await eventually(
         () => connect(late.id, late.secret).then(() => true),
         (ok) => ok,

@@ -176,6 +176,31 @@ describe('ReportInbox', () => {
     expect(t.acks).toEqual(['t-1:2']);
   });
 
+  it('applies a report found out of order when the missing one commits elsewhere while it is being tried', async () => {
+    const store = fakeStore();
+    let notify: () => void = () => {};
+    const t = setUp({
+      // The other relay commits report 1, and its notice arrives, after this relay's try
+      // of report 2 read the store but before that try answered "gap".
+      apply: async (terminalId, report, position) => {
+        try {
+          await store.apply(terminalId, report, position);
+        } finally {
+          if (report === 'r2' && !store.last.has('t-1')) {
+            store.last.set('t-1', { journal: JOURNAL, seq: 1 });
+            notify();
+          }
+        }
+      },
+    });
+    notify = () => t.remote({ kind: 'report', terminalId: 't-1' });
+    await t.report(2, 1);
+    await t.inbox.receive('t-1', 'after the notice');
+    expect(t.acks).toEqual(['t-1:2']);
+    expect(t.inbox.holding).toBe(0);
+    expect(t.timers.size).toBe(0);
+  });
+
   it('holds at most maxHeld reports per terminal: one more is dropped at once', async () => {
     const t = setUp({ maxHeld: 2 });
     await t.report(3, 2);

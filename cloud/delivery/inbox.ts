@@ -81,9 +81,13 @@ export class ReportInbox<R> {
     this.holdMs = options.holdMs ?? 3000;
     this.maxHeld = options.maxHeld ?? 1000;
     this.unwatch = options.onRemoteChange((change) => {
-      // Another relay applied a report of this terminal: maybe the one held reports wait for.
-      if (change.kind === 'report' && this.held.has(change.terminalId)) {
-        void this.enqueue(change.terminalId, () => this.applyHeld(change.terminalId));
+      // Another relay applied a report of this terminal: maybe the one held reports wait
+      // for. Also when a report of it is being tried right now: that try may have read the
+      // store before the commit and be about to hold its report, so look again after it.
+      if (change.kind !== 'report') return;
+      const { terminalId } = change;
+      if (this.held.has(terminalId) || this.queues.has(terminalId)) {
+        void this.enqueue(terminalId, () => this.applyHeld(terminalId));
       }
     });
   }

@@ -75,7 +75,9 @@ export class EventLog {
       data:
         event.kind === 'Transaction'
           ? renderTransaction(event.data as Transaction, revision)
-          : renderTerminalStatus(event.data as TerminalStatus, revision),
+          : event.kind === 'TerminalPaired'
+            ? event.data
+            : renderTerminalStatus(event.data as TerminalStatus, revision),
     };
   }
 

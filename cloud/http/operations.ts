@@ -16,7 +16,9 @@ import {
   type WebhookView,
   type RefundRequest,
   type Revision,
+  type TerminalClaimRequest,
 } from '../../protocol/index.js';
+import type { Pairings } from '../pairing/pairings.js';
 import type { Cancellation } from '../cancellation.js';
 import { ApiError } from '../errors.js';
 import type { TransactionRecord } from '../store/records.js';
@@ -34,6 +36,7 @@ export interface OperationDeps {
   spooler: PrintSpooler;
   events: EventLog;
   webhooks: Webhooks;
+  pairings: Pairings;
   /** The broker address agents are told to use. */
   agentBrokerUrl: () => string;
   /** Brings a newly created simulated terminal to life. */
@@ -205,6 +208,9 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
       };
     },
 
+    '/terminal/claim': async (body: TerminalClaimRequest, ctx) =>
+      deps.pairings.claim(ctx.principal, basicUsername(ctx.request.headers.authorization), body),
+
     '/simulator/create': async (_body: unknown, ctx) => {
       if (ctx.principal.terminalId !== undefined) {
         throw new ApiError('FORBIDDEN', 'only an account credential can create simulators');
@@ -214,4 +220,11 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
       return issued;
     },
   };
+}
+
+/** The username of the request's Basic credential (already verified by then). */
+function basicUsername(header: string | undefined): string {
+  const encoded = /^Basic\s+(\S+)/i.exec(header ?? '')?.[1] ?? '';
+  const decoded = Buffer.from(encoded, 'base64').toString('utf8');
+  return decoded.slice(0, Math.max(0, decoded.indexOf(':')));
 }

@@ -3,6 +3,7 @@
  * the OpenAPI documents beside them. Requests are authenticated before their body is
  * read, parsed by the operation's zod schema, and answered with the spec's shapes.
  */
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -22,6 +23,7 @@ import type { RelayMetrics } from '../ops/metrics.js';
 import { handleError, sendError } from './errors.js';
 import { openApiDocument } from './openapi.js';
 import { operationHandlers, type OperationDeps } from './operations.js';
+import { registerPairingRoutes } from './pairing-routes.js';
 
 export interface HttpServerOptions extends OperationDeps {
   authenticator: Authenticator;
@@ -48,10 +50,20 @@ declare module 'fastify' {
   }
 }
 
+/** What an incoming `x-request-id` may be: short, printable, no spaces or quotes. */
+const REQUEST_ID = /^[\w.:\-/+=@]{1,128}$/;
+
 export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
   const app = Fastify({
     loggerInstance: options.logger,
     bodyLimit: BODY_LIMIT,
+    // A caller's request id is kept (so one id follows a request through proxies and
+    // logs) if it looks like one; otherwise a random UUID, unique across relays.
+    requestIdHeader: false,
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
     ...(options.trustProxy ? { trustProxy: options.trustProxy } : {}),
     // At close, parked long polls have already been answered (Relay.close): cut every
     // remaining connection, including ones that never sent a request, or close waits on them.
@@ -67,6 +79,9 @@ export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
       : {}),
   }) as unknown as FastifyInstance;
 
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
   app.setErrorHandler(handleError);
   // Only JSON bodies: fastify's built-in text/plain parser would let a string through
   // to the schema, which then answers a misleading 400 instead of 415.
@@ -77,6 +92,7 @@ export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
   });
 
   if (options.ops) registerOpsRoutes(app, options.ops);
+  registerPairingRoutes(app, options.pairings, options.defaultWaitSeconds);
 
   const handlers = operationHandlers(options);
   for (const revision of REVISIONS) {

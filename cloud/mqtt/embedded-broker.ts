@@ -2,10 +2,12 @@
  * The MQTT broker inside the relay process (aedes), listening for agents. Agents sign
  * in with their terminal id and agent secret, checked against the stored hash an external
  * Mosquitto reads too (`tps broker mosquitto`); the relay with a secret made for this
- * process. Nagle is off on every socket: with it, each QoS 1 round trip waits for the
- * peer's delayed ACK (≈ 40-90 ms instead of ≈ 0.1 ms).
+ * process. With a certificate the listener speaks TLS (1.2 or later) only. Nagle is off
+ * on every socket: with it, each QoS 1 round trip waits for the peer's delayed ACK
+ * (≈ 40-90 ms instead of ≈ 0.1 ms).
  */
 import net from 'node:net';
+import tls from 'node:tls';
 import { Duplex, PassThrough } from 'node:stream';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { Aedes, type AuthenticateError, type Client } from 'aedes';
@@ -28,7 +30,7 @@ export interface EmbeddedBroker {
    * starts with no sessions at all).
    */
   connectInProcess(): Duplex;
-  /** Opens the listener for agents; answers its mqtt://host:port. */
+  /** Opens the listener for agents; answers its mqtt://host:port, or mqtts:// with TLS. */
   listen(host: string, port: number): Promise<{ url: string; port: number }>;
   close(): Promise<void>;
 }
@@ -81,6 +83,8 @@ export interface EmbeddedBrokerOptions {
   limits?: Partial<ListenerLimits>;
   /** Counts what a limit refused (for metrics). */
   onLimit?: (limit: ListenerLimit) => void;
+  /** PEM certificate and key: the listener then speaks TLS only. */
+  tls?: { cert: Buffer; key: Buffer };
 }
 
 export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promise<EmbeddedBroker> {
@@ -196,7 +200,8 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
     }
   });
 
-  const server = net.createServer({ noDelay: true }, (socket) =>
+  const serve = (socket: net.Socket) => {
+    socket.setNoDelay(true);
     broker.handle(
       limitPacketSize(socket, limits.maxPacketBytes, (declared) =>
         limited(
@@ -205,8 +210,25 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
           `MQTT packet over ${limits.maxPacketBytes} bytes: connection closed`,
         ),
       ),
-    ),
-  );
+    );
+  };
+  const server: net.Server = options.tls
+    ? tls
+        .createServer(
+          {
+            ...options.tls,
+            minVersion: 'TLSv1.2',
+            noDelay: true,
+            // A handshake is held no longer than a CONNECT may take.
+            handshakeTimeout: limits.connectTimeoutMs,
+          },
+          serve,
+        )
+        .on('tlsClientError', (error, socket) =>
+          logger.debug({ err: error, source: socket.remoteAddress }, 'TLS handshake failed'),
+        )
+    : net.createServer({ noDelay: true }, serve);
+  const scheme = options.tls ? 'mqtts' : 'mqtt';
   server.maxConnections = limits.maxConnections;
   server.on('drop', (data) =>
     limited(
@@ -230,7 +252,10 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
         server.listen(port, host, () => resolve());
       });
       const bound = (server.address() as net.AddressInfo).port;
-      return { url: `mqtt://${host.includes(':') ? `[${host}]` : host}:${bound}`, port: bound };
+      return {
+        url: `${scheme}://${host.includes(':') ? `[${host}]` : host}:${bound}`,
+        port: bound,
+      };
     },
     async close() {
       // The broker ends every client connection, which lets the listener close.

@@ -8,6 +8,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { AgentConfigSchema } from '../../agent/config.js';
 import { startAgent, type RunningAgent } from '../../agent/agent.js';
@@ -16,17 +17,23 @@ import { DriverPrinter } from '../../agent/printer-adapter.js';
 import { FileReaderMemory } from '../../firmware-bridge/emulator/file-reader-memory.js';
 import { EmulatedPrinter } from '../../firmware-bridge/printer/emulated-printer.js';
 import { createStreamPair } from '../../firmware-bridge/serial/stream-pair.js';
-import { hashForBroker } from '../accounts/mosquitto-hash.js';
 import type { Clock } from '../../common/clock.js';
-import { newSecret } from '../ids.js';
 import type { TerminalRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
 import type { ReaderOutcome, SimulatorFleet } from './fleet.js';
+import { partLogger } from '../../common/logging.js';
+import { SimulatorSecrets } from './simulator-secret.js';
 
 export interface AgentSimulatorsOptions {
   store: Store;
   /** The broker the simulated agents sign in to. */
   brokerUrl: string;
+  /**
+   * A connection to the relay's own broker inside the process, instead of one to
+   * `brokerUrl`: used when that broker listens with TLS, whose certificate names the
+   * relay's public host, which the simulators do not dial.
+   */
+  connectInProcess?: () => Duplex;
   dataDir: string;
   delayMs: number;
   clock: Clock;
@@ -47,8 +54,11 @@ const HEAD_WIDTH = 384;
 export class AgentSimulators implements SimulatorFleet {
   private readonly running = new Map<string, Running>();
   private readonly starting = new Map<string, Promise<void>>();
+  private readonly secrets: SimulatorSecrets;
 
-  constructor(private readonly options: AgentSimulatorsOptions) {}
+  constructor(private readonly options: AgentSimulatorsOptions) {
+    this.secrets = new SimulatorSecrets(options.store);
+  }
 
   attach(terminal: TerminalRecord): Promise<void> {
     if (this.running.has(terminal.id)) return Promise.resolve();
@@ -61,13 +71,12 @@ export class AgentSimulators implements SimulatorFleet {
   }
 
   private async start(terminal: TerminalRecord): Promise<void> {
-    const { store, brokerUrl, dataDir, delayMs, clock } = this.options;
+    const { brokerUrl, dataDir, delayMs, clock } = this.options;
     const logger = this.options.logger.child({ terminalId: terminal.id });
     const dir = path.join(dataDir, 'simulators', terminal.id);
     fs.mkdirSync(dir, { recursive: true });
-    // The relay holds both ends, so it issues the agent a fresh secret at every start.
-    const secret = newSecret();
-    await store.putAgentCredential(terminal.id, hashForBroker(secret), clock.now().toISOString());
+    // The same secret on every relay of the store: an external broker knows it already.
+    const secret = await this.secrets.issue(terminal.id, clock.now());
     const stateFile = path.join(dir, 'reader.jsonl');
     const memory = new FileReaderMemory(stateFile);
     const reader = emulatedReader({
@@ -76,7 +85,7 @@ export class AgentSimulators implements SimulatorFleet {
       serial: Number(terminal.id.replace(/\D/g, '').slice(-8) || '1'),
       battery: { percentage: 100, pluggedIn: true },
       now: () => clock.now(),
-      logger: logger.child({ part: 'reader' }),
+      logger: partLogger(logger, 'reader'),
     });
     const printer = new EmulatedPrinter();
     const driverPrinter = new DriverPrinter(
@@ -98,8 +107,9 @@ export class AgentSimulators implements SimulatorFleet {
     const agent = await startAgent(config, {
       reader: reader.reader,
       printer: driverPrinter,
-      logger: logger.child({ part: 'agent' }),
+      logger: partLogger(logger, 'agent'),
       clock,
+      ...(this.options.connectInProcess ? { openBrokerStream: this.options.connectInProcess } : {}),
       // The broker is on the same machine: come back at once after a relay restart.
       tuning: { reconnect: { initialMs: 50, maxMs: 2000 } },
     });

@@ -3,6 +3,7 @@ import type {
   EventFilter,
   EventKind,
   TerminalCommand,
+  TerminalPaired,
   TerminalReadings,
   TerminalStatus,
   Transaction,
@@ -63,8 +64,8 @@ export interface EventRecord {
   subject: string;
   kind: EventKind;
   time: string;
-  /** The transaction or terminal status, as the current revision shows it. */
-  data: Transaction | TerminalStatus;
+  /** The transaction or terminal status, as the current revision shows it; or a pairing. */
+  data: Transaction | TerminalStatus | TerminalPaired;
 }
 export type NewEvent = Omit<EventRecord, 'position'>;
 
@@ -96,3 +97,28 @@ export interface WebhookRecord {
   failingSince?: string;
   lastError?: string;
 }
+
+/**
+ * A pairing an agent asked for: found by the hash of the agent's secret (never the secret),
+ * claimed once by its code before it expires.
+ */
+export interface PairingRecord {
+  /** SHA-256 (hex) of the agent's pairing secret. */
+  secretHash: string;
+  /** The code, normalised (no hyphen); unique among pairings. */
+  code: string;
+  createdAt: string;
+  expiresAt: string;
+  /** Set by the claim, together. */
+  claim?: {
+    accountId: string;
+    terminalId: string;
+    name: string;
+    cohort?: string;
+    claimedBy: string;
+    claimedAt: string;
+  };
+}
+
+/** What a claim of a code found: only `claimed` changed anything. */
+export type PairingClaimOutcome = 'claimed' | 'unknown' | 'expired' | 'used';

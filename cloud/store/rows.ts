@@ -5,6 +5,8 @@
 import type {
   CredentialRecord,
   EventRecord,
+  PairingClaimOutcome,
+  PairingRecord,
   TerminalRecord,
   TransactionRecord,
 } from './records.js';
@@ -99,3 +101,32 @@ export const toEvent = (row: EventRow): EventRecord => ({
   time: row.time,
   data: JSON.parse(row.data),
 });
+
+export interface PairingRow {
+  secret_hash: string;
+  code: string;
+  created_at: string;
+  expires_at: string;
+  claim: string | null;
+}
+
+export const toPairing = (row: PairingRow): PairingRecord => ({
+  secretHash: row.secret_hash,
+  code: row.code,
+  createdAt: row.created_at,
+  expiresAt: row.expires_at,
+  ...(row.claim ? { claim: JSON.parse(row.claim) } : {}),
+});
+
+/** Pairings kept this long after they expire, so a late claim hears `expired`, not `unknown`. */
+export const PAIRING_KEPT_MS = 86_400_000;
+
+/** What a claim of a code decides on the pairing's row as it stands. */
+export function pairingClaimOutcome(
+  row: Pick<PairingRow, 'expires_at' | 'claim'> | undefined,
+  at: string,
+): PairingClaimOutcome {
+  if (!row) return 'unknown';
+  if (row.claim) return 'used';
+  return row.expires_at <= at ? 'expired' : 'claimed';
+}

@@ -111,4 +111,18 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> 
         WHERE state IN ${UNCONFIRMED_STATES};
     `,
   },
+  {
+    version: 6,
+    sql: `
+      -- Pairings agents asked for: found by the hash of the agent's secret, claimed by code.
+      CREATE TABLE pairings (
+        secret_hash TEXT PRIMARY KEY,
+        code TEXT NOT NULL UNIQUE,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        claim TEXT
+      );
+      CREATE INDEX pairings_by_expiry ON pairings (expires_at);
+    `,
+  },
 ];

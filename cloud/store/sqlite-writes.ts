@@ -9,11 +9,21 @@ import type {
   CredentialRecord,
   EventRecord,
   NewEvent,
+  PairingClaimOutcome,
+  PairingRecord,
   TerminalRecord,
   TransactionRecord,
   WebhookRecord,
 } from './records.js';
-import { ACTIVE_STATES, IN_UNCONFIRMED_INDEX, TRIMMED_SETTING, terminalValues } from './rows.js';
+import {
+  ACTIVE_STATES,
+  IN_UNCONFIRMED_INDEX,
+  PAIRING_KEPT_MS,
+  TRIMMED_SETTING,
+  pairingClaimOutcome,
+  terminalValues,
+  type PairingRow,
+} from './rows.js';
 import { ReportOutOfOrder, checkReport, type ReportPosition } from '../delivery/report-order.js';
 import type { ChangeKey } from './store.js';
 
@@ -342,6 +352,40 @@ export function sqliteWrites(db: Database.Database) {
 
     putSetting(a: { key: string; value: string }): void {
       s.putSetting.run(a.key, a.value);
+    },
+
+    createPairing(p: PairingRecord): boolean {
+      const keptFrom = new Date(Date.parse(p.createdAt) - PAIRING_KEPT_MS).toISOString();
+      db.prepare('DELETE FROM pairings WHERE expires_at < ?').run(keptFrom);
+      const { changes } = db
+        .prepare(
+          `INSERT INTO pairings (secret_hash, code, created_at, expires_at) VALUES (?, ?, ?, ?)
+           ON CONFLICT (code) DO NOTHING`,
+        )
+        .run(p.secretHash, p.code, p.createdAt, p.expiresAt);
+      return changes === 1;
+    },
+
+    claimPairing(a: {
+      code: string;
+      claim: NonNullable<PairingRecord['claim']>;
+      terminal: TerminalRecord;
+      event: NewEvent;
+    }): PairingClaimOutcome {
+      const row = db
+        .prepare<[string], PairingRow>('SELECT * FROM pairings WHERE code = ?')
+        .get(a.code);
+      const outcome = pairingClaimOutcome(row, a.claim.claimedAt);
+      if (outcome !== 'claimed') return outcome;
+      db.prepare('UPDATE pairings SET claim = ? WHERE code = ?').run(
+        JSON.stringify(a.claim),
+        a.code,
+      );
+      db.prepare(
+        'INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+      ).run(terminalValues(a.terminal));
+      appendEvent(toEventWrite(a.event));
+      return outcome;
     },
 
     claimSetting(a: { key: string; value: string }): string {

@@ -53,6 +53,20 @@ storeConformance('SQLite', sqliteFactory());
 storeConformance('SQLite, writes on the writer thread', sqliteFactory({ writerThread: 'always' }));
 
 describe('SQLite store specifics', () => {
+  it('refuses a store written by a newer release, saying what to run', async () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tps-store-')), 'relay.sqlite');
+    await new SqliteStore(file).close();
+    const db = new Database(file);
+    db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(
+      999,
+      new Date().toISOString(),
+    );
+    db.close();
+    expect(() => new SqliteStore(file)).toThrow(
+      /has schema version 999, newer than this release knows \(\d+\).*run that release or a newer one/,
+    );
+  });
+
   it('writes stay in order when commits move between the writer thread and the relay thread', async () => {
     const file = tempFile();
     let busy = true;

@@ -15,6 +15,9 @@ import type {
   CredentialRecord,
   EventQuery,
   EventRecord,
+  NewEvent,
+  PairingClaimOutcome,
+  PairingRecord,
   TerminalRecord,
   TransactionRecord,
   WebhookRecord,
@@ -27,14 +30,17 @@ import {
   TRIMMED_SETTING,
   toCredential,
   toEvent,
+  toPairing,
   toTerminal,
   toTransaction,
   type CredentialRow,
   type EventRow,
+  type PairingRow,
   type TerminalRow,
   type TransactionRow,
 } from './rows.js';
 import { SqliteChanges } from './sqlite-changes.js';
+import { refuseNewerSchema } from '../../common/schema-version.js';
 import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
 import { SqliteWriter, type WriterThreadUse } from './sqlite-writer.js';
 import { SHARED_SQL, openSqliteFile, toLastReport, type LastReportRow } from './sqlite-writes.js';
@@ -51,7 +57,12 @@ export class SqliteStore implements Store {
     if (file === ':memory:' || file === '') throw new Error('the SQLite store needs a file');
     fs.mkdirSync(path.dirname(file), { recursive: true });
     this.db = openSqliteFile(file);
-    this.migrate();
+    try {
+      this.migrate();
+    } catch (error) {
+      this.db.close();
+      throw error;
+    }
     this.writer = new SqliteWriter(file, this.db, options);
     this.changes = new SqliteChanges(this.db, this.writer);
     const db = this.db;
@@ -91,6 +102,11 @@ export class SqliteStore implements Store {
         .prepare<[], { version: number }>('SELECT version FROM schema_migrations')
         .all()
         .map((r) => r.version),
+    );
+    refuseNewerSchema(
+      `the relay store ${this.db.name}`,
+      Math.max(0, ...applied),
+      Math.max(...SQLITE_MIGRATIONS.map((m) => m.version)),
     );
     for (const migration of SQLITE_MIGRATIONS) {
       if (applied.has(migration.version)) continue;
@@ -287,6 +303,26 @@ export class SqliteStore implements Store {
 
   deleteWebhook(id: string): Promise<void> {
     return this.writer.write({ op: 'deleteWebhook', arg: { id } });
+  }
+
+  createPairing(pairing: PairingRecord): Promise<boolean> {
+    return this.writer.write({ op: 'createPairing', arg: pairing });
+  }
+
+  async findPairing(secretHash: string): Promise<PairingRecord | undefined> {
+    const row = this.db
+      .prepare<[string], PairingRow>('SELECT * FROM pairings WHERE secret_hash = ?')
+      .get(secretHash);
+    return row ? toPairing(row) : undefined;
+  }
+
+  claimPairing(
+    code: string,
+    claim: NonNullable<PairingRecord['claim']>,
+    terminal: TerminalRecord,
+    event: NewEvent,
+  ): Promise<PairingClaimOutcome> {
+    return this.writer.write({ op: 'claimPairing', arg: { code, claim, terminal, event } });
   }
 
   async getSetting(key: string): Promise<string | undefined> {

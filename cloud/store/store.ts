@@ -14,6 +14,9 @@ import type {
   CredentialRecord,
   EventQuery,
   EventRecord,
+  NewEvent,
+  PairingClaimOutcome,
+  PairingRecord,
   PendingCommand,
   WebhookRecord,
   TerminalRecord,
@@ -98,6 +101,24 @@ export interface Store {
   listWebhooks(accountId?: string): Promise<WebhookRecord[]>;
   updateWebhook(id: string, patch: Partial<Omit<WebhookRecord, 'id' | 'accountId'>>): Promise<void>;
   deleteWebhook(id: string): Promise<void>;
+
+  /**
+   * Stores a new pairing unless its code is taken (answers false: draw another). Pairings
+   * that expired more than a day before it are deleted on the way.
+   */
+  createPairing(pairing: PairingRecord): Promise<boolean>;
+  findPairing(secretHash: string): Promise<PairingRecord | undefined>;
+  /**
+   * Claims the pairing of `code` at `claim.claimedAt` if it is unclaimed and not expired,
+   * and in the same commit creates the terminal and appends the event. Any other outcome
+   * changes nothing.
+   */
+  claimPairing(
+    code: string,
+    claim: NonNullable<PairingRecord['claim']>,
+    terminal: TerminalRecord,
+    event: NewEvent,
+  ): Promise<PairingClaimOutcome>;
 
   getSetting(key: string): Promise<string | undefined>;
   putSetting(key: string, value: string): Promise<void>;

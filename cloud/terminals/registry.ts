@@ -45,7 +45,8 @@ export class TerminalRegistry {
     return { terminal, issued: await this.issuePosCredential(accountId, id, now), agentSecret };
   }
 
-  private async issuePosCredential(
+  /** A POS credential that reaches only this terminal; the password is answered this once. */
+  async issuePosCredential(
     accountId: string,
     terminalId: string,
     now: string,

@@ -3,33 +3,17 @@
  * (1-31 lines, each 0-32 printable ASCII characters and terminated by a newline, at most
  * 1023 characters in all). Pure: dates arrive already formatted.
  */
+import { formatMinorUnits, minorUnitDigits } from '../../protocol/currencies.js';
 import type { Dcc, PaymentMethodDetails } from '../../protocol/transaction.js';
 
 const WIDTH = 32;
 const MAX_LINES = 31;
 
-/** Currencies whose minor unit is not the hundredth (ISO 4217); every other one has 2. */
-const EXPONENTS: Readonly<Record<string, number>> = {
-  ...Object.fromEntries(
-    'BIF CLP DJF GNF ISK JPY KMF KRW PYG RWF UGX UYI VND VUV XAF XOF XPF'
-      .split(' ')
-      .map((code) => [code, 0]),
-  ),
-  ...Object.fromEntries('BHD IQD JOD KWD LYD OMR TND'.split(' ').map((code) => [code, 3])),
-};
-
 /** Number of decimals of the currency's minor unit. */
-export function currencyExponent(currency: string): number {
-  return EXPONENTS[currency] ?? 2;
-}
+export const currencyExponent = minorUnitDigits;
 
 /** An amount in minor units shown in major units with the currency: `EUR 12.34`. */
-export function formatAmount(amount: number, currency: string): string {
-  const exponent = currencyExponent(currency);
-  if (exponent === 0) return `${currency} ${amount}`;
-  const digits = String(amount).padStart(exponent + 1, '0');
-  return `${currency} ${digits.slice(0, -exponent)}.${digits.slice(-exponent)}`;
-}
+export const formatAmount = formatMinorUnits;
 
 export interface ReceiptFacts {
   kind: 'PURCHASE' | 'REFUND' | 'ACCOUNT_CHECK';

@@ -1,6 +1,7 @@
 /**
  * A serial port by path (`/dev/ttyUSB0`, `/dev/pts/4`, `COM3`) through node-serialport.
- * The port is opened raw, 8N1, without flow control, and locked against other processes.
+ * The port is opened raw, 8N1 (8N2 with `stopBits: 2`), without flow control, and locked
+ * against other processes.
  */
 import { SerialPort } from 'serialport';
 import type { OpenPort } from './port.js';
@@ -8,13 +9,16 @@ import type { OpenPort } from './port.js';
 export interface SerialPortOptions {
   /** Line speed (default 115200, the card reader's). Must match the device's. */
   baudRate?: number;
+  /** Stop bits (default 1; ZVT terminals use 2). */
+  stopBits?: 1 | 2;
 }
 
 export const DEFAULT_BAUD_RATE = 115_200;
 
 export function openSerialPort(path: string, options: SerialPortOptions = {}): Promise<OpenPort> {
   const baudRate = options.baudRate ?? DEFAULT_BAUD_RATE;
-  const port = new SerialPort({ path, baudRate, autoOpen: false });
+  const stopBits = options.stopBits ?? 1;
+  const port = new SerialPort({ path, baudRate, stopBits, autoOpen: false });
   let closing = false;
   port.on('error', (error: Error & { disconnect?: boolean }) => {
     // Whoever reads the port hears its errors while it listens. A write that races the
@@ -31,7 +35,7 @@ export function openSerialPort(path: string, options: SerialPortOptions = {}): P
       }
       resolve({
         stream: port,
-        description: `${path} (${baudRate} baud)`,
+        description: `${path} (${baudRate} baud${stopBits === 2 ? ', 2 stop bits' : ''})`,
         close: () =>
           new Promise<void>((done) => {
             closing = true;

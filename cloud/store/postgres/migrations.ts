@@ -6,6 +6,7 @@
  * where they are compared or sorted (so they order as SQLite's do); bodies stay the JSON
  * text the store wrote.
  */
+import { refuseNewerSchema } from '../../../common/schema-version.js';
 import type pg from 'pg';
 
 /** pg_advisory_xact_lock key under which migrations run (one database-wide key). */
@@ -98,6 +99,20 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }
       );
     `,
   },
+  {
+    version: 2,
+    sql: `
+      -- Pairings agents asked for: found by the hash of the agent's secret, claimed by code.
+      CREATE TABLE pairings (
+        secret_hash text PRIMARY KEY,
+        code text NOT NULL UNIQUE,
+        created_at text NOT NULL,
+        expires_at text COLLATE "C" NOT NULL,
+        claim text
+      );
+      CREATE INDEX pairings_by_expiry ON pairings (expires_at);
+    `,
+  },
 ];
 
 /**
@@ -117,6 +132,11 @@ export async function migrate(pool: pg.Pool, schema: string | undefined): Promis
       'SELECT version FROM schema_migrations',
     );
     const applied = new Set(rows.map((row) => row.version));
+    refuseNewerSchema(
+      'the relay database',
+      Math.max(0, ...applied),
+      Math.max(...POSTGRES_MIGRATIONS.map((m) => m.version)),
+    );
     for (const migration of POSTGRES_MIGRATIONS) {
       if (applied.has(migration.version)) continue;
       await client.query(migration.sql);

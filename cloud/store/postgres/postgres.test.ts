@@ -35,6 +35,19 @@ if (!DATABASE_URL) {
   });
 
   describe('PostgreSQL store specifics', () => {
+    it('refuses a database written by a newer release, saying what to run', async () => {
+      const schema = freshSchema();
+      await (await open(schema)).close();
+      await admin(url, (client) =>
+        client.query(
+          `INSERT INTO ${schema}.schema_migrations (version, applied_at) VALUES (999, 'now')`,
+        ),
+      );
+      await expect(open(schema)).rejects.toThrow(
+        /has schema version 999, newer than this release knows .*run that release or a newer one/,
+      );
+    });
+
     it('stores opened at once on a fresh schema migrate it once, without error', async () => {
       const schema = freshSchema();
       const stores = await Promise.all([open(schema), open(schema), open(schema)]);

@@ -25,6 +25,9 @@ import type {
   CredentialRecord,
   EventQuery,
   EventRecord,
+  NewEvent,
+  PairingClaimOutcome,
+  PairingRecord,
   PendingCommand,
   TerminalRecord,
   TransactionRecord,
@@ -47,6 +50,7 @@ import type { ChangeKey, Store } from '../store.js';
 import { encodeNotice, type Sender } from './change-bus.js';
 import { withClient, type Logger } from './connection.js';
 import { GroupCommit } from './group-commit.js';
+import * as pairings from './pairings.js';
 import {
   TERMINAL_COLUMNS,
   TX_COLUMNS,
@@ -63,7 +67,7 @@ export class PostgresStore implements Store {
   constructor(
     private readonly pool: pg.Pool,
     /** Who this store's commits notify as (see change-bus.ts). */
-    sender: Sender,
+    private readonly sender: Sender,
     batches: { concurrency: number; size: number },
     private readonly logger: Logger,
   ) {
@@ -372,6 +376,30 @@ export class PostgresStore implements Store {
 
   async deleteWebhook(id: string): Promise<void> {
     await this.pool.query('DELETE FROM webhooks WHERE id = $1', [id]);
+  }
+
+  createPairing(pairing: PairingRecord): Promise<boolean> {
+    return pairings.createPairing(this.pool, pairing);
+  }
+
+  findPairing(secretHash: string): Promise<PairingRecord | undefined> {
+    return pairings.findPairing(this.pool, secretHash);
+  }
+
+  claimPairing(
+    code: string,
+    claim: NonNullable<PairingRecord['claim']>,
+    terminal: TerminalRecord,
+    event: NewEvent,
+  ): Promise<PairingClaimOutcome> {
+    return this.withClient((client) =>
+      pairings.claimPairing(client, (change) => encodeNotice(this.sender, change), {
+        code,
+        claim,
+        terminal,
+        event,
+      }),
+    );
   }
 
   async getSetting(key: string): Promise<string | undefined> {

@@ -5,6 +5,7 @@
  */
 import { describe } from 'vitest';
 import { changeCases } from './store-conformance-changes.js';
+import { pairingCases } from './store-conformance-pairings.js';
 import { peerCases } from './store-conformance-peers.js';
 import { recordCases } from './store-conformance-records.js';
 import type { StoreFactory } from './store-fixtures.js';
@@ -16,6 +17,7 @@ export function storeConformance(name: string, factory: StoreFactory): void {
   describe(`${name} store conformance`, () => {
     changeCases(factory);
     recordCases(factory);
+    pairingCases(factory);
     if (factory.peer) {
       const peer = factory.peer;
       describe('across processes (a second handle on the same data)', () => {

@@ -1,0 +1,59 @@
+/** What the `tps bridge` subcommands share: number options and running until Ctrl-C. */
+
+/** A whole-number option, checked; undefined when not given. */
+export function integer(
+  flag: string,
+  text: string | undefined,
+  min: number,
+  max = Number.MAX_SAFE_INTEGER,
+): number | undefined {
+  if (text === undefined) return undefined;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new Error(
+      `${flag} must be a whole number from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ''}, not '${text}'`,
+    );
+  }
+  return value;
+}
+
+/** Resolves on Ctrl-C or SIGTERM. */
+export function untilStopped(): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+}
+
+/**
+ * Takes `--protocol NAME` (or `--protocol=NAME`) out of the arguments, so that each
+ * protocol's command parses only its own options. Default `native`.
+ */
+export function takeProtocol(argv: string[]): { protocol: 'native' | 'zvt'; rest: string[] } {
+  const rest: string[] = [];
+  let protocol: string | undefined;
+  for (let index = 0; index < argv.length; index++) {
+    const arg = argv[index] as string;
+    if (arg === '--') {
+      rest.push(...argv.slice(index));
+      break;
+    }
+    if (arg === '--protocol') {
+      protocol = argv[++index];
+      if (protocol === undefined) throw new Error('--protocol needs a value: native or zvt');
+    } else if (arg.startsWith('--protocol=')) {
+      protocol = arg.slice('--protocol='.length);
+    } else {
+      rest.push(arg);
+    }
+  }
+  if (protocol !== undefined && protocol !== 'native' && protocol !== 'zvt') {
+    throw new Error(`--protocol is native or zvt, not '${protocol}'`);
+  }
+  return { protocol: protocol ?? 'native', rest };
+}

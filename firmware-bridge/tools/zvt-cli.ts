@@ -1,0 +1,210 @@
+/**
+ * `tps bridge emulate|monitor|probe --protocol zvt`: the bench tools for ZVT payment
+ * terminals (docs/zvt.md, "The bench tools"). Thin shells around zvt-emulate.ts,
+ * zvt-monitor.ts and zvt-probe.ts, with the output and exit codes of the native tools.
+ *
+ * With ZVT, `tcp://HOST:PORT` is a terminal speaking ZVT over TCP (plain APDUs), not a
+ * serial-to-network bridge; serial lines run at 9600 baud, 2 stop bits, unless `--baud`.
+ */
+import { parseArgs } from 'node:util';
+import type { ApduChannel } from '../zvt/channel.js';
+import { ZvtSerialLink } from '../zvt/serial-link.js';
+import { connectZvtTcp } from '../zvt/tcp-channel.js';
+import { openSerialPort } from '../transport/serial-port.js';
+import { openPty } from '../transport/pty.js';
+import type { OpenPort } from '../transport/port.js';
+import { connectTcp, parseTcpAddress } from '../transport/tcp.js';
+import { integer, untilStopped } from './cli-args.js';
+import { parseListenAddress, startZvtEmulator, ZVT_BAUD_RATE } from './zvt-emulate.js';
+import { monitorZvtBetween, monitorZvtPort, relayZvtTcp } from './zvt-monitor.js';
+import { resultCodeText } from './zvt-names.js';
+import { probeZvtTerminal, zvtProbeText } from './zvt-probe.js';
+import { ZVT_USAGE } from './zvt-usage.js';
+
+const PASSWORD = /^[0-9]{6}$/;
+
+function checkPassword(password: string | undefined): string | undefined {
+  if (password !== undefined && !PASSWORD.test(password)) {
+    throw new Error(`--password is 6 digits, not '${password}'`);
+  }
+  return password;
+}
+
+export async function runZvtEmulate(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      state: { type: 'string' },
+      'delay-ms': { type: 'string' },
+      password: { type: 'string' },
+      tcp: { type: 'string' },
+      port: { type: 'string' },
+      baud: { type: 'string' },
+      serial: { type: 'string' },
+      'terminal-id': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  });
+  if (values.help) return void process.stdout.write(ZVT_USAGE);
+  if (values.tcp !== undefined && values.port !== undefined) {
+    throw new Error('emulate takes --tcp or --port, not both');
+  }
+  const emulator = await startZvtEmulator({
+    state: values.state,
+    delayMs: integer('--delay-ms', values['delay-ms'], 0),
+    password: checkPassword(values.password),
+    tcp: values.tcp === undefined ? undefined : parseListenAddress(values.tcp),
+    port: values.port,
+    baudRate: integer('--baud', values.baud, 1),
+    serial: integer('--serial', values.serial, 0),
+    terminalId: values['terminal-id'],
+  });
+  process.stdout.write(`${emulator.address}\n`);
+  process.stderr.write(
+    `tps bridge emulate: emulated ZVT terminal ${values.tcp ? 'listening on' : 'on'} ${emulator.description}; ` +
+      `password ${values.password ?? '000000'}; memory ${values.state ?? 'in this process only'}. Ctrl-C stops it.\n`,
+  );
+  emulator.terminal.on('entry', (entry) => {
+    const result = entry.result_code === undefined ? '' : ` ${resultCodeText(entry.result_code)}`;
+    process.stderr.write(
+      `  receipt ${String(entry.receipt_number).padStart(4, '0')} ${entry.kind} ${entry.phase}${result} amount ${entry.amount}\n`,
+    );
+  });
+  emulator.terminal.on('display', (lines) => {
+    process.stderr.write(`  display: ${lines.map((line) => JSON.stringify(line)).join(' ')}\n`);
+  });
+  await untilStopped();
+  await emulator.close();
+}
+
+export async function runZvtMonitor(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: {
+      between: { type: 'boolean' },
+      baud: { type: 'string' },
+      full: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    allowPositionals: true,
+    strict: true,
+  });
+  if (values.help) return void process.stdout.write(ZVT_USAGE);
+  const baudRate = integer('--baud', values.baud, 1) ?? ZVT_BAUD_RATE;
+  const print = (line: string) => process.stdout.write(`${line}\n`);
+  const log = (line: string) => process.stderr.write(`tps bridge monitor: ${line}\n`);
+  const want = values.between ? 2 : 1;
+  if (positionals.length !== want) {
+    throw new Error(
+      values.between
+        ? 'monitor --between needs two ports'
+        : 'monitor needs one PORT (or --between A B)',
+    );
+  }
+  const [first, second] = positionals as [string, string | undefined];
+  const tcpFirst = parseTcpAddress(first);
+  if (values.between && second?.startsWith('listen:')) {
+    if (!tcpFirst) {
+      throw new Error('monitor --between … listen:HOST:PORT needs the terminal as tcp://HOST:PORT');
+    }
+    const relay = await relayZvtTcp(parseListenAddress(second.slice('listen:'.length)), tcpFirst, {
+      print,
+      full: values.full,
+      log,
+    });
+    process.stdout.write(`tcp://${relay.host}:${relay.port}\n`);
+    log(
+      `forwarding ECR connections on tcp://${relay.host}:${relay.port} to ${first}; Ctrl-C stops it.`,
+    );
+    await untilStopped();
+    await relay.close();
+    return;
+  }
+  if (values.between && positionals.some((spec) => parseTcpAddress(spec))) {
+    throw new Error(
+      'ZVT over TCP has no serial framing: forward it with --between tcp://PT_HOST:PORT listen:HOST:PORT',
+    );
+  }
+  const ports: OpenPort[] = [];
+  try {
+    for (const spec of positionals) {
+      const tcp = parseTcpAddress(spec);
+      const port = tcp
+        ? await connectTcp(tcp)
+        : spec === 'pty' && values.between
+          ? await openPty()
+          : await openSerialPort(spec, { baudRate, stopBits: 2 });
+      ports.push(port);
+      if ('path' in port) process.stdout.write(`${port.path}\n`);
+    }
+    const [a, b] = ports as [OpenPort, OpenPort | undefined];
+    const framing = tcpFirst ? 'tcp' : 'serial';
+    log(
+      `${b ? `forwarding between ${a.description} and ${b.description}` : `listening on ${a.description}`} (ZVT ${framing === 'tcp' ? 'over TCP' : 'serial framing'}); Ctrl-C stops it.`,
+    );
+    if (b) monitorZvtBetween(a.stream, b.stream, { print, full: values.full, names: ['A', 'B'] });
+    else monitorZvtPort(a.stream, { print, full: values.full, framing });
+    const closed = Promise.race(
+      ports.map(
+        (port) =>
+          new Promise<string>((resolve) =>
+            port.stream.once('close', () => resolve(port.description)),
+          ),
+      ),
+    );
+    const ended = await Promise.race([untilStopped().then(() => undefined), closed]);
+    if (ended) {
+      log(`${ended} closed`);
+      process.exitCode = 1;
+    }
+  } finally {
+    for (const port of ports) await port.close();
+  }
+}
+
+export async function runZvtProbe(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: {
+      register: { type: 'boolean' },
+      password: { type: 'string' },
+      'timeout-ms': { type: 'string' },
+      baud: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    allowPositionals: true,
+    strict: true,
+  });
+  if (values.help) return void process.stdout.write(ZVT_USAGE);
+  const [spec] = positionals;
+  if (!spec || positionals.length > 1) throw new Error('probe needs one PORT or tcp://HOST:PORT');
+  const password = checkPassword(values.password);
+  const timeoutMs = integer('--timeout-ms', values['timeout-ms'], 1);
+  const baudRate = integer('--baud', values.baud, 1) ?? ZVT_BAUD_RATE;
+  const tcp = parseTcpAddress(spec);
+  let channel: ApduChannel;
+  let port: OpenPort;
+  if (tcp) {
+    const connection = await connectZvtTcp(tcp);
+    channel = connection.channel;
+    port = connection.port;
+  } else {
+    port = await openSerialPort(spec, { baudRate, stopBits: 2 });
+    channel = new ZvtSerialLink(port.stream, { baudRate });
+  }
+  try {
+    const report = await probeZvtTerminal(channel, {
+      register: values.register ?? false,
+      ...(password === undefined ? {} : { password }),
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
+    });
+    process.stdout.write(
+      values.json ? `${JSON.stringify(report, null, 2)}\n` : zvtProbeText(port.description, report),
+    );
+    if (!report.ok) process.exitCode = 1;
+  } finally {
+    await port.close();
+  }
+}

@@ -1,0 +1,218 @@
+/**
+ * One line of text per ZVT APDU, for the monitor:
+ *
+ * ```
+ *   06 01 authorisation  04 amount=1234
+ *   80 00 00 positive acknowledgement
+ *   04 FF intermediate status  0A (insert card)
+ *   04 0F status information  27 result-code=00 (no error) 04 amount=1234 49 currency=978 …
+ *   06 D1 print line  attr 81 "        THANK YOU"
+ *   06 0F completion  version "TPS-ZVT-EMULATOR-1.0" status 00 (PT ready)
+ *   84 6B 00 negative acknowledgement 6B (function deactivated (PT not registered))
+ * ```
+ *
+ * BMPs appear as `tag name=value`: amounts (minor units), trace, receipt numbers and
+ * currency as decimal numbers, other BCD as its digits, bytes as hex, text quoted, binary
+ * as hex. Texts over 60 characters are cut unless `full`. Card numbers arrive masked by the
+ * terminal and are shown as they are (E as `*`); track data, CVV and PIN data only by size.
+ */
+import { BMP_SPECS, type Bmp } from '../zvt/bmp.js';
+import { controlName, decodeApdu, hex, hexBytes } from '../zvt/apdu.js';
+import type { DecodeContext, ZvtMessage } from '../zvt/message-types.js';
+import { decodeMessage, isCommand, isPtMessage } from '../zvt/messages.js';
+import { decimalFromBcd } from '../zvt/encodings.js';
+import { isConstructed, type Tlv } from '../zvt/tlv.js';
+import {
+  controlText,
+  intermediateStatusText,
+  resultCodeText,
+  terminalStatusText,
+} from './zvt-names.js';
+
+export type ZvtSender = 'ecr' | 'pt';
+
+export interface ZvtApduText {
+  text: string;
+  /** Who sends such a message; undefined for acknowledgements (both sides send them). */
+  sender?: ZvtSender;
+  /** The message, when it decoded. */
+  message?: ZvtMessage;
+}
+
+/** PT → ECR messages the codec keeps as `other` (zvt-notes §5.1). */
+const OTHER_PT_MESSAGES = new Set(['06 D0', '06 E4']);
+
+export function apduText(apdu: Buffer, context: DecodeContext = {}, full = false): ZvtApduText {
+  const parsed = decodeApdu(apdu);
+  if (!parsed.ok) {
+    return { text: `undecodable APDU (${parsed.error.message}): ${cut(hexBytes(apdu), full)}` };
+  }
+  const { cls, ins } = parsed.value;
+  const ack = cls === 0x80 || cls === 0x84;
+  // An acknowledgement is named by its three bytes, as the notes write it: 84 83 00.
+  const control = ack ? hexBytes(apdu.subarray(0, 3)) : controlName(parsed.value);
+  const name = ack ? undefined : controlText(cls, ins);
+  const head = name ? `${control} ${name}` : control;
+  const decoded = decodeMessage(parsed.value, context);
+  if (!decoded.ok) {
+    const { code, offset, message } = decoded.error;
+    return {
+      text: `${head}  undecodable (${code} at ${offset}: ${message}): ${cut(hexBytes(apdu), full)}`,
+      sender: senderOfControl(parsed.value.cls, control),
+    };
+  }
+  const message = decoded.value;
+  return {
+    text: `${head}${bodyText(message, full)}`,
+    ...(message.type === 'ack' ? {} : { sender: senderOf(message, control) }),
+    message,
+  };
+}
+
+function senderOf(message: ZvtMessage, control: string): ZvtSender | undefined {
+  if (isCommand(message)) return 'ecr';
+  if (isPtMessage(message)) return 'pt';
+  return message.type === 'other' ? senderOfControl(message.cls, control) : undefined;
+}
+
+function senderOfControl(cls: number, control: string): ZvtSender | undefined {
+  if (cls === 0x80 || cls === 0x84) return undefined;
+  return cls === 0x04 || OTHER_PT_MESSAGES.has(control) ? 'pt' : 'ecr';
+}
+
+function bodyText(message: ZvtMessage, full: boolean): string {
+  const parts: string[] = [];
+  switch (message.type) {
+    case 'ack':
+      if (message.cls === 0x80) parts.push('positive acknowledgement');
+      else if (message.code === 0x00) parts.push('positive acknowledgement (84 00)');
+      else parts.push(`negative acknowledgement ${resultCodeText(message.code)}`);
+      if (message.data.length > 0) {
+        parts.push(message.bmps ? bmpsText(message.bmps, full) : `data ${hexBytes(message.data)}`);
+      }
+      return ` ${parts.join(' ')}`;
+    case 'registration':
+      parts.push(
+        `password ${message.password}`,
+        `config ${hex(message.config)}`,
+        ...(message.currency === undefined ? [] : [`currency ${message.currency}`]),
+      );
+      break;
+    case 'reversal':
+    case 'refund':
+    case 'end-of-day':
+    case 'repeat-receipt':
+    case 'status-enquiry':
+      if (message.password !== undefined) parts.push(`password ${message.password}`);
+      break;
+    case 'intermediate-status':
+      parts.push(intermediateStatusText(message.status));
+      if (message.timeout !== undefined) parts.push(`timeout ${message.timeout} s`);
+      break;
+    case 'print-line':
+      parts.push(`attr ${hex(message.attribute)}`, quote(message.text, full));
+      if (message.tlv) parts.push(`06 tlv=${tlvText(message.tlv.items, full)}`);
+      break;
+    case 'completion':
+      if (message.status) {
+        const { softwareVersion, terminalStatus } = message.status;
+        if (softwareVersion !== undefined) parts.push(`version ${quote(softwareVersion, full)}`);
+        parts.push(`status ${terminalStatusText(terminalStatus)}`);
+      }
+      break;
+    case 'abort':
+      parts.push(
+        message.resultCode === undefined
+          ? 'no result code'
+          : `result ${resultCodeText(message.resultCode)}`,
+      );
+      if (message.currency !== undefined) parts.push(`currency ${message.currency}`);
+      break;
+    case 'other':
+      if (message.data.length > 0) parts.push(`data ${cut(hexBytes(message.data), full)}`);
+      return parts.length > 0 ? `  ${parts.join(' ')}` : '';
+    case 'log-off':
+    case 'abort-command':
+      return '';
+    default:
+      break;
+  }
+  if ('bmps' in message && message.bmps.length > 0) {
+    // BMP 19 of a completion is the terminal's status byte, elsewhere the payment type.
+    const names: Record<number, string> =
+      message.type === 'completion' ? { 0x19: 'status-byte' } : {};
+    parts.push(bmpsText(message.bmps, full, names));
+  }
+  return parts.length > 0 ? `  ${parts.join(' ')}` : '';
+}
+
+export function bmpsText(
+  bmps: readonly Bmp[],
+  full = false,
+  names: Readonly<Record<number, string>> = {},
+): string {
+  return bmps.map((bmp) => bmpText(bmp, full, names[bmp.tag])).join(' ');
+}
+
+/** BCD fields that are numbers (amount in minor units, trace, receipt, currency…). */
+const DECIMAL_TAGS: ReadonlySet<number> = new Set([0x04, 0x0b, 0x37, 0x49, 0x87, 0x88]);
+
+/**
+ * Card data a PT never sends unmasked to an ECR, but an ECR may send (manual entry): track
+ * data, CVV, PIN data. Monitor output gets pasted into tickets, so only their size is shown.
+ */
+const SECRET_TAGS: ReadonlySet<number> = new Set([0x23, 0x24, 0x2d, 0x3a, 0xd1]);
+
+function bmpText(bmp: Bmp, full: boolean, alias: string | undefined): string {
+  const name = alias ?? BMP_SPECS.get(bmp.tag)?.name ?? 'unknown';
+  const label = `${hex(bmp.tag)} ${name}`;
+  if (SECRET_TAGS.has(bmp.tag)) return `${label}=(${valueBytes(bmp)} bytes, not shown)`;
+  // The PAN as printed: E is a masked digit, F pads.
+  if (bmp.tag === 0x22 && bmp.format === 'bcd') {
+    return `${label}=${bmp.value.replace(/F+$/, '').replaceAll('E', '*')}`;
+  }
+  switch (bmp.format) {
+    case 'byte':
+      if (bmp.tag === 0x27 || bmp.tag === 0xa0) return `${label}=${resultCodeText(bmp.value)}`;
+      return `${label}=${hex(bmp.value)}`;
+    case 'bcd': {
+      const number = DECIMAL_TAGS.has(bmp.tag) ? decimalFromBcd(bmp.value) : undefined;
+      return `${label}=${number ?? bmp.value}`;
+    }
+    case 'ascii':
+    case 'text':
+      return `${label}=${quote(bmp.value.replace(/\0+$/, ''), full)}`;
+    case 'binary':
+      return `${label}=${cut(hexBytes(bmp.value), full)}`;
+    case 'tlv':
+      return `${label}=${tlvText(bmp.value.items, full)}`;
+  }
+}
+
+/** The size of a secret field's value (they are BCD or binary). */
+function valueBytes(bmp: Bmp): number {
+  if (bmp.format === 'bcd') return bmp.value.length / 2;
+  return bmp.format === 'binary' ? bmp.value.length : 1;
+}
+
+/** `{1F07=02 25{07="line" 07="line"}}`. */
+function tlvText(items: readonly Tlv[], full: boolean): string {
+  const inner = items.map((item) => {
+    const tag = item.tag.toString(16).toUpperCase().padStart(2, '0');
+    if (isConstructed(item)) return `${tag}${tlvText(item.items, full)}`;
+    // Text lines (07) as text; everything else as hex.
+    return item.tag === 0x07
+      ? `${tag}=${quote(item.value.toString('latin1'), full)}`
+      : `${tag}=${cut(hexBytes(item.value), full)}`;
+  });
+  return `{${inner.join(' ')}}`;
+}
+
+function quote(text: string, full: boolean): string {
+  return JSON.stringify(cut(text, full));
+}
+
+function cut(text: string, full: boolean): string {
+  if (full || text.length <= 60) return text;
+  return `${text.slice(0, 40)}… (${text.length} chars)`;
+}
