@@ -9,7 +9,11 @@ import { Description, ResultCode } from '../../../protocol/fields.js';
 import { ReceiptText } from '../../../protocol/fields.js';
 import { TransactionResultDetails } from '../../../protocol/terminal-link.js';
 import { ScreenText } from '../../serial/messages.js';
-import { readBmps } from '../bmp-values.js';
+import { bmpsFrom, readBmps } from '../bmp-values.js';
+import type { ZvtOutcome } from '../session.js';
+import type { ZvtDriverRecord } from './driver-state.js';
+import { ZVT_PROFILES } from './profiles.js';
+import { recordFromRepeatReceipt } from './transaction-outcome.js';
 import { encodeCp437 } from '../encodings.js';
 import type { PrintLine } from '../message-types.js';
 import { primitive } from '../tlv.js';
@@ -185,5 +189,73 @@ describe('ZVT status information to Transaction fields', () => {
     expect(CARD_TYPE_SCHEMES.get(0x05)).toBe('GIROCARD');
     expect(CARD_TYPE_SCHEMES.get(0x06)).toBe('MASTERCARD');
     expect(CARD_TYPE_SCHEMES.get(0x0a)).toBe('VISA');
+  });
+});
+
+describe('ZVT recovery from a Repeat Receipt', () => {
+  const record: ZvtDriverRecord = {
+    transaction_id: 'tx-recover',
+    kind: 'PURCHASE',
+    amount: 700,
+    currency: 'EUR',
+    phase: 'IN_PROGRESS',
+  };
+  const info = (values: { resultCode?: number; amount: number; traceNumber: number }) =>
+    ({
+      command: 'repeat-receipt',
+      kind: 'completed',
+      result: values,
+      statusInformation: [{ type: 'status-information', bmps: bmpsFrom(values) }],
+      printLines: [],
+      printTextBlocks: [],
+    }) as ZvtOutcome;
+  const now = new Date();
+  const generic = ZVT_PROFILES.generic;
+
+  it('takes the last 04 0F as this one when the trace moved on, else says it never ran', () => {
+    const last = info({ resultCode: 0, amount: 700, traceNumber: 8 });
+    expect(
+      recordFromRepeatReceipt({ ...record, trace_before: 7 }, last, generic, now),
+    ).toMatchObject({
+      phase: 'COMPLETED',
+      result_code: 'SUCCESS',
+      trace_number: 8,
+    });
+    expect(
+      recordFromRepeatReceipt({ ...record, trace_before: 8 }, last, generic, now),
+    ).toMatchObject({
+      phase: 'CANCELLED',
+      result_code: 'ABORTED',
+    });
+  });
+
+  it('without a known trace, goes by the amount', () => {
+    const other = info({ resultCode: 0, amount: 1200, traceNumber: 8 });
+    expect(recordFromRepeatReceipt(record, other, generic, now).phase).toBe('CANCELLED');
+    const same = info({ resultCode: 5, amount: 700, traceNumber: 8 });
+    expect(recordFromRepeatReceipt(record, same, generic, now)).toMatchObject({
+      result_code: 'DECLINED_BY_ISSUER',
+    });
+  });
+
+  it('never guesses: no 04 0F, or one without a result code, is OUTCOME_UNKNOWN', () => {
+    const silent = {
+      ...info({ amount: 0, traceNumber: 0 }),
+      statusInformation: [],
+      result: undefined,
+    };
+    expect(
+      recordFromRepeatReceipt({ ...record, trace_before: 7 }, silent, generic, now),
+    ).toMatchObject({
+      phase: 'COMPLETED',
+      result_code: 'OUTCOME_UNKNOWN',
+    });
+    expect(
+      recordFromRepeatReceipt({ ...record, trace_before: 0 }, silent, generic, now).phase,
+    ).toBe('CANCELLED');
+    const noCode = info({ amount: 700, traceNumber: 9 });
+    expect(
+      recordFromRepeatReceipt({ ...record, trace_before: 7 }, noCode, generic, now).result_code,
+    ).toBe('OUTCOME_UNKNOWN');
   });
 });

@@ -97,3 +97,45 @@ export function recordFromOutcome(
     },
   );
 }
+
+/** Whether the PT refused because it still works on something (84 83 / 84 9C). */
+export function isBusyRefusal(outcome: ZvtOutcome): boolean {
+  return outcome.kind === 'refused' && (outcome.resultCode === 0x83 || outcome.resultCode === 0x9c);
+}
+
+/**
+ * The record as the PT's last transaction says (a Repeat Receipt's outcome, service 01):
+ * its 04 0F is this transaction's when its trace number moved on from `trace_before`.
+ * Without `trace_before` (the driver never learned the PT's numbers), it is this one's
+ * when the amount is this one's, and this one never ran when it is not (the ECR controls
+ * payments: nothing else runs on the PT after it).
+ */
+export function recordFromRepeatReceipt(
+  record: ZvtDriverRecord,
+  outcome: ZvtOutcome,
+  profile: ZvtProfile,
+  now: Date,
+): ZvtDriverRecord {
+  const trace = outcome.result?.traceNumber;
+  const none = { details: { authorized_amount: 0 } };
+  if (outcome.statusInformation.length > 0 && trace !== undefined) {
+    const earlier =
+      record.trace_before === undefined
+        ? outcome.result?.amount !== record.amount
+        : trace === record.trace_before;
+    if (earlier) return finalRecord(record, 'CANCELLED', NOT_STARTED, none);
+    const code = outcome.result?.resultCode;
+    if (code === undefined) return finalRecord(record, 'COMPLETED', OUTCOME_UNKNOWN, none);
+    return recordFromOutcome(
+      record,
+      { ...outcome, kind: code === 0 ? 'completed' : 'aborted', resultCode: code },
+      profile,
+      now,
+    );
+  }
+  if (outcome.kind === 'completed' && record.trace_before === 0) {
+    // The PT had no transaction before this one and has none now.
+    return finalRecord(record, 'CANCELLED', NOT_STARTED, none);
+  }
+  return finalRecord(record, 'COMPLETED', OUTCOME_UNKNOWN, none);
+}

@@ -22,7 +22,13 @@
  * at customer identification, an account check, cashback.
  */
 import { EventEmitter } from 'node:events';
-import { systemClock, systemTimers, type Clock, type Timers } from '../../../common/clock.js';
+import {
+  sleep,
+  systemClock,
+  systemTimers,
+  type Clock,
+  type Timers,
+} from '../../../common/clock.js';
 import type { ReaderCapabilities } from '../../../protocol/reader-capabilities.js';
 import type {
   CardReader,
@@ -55,9 +61,10 @@ import {
   BUSY,
   CANCELLED_BY_REGISTER,
   finalRecord,
+  isBusyRefusal,
   NOT_STARTED,
-  OUTCOME_UNKNOWN,
   recordFromOutcome,
+  recordFromRepeatReceipt,
   REVERSED,
   UNKNOWN_TRANSACTION,
 } from './transaction-outcome.js';
@@ -96,6 +103,8 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
   private readonly password: string;
   private readonly currency: string;
   private readonly clock: Clock;
+  private readonly timers: Timers;
+  private readonly t3Ms: number;
   private readonly logger?: ZvtReaderLogger;
   /** Commands to the PT, one at a time. */
   private queue: Promise<unknown> = Promise.resolve();
@@ -112,15 +121,23 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
     this.currency = (options.currency ?? 'EUR').toUpperCase();
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger;
+    this.timers = options.timers ?? systemTimers;
+    this.t3Ms = options.t3Ms ?? 5000;
     this.state = new ZvtDriverState(options.stateFile);
     this.session = new ZvtSession(options.channel, {
-      t3Ms: options.t3Ms,
+      t3Ms: this.t3Ms,
       t4Ms: options.t4Ms,
-      timers: options.timers ?? systemTimers,
+      timers: this.timers,
       endOnErrorStatusInformation: this.profile.endsOnErrorStatusInformation,
     });
     this.session.on('intermediate-status', this.onIntermediateStatus);
     this.session.once('close', this.onClose);
+    this.session.on('unexpected', ({ apdu, reason }) =>
+      this.logger?.warn('ZVT message outside the protocol', {
+        reason,
+        apdu: apdu.subarray(0, 32).toString('hex'),
+      }),
+    );
   }
 
   /**
@@ -203,7 +220,9 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
     const running = this.session.current;
     if (running !== 'authorisation' && running !== 'refund') return;
     try {
-      await this.session.abort();
+      // Resolves when the PT answered the 06 B0; one that ignores it must not hold the
+      // agent beyond T3: the payment's own end still arrives as its result.
+      await Promise.race([this.session.abort(), sleep(this.t3Ms, undefined, this.timers)]);
     } catch (error) {
       throw linkError(error);
     }
@@ -414,42 +433,15 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
                 }),
           );
         });
-        if (!asked || !outcome || this.busy(outcome)) return current;
+        if (!asked || !outcome || isBusyRefusal(outcome)) return current;
         if (current.reversal_pending) return this.finishReversal(current, outcome);
-        return this.settle(this.recoveredRecord(current, outcome));
+        return this.settle(
+          recordFromRepeatReceipt(current, outcome, this.profile, this.clock.now()),
+        );
       });
     } catch (error) {
       throw linkError(error);
     }
-  }
-
-  /** Whether the PT refused because it still works on something (84 83 / 84 9C). */
-  private busy(outcome: ZvtOutcome): boolean {
-    return (
-      outcome.kind === 'refused' && (outcome.resultCode === 0x83 || outcome.resultCode === 0x9c)
-    );
-  }
-
-  /** The record as the PT's last transaction (a Repeat Receipt's outcome) says. */
-  private recoveredRecord(record: ZvtDriverRecord, outcome: ZvtOutcome): ZvtDriverRecord {
-    const trace = outcome.result?.traceNumber;
-    const info = outcome.statusInformation.length > 0;
-    const none = { details: { authorized_amount: 0 } };
-    if (info && trace !== undefined) {
-      if (record.trace_before !== undefined && trace === record.trace_before) {
-        return finalRecord(record, 'CANCELLED', NOT_STARTED, none);
-      }
-      const repeated: ZvtOutcome = {
-        ...outcome,
-        kind: outcome.result?.resultCode ? 'aborted' : 'completed',
-      };
-      return recordFromOutcome(record, repeated, this.profile, this.clock.now());
-    }
-    if (outcome.kind === 'completed' && record.trace_before === 0) {
-      // The PT had no transaction before this one and has none now.
-      return finalRecord(record, 'CANCELLED', NOT_STARTED, none);
-    }
-    return finalRecord(record, 'COMPLETED', OUTCOME_UNKNOWN, none);
   }
 
   // ---- helpers ----
