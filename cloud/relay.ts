@@ -245,9 +245,10 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         logger: logger.child({ part: 'simulator' }),
       });
     const registry = new TerminalRegistry(store, clock);
-    const spooler = new PrintSpooler(clock, (terminalId, contents, commandId) =>
+    const spooler = new PrintSpooler((terminalId, contents, commandId) =>
       outbox.queue(terminalId, { type: 'print', command_id: commandId, format: 'PNG', contents }),
     );
+    started.push(() => spooler.close());
 
     // Background work runs in the leading relay only.
     const placement = new SimulatorPlacement(
@@ -372,6 +373,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         service.stop();
         events.stop();
         await app.close();
+        await spooler.close();
         unsubscribe();
         // Work stops here before the lead is given up: no overlap with the next leader.
         await background.stop();

@@ -9,3 +9,4 @@ export * from './operations.js';
 export * from './events.js';
 export * from './mqtt.js';
 export * from './reader-capabilities.js';
+export * from './print-image.js';
