@@ -25,6 +25,7 @@ import { EventRetention } from './events/retention.js';
 import { Webhooks } from './events/webhooks.js';
 import { RelayAddress } from './http/address.js';
 import { buildHttpServer } from './http/server.js';
+import { ParkedWaits } from './long-poll.js';
 import { loggerOptions } from './logging.js';
 import { SHARE_GROUP, relayClientId } from './mqtt/client-id.js';
 import {
@@ -117,8 +118,10 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
 
     // Events, their log and who is told of them.
     const eventFeed = new EventFeed();
+    const parkedWaits = new ParkedWaits(config.maxParkedPerCredential);
     const events = new EventLog({
       store,
+      parkedWaits,
       feed: eventFeed,
       tokens: await storedCursorTokens(store),
       vendor: config.eventVendor,
@@ -194,6 +197,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
     });
     const service = new TransactionService({
       store,
+      parkedWaits,
       outbox,
       clock,
       logger: logger.child({ part: 'transactions' }),
@@ -307,6 +311,11 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         onFailure: (outcome) => metrics.signInFailures.inc({ listener: 'http', outcome }),
       }),
       ...(config.trustProxy ? { trustProxy: config.trustProxy } : {}),
+      limits: {
+        requestTimeoutMs: config.httpRequestTimeoutS * 1000,
+        headersTimeoutMs: config.httpHeadersTimeoutS * 1000,
+        maxConnections: config.httpMaxConnections,
+      },
       service,
       registry,
       spooler,

@@ -85,10 +85,14 @@ export const ERROR_CATALOGUE = {
       'The next_token points before the oldest event still kept (retention deleted the events in between); start a new read.',
   },
   WEBHOOK_NOT_FOUND: { status: 404, meaning: 'No such webhook for this credential.' },
+  REQUEST_TIMEOUT: {
+    status: 408,
+    meaning: 'The request was not sent whole in time; the connection is closed.',
+  },
   TOO_MANY_REQUESTS: {
     status: 429,
     meaning:
-      'Too many failed sign-ins for this username or from this address; wait for Retry-After.',
+      'Too many failed sign-ins for this username or from this address, or too many requests of this credential waiting; wait for Retry-After.',
   },
   SERVICE_BUSY: {
     status: 503,

@@ -17,7 +17,7 @@ const STATUS_TEXT: Record<number, string> = {
   405: 'Only POST is allowed',
   413: 'Body too large',
   415: 'Body is not application/json',
-  429: 'Too many failed sign-ins; wait for Retry-After',
+  429: 'Too many failed sign-ins or waiting requests; wait for Retry-After',
   500: 'Unexpected fault; the request may be repeated',
   503: 'Momentarily saturated; repeat after Retry-After',
 };
