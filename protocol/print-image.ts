@@ -20,6 +20,13 @@ export const MAX_PRINT_ROWS = 16_000;
  */
 export const MAX_PRINT_IMAGE_WIDTH = 2 * WIDEST_HEAD_DOTS;
 
+/**
+ * The most pixels an image may have: as many as the longest receipt has dots on the widest
+ * head. It bounds what decoding one image costs (a 1152-pixel-wide image is then at most
+ * 8,000 rows).
+ */
+export const MAX_PRINT_IMAGE_PIXELS = WIDEST_HEAD_DOTS * MAX_PRINT_ROWS;
+
 export interface PngHeader {
   width: number;
   height: number;
@@ -64,12 +71,16 @@ export function printedRows(width: number, height: number, headDots = WIDEST_HEA
 
 /**
  * Why no receipt printer can print an image of this size, or undefined when one can: empty,
- * wider than MAX_PRINT_IMAGE_WIDTH, or longer than MAX_PRINT_ROWS on the widest head.
+ * wider than MAX_PRINT_IMAGE_WIDTH, more than MAX_PRINT_IMAGE_PIXELS, or longer than
+ * MAX_PRINT_ROWS on the widest head.
  */
 export function unprintableSize(width: number, height: number): string | undefined {
   if (width === 0 || height === 0) return `the image is ${width}×${height} pixels: empty`;
   if (width > MAX_PRINT_IMAGE_WIDTH) {
     return `the image is ${width} pixels wide; at most ${MAX_PRINT_IMAGE_WIDTH} (twice the widest head, ${WIDEST_HEAD_DOTS} dots) can be printed`;
+  }
+  if (width * height > MAX_PRINT_IMAGE_PIXELS) {
+    return `the image is ${width}×${height} pixels; at most ${MAX_PRINT_IMAGE_PIXELS} pixels (${WIDEST_HEAD_DOTS} × ${MAX_PRINT_ROWS}) can be printed`;
   }
   const rows = printedRows(width, height);
   if (rows > MAX_PRINT_ROWS) {

@@ -5,7 +5,12 @@
  */
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_PRINT_IMAGE_WIDTH, MAX_PRINT_ROWS, WIDEST_HEAD_DOTS } from '../protocol/index.js';
+import {
+  MAX_PRINT_IMAGE_PIXELS,
+  MAX_PRINT_IMAGE_WIDTH,
+  MAX_PRINT_ROWS,
+  WIDEST_HEAD_DOTS,
+} from '../protocol/index.js';
 import { expectError } from './support/api.js';
 import { pngClaiming } from './support/png-bomb.js';
 import { posFor, startTestRelay, type TestRelay } from './support/relay.js';
@@ -64,9 +69,13 @@ describe('print bombs', () => {
       400,
       'PRINT_TOO_LARGE',
     );
-    // A wider image is scaled down to the head: its rows count at the head's width.
+  });
+
+  it(`decodes at most ${MAX_PRINT_IMAGE_PIXELS} pixels (the longest receipt on the widest head)`, async () => {
+    const rows = MAX_PRINT_IMAGE_PIXELS / MAX_PRINT_IMAGE_WIDTH;
+    expect((await print(pngClaiming(MAX_PRINT_IMAGE_WIDTH, rows))).status).toBe(200);
     expectError(
-      await print(pngClaiming(MAX_PRINT_IMAGE_WIDTH, 2 * MAX_PRINT_ROWS + 2, 1)),
+      await print(pngClaiming(MAX_PRINT_IMAGE_WIDTH, rows + 1, 1)),
       400,
       'PRINT_TOO_LARGE',
     );
