@@ -25,8 +25,26 @@ describe('docs/security.md', () => {
     for (const env of limits) expect(doc, env).toContain(`\`${env}\``);
   });
 
+  it('names every limit setting of HTTP waits and connections', () => {
+    const limits = Object.values(CLOUD_SETTINGS)
+      .map((s) => s.env)
+      .filter((env) => /^TPS_(HTTP_|MAX_PARKED_)/.test(env));
+    expect(limits.length).toBeGreaterThanOrEqual(4);
+    for (const env of limits) expect(doc, env).toContain(`\`${env}\``);
+  });
+
   it('has a section per finding hardened', () => {
-    for (const heading of ['### A.', '### B.', '### C.', '### D.', '### E.', '### F.']) {
+    for (const heading of [
+      '### A.',
+      '### B.',
+      '### C.',
+      '### D.',
+      '### E.',
+      '### F.',
+      '### G.',
+      '### H.',
+      '### I.',
+    ]) {
       expect(doc).toContain(heading);
     }
   });
