@@ -75,7 +75,7 @@ describe('parked waits per credential', () => {
     ];
     await until(() => relay!.service.feed.size + relayEventWaits(relay!) === 2);
 
-    const third = await pos.call('/transaction/get', { external_id: 'slow', wait_seconds: 60 });
+    const third = await pos.call('/transaction/get', { external_id: 'slow', wait_seconds: 3 });
     expectError(third, 429, 'TOO_MANY_REQUESTS');
     expect(third.headers.get('retry-after')).toBe('1');
     expectError(
