@@ -122,6 +122,11 @@ export const CloudConfigSchema = z
         'must be addresses or CIDR ranges separated by commas',
       )
       .optional(),
+    /** Long polls and event waits one credential may have parked at once (docs/security.md). */
+    maxParkedPerCredential: z.coerce.number().int().min(1).max(1_000).default(500),
+    httpRequestTimeoutS: seconds.min(1).max(600).default(30),
+    httpHeadersTimeoutS: seconds.min(1).max(600).default(10),
+    httpMaxConnections: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
     /** Create one simulated terminal on first start. */
     defaultSimulator: z
       .enum(['true', 'false'])
@@ -132,6 +137,10 @@ export const CloudConfigSchema = z
   .refine((c) => c.mqttMaxPayloadBytes < c.mqttMaxPacketBytes, {
     message: 'TPS_MQTT_MAX_PAYLOAD_BYTES must be below TPS_MQTT_MAX_PACKET_BYTES',
     path: ['mqttMaxPayloadBytes'],
+  })
+  .refine((c) => c.httpHeadersTimeoutS <= c.httpRequestTimeoutS, {
+    message: 'TPS_HTTP_HEADERS_TIMEOUT_S must not exceed TPS_HTTP_REQUEST_TIMEOUT_S',
+    path: ['httpHeadersTimeoutS'],
   })
   .refine((c) => (c.tlsCert === undefined) === (c.tlsKey === undefined), {
     message: 'TPS_TLS_CERT and TPS_TLS_KEY must be set together',
@@ -452,6 +461,26 @@ export const CLOUD_SETTINGS = {
     env: 'TPS_TRUST_PROXY',
     flag: 'trust-proxy',
     doc: 'Proxies trusted to name the client in X-Forwarded-For: addresses or CIDR ranges, comma-separated.',
+  },
+  maxParkedPerCredential: {
+    env: 'TPS_MAX_PARKED_PER_CREDENTIAL',
+    flag: 'max-parked-per-credential',
+    doc: 'Long polls and event waits one credential may have waiting at once (at most 1000); more are refused 429 with Retry-After.',
+  },
+  httpRequestTimeoutS: {
+    env: 'TPS_HTTP_REQUEST_TIMEOUT_S',
+    flag: 'http-request-timeout-s',
+    doc: 'Seconds a client has to send a whole request, headers and body; then 408 and the connection is closed. Waiting for the answer is not counted.',
+  },
+  httpHeadersTimeoutS: {
+    env: 'TPS_HTTP_HEADERS_TIMEOUT_S',
+    flag: 'http-headers-timeout-s',
+    doc: "Seconds a client has to send a request's headers, from the connection or the previous answer; then 408 and the connection is closed.",
+  },
+  httpMaxConnections: {
+    env: 'TPS_HTTP_MAX_CONNECTIONS',
+    flag: 'http-max-connections',
+    doc: 'Connections the HTTP API holds at once; more are closed at once.',
   },
   defaultSimulator: {
     env: 'TPS_DEFAULT_SIMULATOR',

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Cancellation } from './cancellation.js';
-import { longPoll, type Parked } from './long-poll.js';
+import { ParkedWaits, longPoll, type Parked } from './long-poll.js';
 import { ManualTimers } from '../common/testing/manual-timers.js';
 
 /** A cancellation that counts the listeners it holds, to show each is let go. */
@@ -115,5 +115,46 @@ describe('longPoll', () => {
     await expect(answer).resolves.toBe('at once');
     expect(subscribed).toBe(0);
     expect(timers.size).toBe(0);
+  });
+});
+
+describe('ParkedWaits', () => {
+  const park = (waits: ParkedWaits, holder: string, timers: ManualTimers, answerWhenFull = false) =>
+    longPoll(
+      {
+        waitMs: 1000,
+        otherwise: () => 'as it was',
+        cancelledBy: [],
+        timers,
+        parkedAs: { holder, waits, answerWhenFull },
+      },
+      () => () => undefined,
+    );
+
+  it("refuses a holder's wait beyond its cap with 429 and Retry-After, others still park", async () => {
+    const timers = new ManualTimers();
+    const waits = new ParkedWaits(2);
+    const parked = [park(waits, 'a', timers), park(waits, 'a', timers)];
+    await expect(park(waits, 'a', timers)).rejects.toMatchObject({
+      code: 'TOO_MANY_REQUESTS',
+      status: 429,
+      headers: { 'Retry-After': '1' },
+    });
+    void park(waits, 'b', timers);
+    expect(waits.count('a')).toBe(2);
+    expect(waits.count('b')).toBe(1);
+    timers.advance(1000);
+    await Promise.all(parked);
+    // Every way out lets go of the count.
+    expect(waits.count('a')).toBe(0);
+    expect(waits.count('b')).toBe(0);
+  });
+
+  it('answers at once, not 429, when asked to after a change the request made', async () => {
+    const timers = new ManualTimers();
+    const waits = new ParkedWaits(1);
+    void park(waits, 'a', timers);
+    await expect(park(waits, 'a', timers, true)).resolves.toBe('as it was');
+    expect(waits.count('a')).toBe(1);
   });
 });

@@ -8,6 +8,8 @@
  */
 import type { Cancellation } from './cancellation.js';
 import { systemTimers, type Timers } from '../common/clock.js';
+import type { Principal } from './accounts/principal.js';
+import { ApiError } from './errors.js';
 
 /** A parked poll, as its watcher sees it. */
 export interface Parked<T> {
@@ -27,6 +29,67 @@ export interface LongPollOptions<T> {
   /** Each one ends the wait early: the client's going away, the relay's closing. */
   cancelledBy: ReadonlyArray<Pick<Cancellation, 'cancelled' | 'onCancel'>>;
   timers?: Timers;
+  /**
+   * Counts the wait against its holder's cap while it is parked. Beyond the cap the poll
+   * is refused (429), or with `answerWhenFull` answers `otherwise()` at once: a wait that
+   * follows a change the request made answers that change rather than refuse it.
+   */
+  parkedAs?: { holder: string; waits: ParkedWaits; answerWhenFull?: boolean };
+}
+
+/** Parked waits per holder (a credential) allowed by default (docs/security.md). */
+export const DEFAULT_MAX_PARKED_PER_CREDENTIAL = 100;
+
+/**
+ * Whose waits a principal's count against: an account credential's, or one terminal's
+ * credential's. Several account credentials of one account share the account's count.
+ */
+export function parkingHolder(principal: Principal): string {
+  return principal.terminalId === undefined
+    ? principal.accountId
+    : `${principal.accountId}/${principal.terminalId}`;
+}
+
+/**
+ * The waits each holder has parked, capped: every parked wait holds a socket, a timer and
+ * a subscription for up to 180 s, so one credential must not hold them without bound.
+ * Beyond the cap a wait is refused 429 TOO_MANY_REQUESTS before it parks.
+ */
+export class ParkedWaits {
+  private readonly parked = new Map<string, number>();
+
+  constructor(readonly maxPerHolder = DEFAULT_MAX_PARKED_PER_CREDENTIAL) {}
+
+  /** Waits `holder` has parked now. */
+  count(holder: string): number {
+    return this.parked.get(holder) ?? 0;
+  }
+
+  /** Throws 429 TOO_MANY_REQUESTS, with Retry-After, when `holder` has no wait left. */
+  check(holder: string): void {
+    const count = this.count(holder);
+    if (count >= this.maxPerHolder) {
+      throw new ApiError(
+        'TOO_MANY_REQUESTS',
+        `this credential already has ${count} requests waiting; answer them or wait less`,
+        { 'Retry-After': '1' },
+      );
+    }
+  }
+
+  /** Counts one more wait for `holder`, or throws 429; answers how to let it go (once). */
+  take(holder: string): () => void {
+    this.check(holder);
+    this.parked.set(holder, this.count(holder) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = this.count(holder) - 1;
+      if (left > 0) this.parked.set(holder, left);
+      else this.parked.delete(holder);
+    };
+  }
 }
 
 /**
@@ -39,13 +102,20 @@ export function longPoll<T>(
   options: LongPollOptions<T>,
   watch: (parked: Parked<T>) => () => void,
 ): Promise<T> {
-  const { waitMs, otherwise, cancelledBy, timers = systemTimers } = options;
+  const { waitMs, otherwise, cancelledBy, timers = systemTimers, parkedAs } = options;
   if (waitMs <= 0 || cancelledBy.some((c) => c.cancelled)) return Promise.resolve(otherwise());
+  let release: () => void;
+  try {
+    release = parkedAs ? parkedAs.waits.take(parkedAs.holder) : () => undefined;
+  } catch (error) {
+    return parkedAs?.answerWhenFull ? Promise.resolve(otherwise()) : Promise.reject(error);
+  }
   return new Promise<T>((resolve, reject) => {
     let settled = false;
     let unsubscribe: (() => void) | undefined;
     const end = () => {
       settled = true;
+      release();
       timers.clearTimeout(timer);
       for (const undo of undoCancel) undo();
       unsubscribe?.();

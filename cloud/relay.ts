@@ -28,6 +28,7 @@ import { Webhooks } from './events/webhooks.js';
 import { CredentialAdmin, type CredentialNotice } from './accounts/credentials.js';
 import { RelayAddress } from './http/address.js';
 import { buildHttpServer } from './http/server.js';
+import { ParkedWaits } from './long-poll.js';
 import { loggerOptions } from './logging.js';
 import { SHARE_GROUP, relayClientId } from './mqtt/client-id.js';
 import {
@@ -122,8 +123,10 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
 
     // Events, their log and who is told of them.
     const eventFeed = new EventFeed();
+    const parkedWaits = new ParkedWaits(config.maxParkedPerCredential);
     const events = new EventLog({
       store,
+      parkedWaits,
       feed: eventFeed,
       tokens: await storedCursorTokens(store),
       vendor: config.eventVendor,
@@ -207,6 +210,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
     });
     const service = new TransactionService({
       store,
+      parkedWaits,
       outbox,
       clock,
       logger: partLogger(logger, 'transactions'),
@@ -280,9 +284,10 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       brokerUrl: () => agentBrokerUrl,
       logger: partLogger(logger, 'pairing'),
     });
-    const spooler = new PrintSpooler(clock, (terminalId, contents, commandId) =>
+    const spooler = new PrintSpooler((terminalId, contents, commandId) =>
       outbox.queue(terminalId, { type: 'print', command_id: commandId, format: 'PNG', contents }),
     );
+    started.push(() => spooler.close());
 
     // Background work runs in the leading relay only.
     const placement = new SimulatorPlacement(
@@ -360,6 +365,11 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       authenticator,
       credentials,
       ...(config.trustProxy ? { trustProxy: config.trustProxy } : {}),
+      limits: {
+        requestTimeoutMs: config.httpRequestTimeoutS * 1000,
+        headersTimeoutMs: config.httpHeadersTimeoutS * 1000,
+        maxConnections: config.httpMaxConnections,
+      },
       service,
       registry,
       spooler,
@@ -428,6 +438,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         service.stop();
         events.stop();
         await app.close();
+        await spooler.close();
         unsubscribe();
         // Work stops here before the lead is given up: no overlap with the next leader.
         await background.stop();

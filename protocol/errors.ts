@@ -109,10 +109,14 @@ export const ERROR_CATALOGUE = {
     status: 404,
     meaning: 'No such credential in this account.',
   },
+  REQUEST_TIMEOUT: {
+    status: 408,
+    meaning: 'The request was not sent whole in time; the connection is closed.',
+  },
   TOO_MANY_REQUESTS: {
     status: 429,
     meaning:
-      'Too many failed sign-ins for this username or from this address, or too many pairing attempts; wait for Retry-After.',
+      'Too many failed sign-ins for this username or from this address, too many pairing attempts, or too many requests of this credential waiting; wait for Retry-After.',
   },
   SERVICE_BUSY: {
     status: 503,

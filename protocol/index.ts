@@ -12,3 +12,4 @@ export * from './reader-capabilities.js';
 export * from './credentials.js';
 export * from './currencies.js';
 export * from './pairing.js';
+export * from './print-image.js';

@@ -31,6 +31,14 @@ describe('docs/security.md', () => {
     }
   });
 
+  it('names every limit setting of HTTP waits and connections', () => {
+    const limits = Object.values(CLOUD_SETTINGS)
+      .map((s) => s.env)
+      .filter((env) => /^TPS_(HTTP_|MAX_PARKED_)/.test(env));
+    expect(limits.length).toBeGreaterThanOrEqual(4);
+    for (const env of limits) expect(doc, env).toContain(`\`${env}\``);
+  });
+
   it('has a section per finding hardened', () => {
     for (const heading of [
       '### A.',
@@ -43,6 +51,10 @@ describe('docs/security.md', () => {
       '### H.',
       '### I.',
       '### J.',
+      '### K.',
+      '### L.',
+      '### M.',
+      '### N.',
     ]) {
       expect(doc).toContain(heading);
     }

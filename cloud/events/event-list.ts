@@ -18,7 +18,7 @@ import {
 import { Cancellation } from '../cancellation.js';
 import { ApiError } from '../errors.js';
 import { cohortOf } from '../ids.js';
-import { longPoll } from '../long-poll.js';
+import { longPoll, parkingHolder, type ParkedWaits } from '../long-poll.js';
 import type { EventQuery, EventRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
 import type { Timers } from '../../common/clock.js';
@@ -36,6 +36,8 @@ export interface EventListOptions {
   source: () => string;
   /** What parked readers time out on (default: the system's). */
   timers?: Timers;
+  /** Caps the waits each credential has parked (default: no cap). */
+  parkedWaits?: ParkedWaits;
 }
 
 /** Which events a reader sees: its account, maybe one terminal, maybe one kind. */
@@ -141,7 +143,7 @@ export class EventLog {
     };
     let events = await store.readEvents(query);
     if (events.length === 0 && waitMs > 0 && scope.kind !== null) {
-      events = await this.waitForEvents(query, waitMs, gone);
+      events = await this.waitForEvents(query, waitMs, gone, parkingHolder(principal));
     }
     const last = events.at(-1);
     return {
@@ -151,8 +153,8 @@ export class EventLog {
   }
 
   /** Parks until an event of the scope is committed, the time runs out or the client leaves. */
-  private waitForEvents(query: EventQuery, waitMs: number, gone: Cancellation) {
-    const { store, feed, timers } = this.options;
+  private waitForEvents(query: EventQuery, waitMs: number, gone: Cancellation, holder: string) {
+    const { store, feed, timers, parkedWaits } = this.options;
     const matches = (notice: EventNotice) =>
       (query.subject === undefined || notice.subject === query.subject) &&
       (query.kind === undefined || notice.kind === query.kind);
@@ -161,6 +163,7 @@ export class EventLog {
       otherwise: (): EventRecord[] => [],
       cancelledBy: [gone, this.closing],
       timers,
+      ...(parkedWaits ? { parkedAs: { holder, waits: parkedWaits } } : {}),
     };
     return longPoll(parking, (parked) => {
       let reading = false;

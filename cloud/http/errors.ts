@@ -1,4 +1,6 @@
 /** Turns every failure into the spec's error object with the catalogue's status. */
+import http from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { ERROR_CATALOGUE, type ErrorCode } from '../../protocol/index.js';
@@ -61,4 +63,28 @@ export function handleError(
   }
   request.log.error({ err: error }, 'unexpected error');
   return sendError(reply, 'INTERNAL_ERROR', 'unexpected fault; the request may be repeated');
+}
+
+/**
+ * Answers what node's HTTP parser refuses before fastify sees a request (a request not
+ * sent whole in time, headers too large, bytes that are not HTTP) with the error object,
+ * then closes the connection, as node itself would.
+ */
+export function handleClientError(error: Error & { code?: string }, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, code, description]: [number, ErrorCode, string] =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'REQUEST_TIMEOUT', 'the request was not sent whole in time']
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? [400, 'INVALID_REQUEST', 'the request headers are too large']
+        : [400, 'INVALID_REQUEST', 'the request is not valid HTTP'];
+  if (socket.writable) {
+    const body = JSON.stringify(errorBody(code, description));
+    socket.write(
+      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\n` +
+        `Content-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }

@@ -20,7 +20,7 @@ const STATUS_TEXT: Record<number, string> = {
   410: 'Expired; see error.code',
   413: 'Body too large',
   415: 'Body is not application/json',
-  429: 'Too many failed sign-ins; wait for Retry-After',
+  429: 'Too many failed sign-ins or waiting requests; wait for Retry-After',
   500: 'Unexpected fault; the request may be repeated',
   503: 'Momentarily saturated; repeat after Retry-After',
 };

@@ -95,6 +95,7 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
   const createAndWait =
     (kind: 'PURCHASE' | 'REFUND') =>
     async (body: PurchaseRequest & RefundRequest, ctx: OperationContext) => {
+      service.checkParking(ctx.principal, waitMs(body));
       const created = await service.create(
         ctx.principal,
         kind === 'PURCHASE' ? { kind, request: body } : { kind, request: body },
@@ -130,6 +131,7 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
     },
 
     '/transaction/continue': async (body: ContinueRequest, ctx) => {
+      service.checkParking(ctx.principal, waitMs(body));
       const continued = await service.continue(ctx.principal, body);
       const record = await service.waitWhileProcessing(
         ctx.principal,

@@ -20,7 +20,7 @@ import { Cancellation } from '../cancellation.js';
 import type { Principal } from '../accounts/principal.js';
 import { registerOpsRoutes, type Readiness } from '../ops/ops-routes.js';
 import type { RelayMetrics } from '../ops/metrics.js';
-import { handleError, sendError } from './errors.js';
+import { handleClientError, handleError, sendError } from './errors.js';
 import { openApiDocument } from './openapi.js';
 import { operationHandlers, type OperationDeps } from './operations.js';
 import { registerPairingRoutes } from './pairing-routes.js';
@@ -39,7 +39,25 @@ export interface HttpServerOptions extends OperationDeps {
    * count by.
    */
   trustProxy?: string;
+  /** Bounds on connections and on how slowly a request may arrive (docs/security.md). */
+  limits?: HttpLimits;
 }
+
+export interface HttpLimits {
+  /** Time to receive a whole request, headers and body; then 408 and the connection closes. */
+  requestTimeoutMs: number;
+  /** Time to receive a request's headers; then 408 and the connection closes. */
+  headersTimeoutMs: number;
+  /** Connections held at once; more are closed at once. */
+  maxConnections: number;
+}
+
+/** Node's defaults would let a client take 5 min to send a request and open any number. */
+export const DEFAULT_HTTP_LIMITS: HttpLimits = {
+  requestTimeoutMs: 30_000,
+  headersTimeoutMs: 10_000,
+  maxConnections: 10_000,
+};
 
 /** A print body is at most 262,143 base64 characters; this leaves room for the rest. */
 const BODY_LIMIT = 512 * 1024;
@@ -54,6 +72,14 @@ declare module 'fastify' {
 const REQUEST_ID = /^[\w.:\-/+=@]{1,128}$/;
 
 export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
+  const limits = options.limits ?? DEFAULT_HTTP_LIMITS;
+  const timeouts = {
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    // Node checks the time-outs every 30 s by default, which would let a slow client keep
+    // its connection long past them.
+    connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
+  };
   const app = Fastify({
     loggerInstance: options.logger,
     bodyLimit: BODY_LIMIT,
@@ -64,6 +90,9 @@ export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
       const given = request.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
+    requestTimeout: limits.requestTimeoutMs,
+    http: timeouts,
+    clientErrorHandler: handleClientError,
     ...(options.trustProxy ? { trustProxy: options.trustProxy } : {}),
     // At close, parked long polls have already been answered (Relay.close): cut every
     // remaining connection, including ones that never sent a request, or close waits on them.
@@ -71,6 +100,7 @@ export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
     ...(options.tls
       ? {
           https: {
+            ...timeouts,
             cert: fs.readFileSync(options.tls.certFile),
             key: fs.readFileSync(options.tls.keyFile),
             minVersion: 'TLSv1.2' as const,
@@ -82,6 +112,8 @@ export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  // Beyond it node closes a new connection at once, before a byte is read.
+  app.server.maxConnections = limits.maxConnections;
   app.setErrorHandler(handleError);
   // Only JSON bodies: fastify's built-in text/plain parser would let a string through
   // to the schema, which then answers a misleading 400 instead of 415.

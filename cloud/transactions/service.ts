@@ -19,7 +19,7 @@ import type { ReportPosition } from '../delivery/report-order.js';
 import { ApiError } from '../errors.js';
 import type { EventFeed } from '../events/event-feed.js';
 import { newCommandId, newEventId, newTransactionId } from '../ids.js';
-import { longPoll } from '../long-poll.js';
+import { longPoll, parkingHolder, type ParkedWaits } from '../long-poll.js';
 import type { NewEvent, TransactionRecord } from '../store/records.js';
 import type { ChangeNotice } from '../cluster/change-bus.js';
 import type { ChangeKey, Store } from '../store/store.js';
@@ -51,6 +51,8 @@ export interface TransactionServiceDeps {
   events: EventFeed;
   /** What parked long polls time out on (default: the system's). */
   timers?: Timers;
+  /** Caps the long polls each credential has parked (default: no cap). */
+  parkedWaits?: ParkedWaits;
 }
 
 /**
@@ -69,6 +71,7 @@ export class TransactionService {
   private readonly due: DueScheduler;
   private readonly events: EventFeed;
   private readonly timers: Timers | undefined;
+  private readonly parkedWaits: ParkedWaits | undefined;
   /** Cancelled at shutdown: parked long polls answer the current state at once. */
   private readonly closing = new Cancellation();
   /** What never changes about a terminal: whose it is. */
@@ -89,6 +92,7 @@ export class TransactionService {
     this.logger = deps.logger;
     this.events = deps.events;
     this.timers = deps.timers;
+    this.parkedWaits = deps.parkedWaits;
     this.due = new DueScheduler(deps.store, deps.clock, (record) => this.fallDue(record));
   }
 
@@ -312,8 +316,18 @@ export class TransactionService {
   }
 
   /**
+   * Refuses (429) a request that would wait when its credential has as many waiting as it
+   * may: checked before a create or continue, so that one is not made and then refused.
+   */
+  checkParking(principal: Principal, waitMs: number): void {
+    if (waitMs > 0) this.parkedWaits?.check(parkingHolder(principal));
+  }
+
+  /**
    * Waits until the transaction leaves PROCESSING, the time runs out or the caller goes
-   * away, and answers the state then. Parks on the change feed: no polling.
+   * away, and answers the state then. Parks on the change feed: no polling. With its
+   * credential's waits all taken, a read (no `initial`) is refused 429; a wait after a
+   * create or continue (`initial`) answers the state at once.
    */
   async waitWhileProcessing(
     principal: Principal,
@@ -330,6 +344,15 @@ export class TransactionService {
       otherwise: () => latest,
       cancelledBy: [gone, this.closing],
       timers: this.timers,
+      ...(this.parkedWaits
+        ? {
+            parkedAs: {
+              holder: parkingHolder(principal),
+              waits: this.parkedWaits,
+              answerWhenFull: initial !== undefined,
+            },
+          }
+        : {}),
     };
     return longPoll(parking, (parked) => {
       const take = (record: TransactionRecord | undefined) => {

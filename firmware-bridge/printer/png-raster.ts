@@ -11,10 +11,11 @@
  * 1 bit burns a black dot, as ESC/POS `GS v 0` expects.
  */
 import { PNG } from 'pngjs';
+import { HEAD_WIDTHS, MAX_PRINT_ROWS } from '../../protocol/print-image.js';
 import { PrinterError } from './errors.js';
 
-/** Head widths in dots of the common 203 dpi printers. */
-export const HEAD_WIDTHS = { '58mm': 384, '80mm': 576 } as const;
+// The relay judges print jobs by the same head widths and length.
+export { HEAD_WIDTHS };
 
 export interface Raster {
   /** Dots per row, a multiple of 8. */
@@ -116,7 +117,7 @@ export function rgbaToRaster(
     w = headWidth;
     h = scaledHeight;
   }
-  const maxHeight = options.maxHeight ?? 16_000;
+  const maxHeight = options.maxHeight ?? MAX_PRINT_ROWS;
   if (h > maxHeight)
     throw new PrinterError(
       'INVALID_IMAGE',

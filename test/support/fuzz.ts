@@ -1,0 +1,185 @@
+/**
+ * What the fuzz properties share: how many runs (few in the suite, many under
+ * `npm run fuzz`), the fixed seed, hostile values, ways to bend a valid body, and a log
+ * that records what the relay reports as an error.
+ */
+import { Writable } from 'node:stream';
+import fc from 'fast-check';
+import { pino, type Logger } from 'pino';
+import { loggerOptions } from '../../cloud/logging.js';
+
+/** Runs of each property: `FUZZ_RUNS` when set (npm run fuzz), else the suite's `quick`. */
+export function fuzzRuns(quick: number): number {
+  const runs = Number(process.env.FUZZ_RUNS);
+  return Number.isInteger(runs) && runs > 0 ? runs : quick;
+}
+
+/** The same inputs every run; `FUZZ_SEED` replays another. */
+export const FUZZ_SEED = Number(process.env.FUZZ_SEED) || 20_261_124;
+
+/** fast-check's parameters for a property of the suite. */
+export const fuzzParameters = (quick: number) => ({
+  seed: FUZZ_SEED,
+  numRuns: fuzzRuns(quick),
+  endOnFailure: true,
+});
+
+/** `depth` arrays nested in one another. */
+export function nestedArrays(depth: number): unknown {
+  let value: unknown = [];
+  for (let i = 0; i < depth; i++) value = [value];
+  return value;
+}
+
+/** `depth` objects nested in one another under `key`. */
+export function nestedObjects(depth: number, key = 'a'): unknown {
+  let value: unknown = {};
+  for (let i = 0; i < depth; i++) value = { [key]: value };
+  return value;
+}
+
+/** Values of every JSON type and shape a field should not get, small and huge. */
+export const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
+  fc.jsonValue({ maxDepth: 3 }),
+  fc.string({ maxLength: 64, unit: 'binary' }),
+  fc.constantFrom(
+    null,
+    true,
+    false,
+    0,
+    -1,
+    0.5,
+    -0.000001,
+    1e21,
+    -1e308,
+    1e308,
+    2 ** 53,
+    -(2 ** 53),
+    '',
+    ' ',
+    '\u0000',
+    '0',
+    'null',
+    '2026-13-45T25:61:61Z',
+    [],
+    {},
+    [null],
+  ),
+  fc.integer({ min: 256, max: 200_000 }).map((n) => 'A'.repeat(n)),
+  fc.integer({ min: 10, max: 2000 }).map(nestedArrays),
+  fc.integer({ min: 10, max: 2000 }).map((n) => nestedObjects(n)),
+  fc.integer({ min: 100, max: 20_000 }).map((n) => Array.from({ length: n }, (_, i) => i)),
+  fc.constant(JSON.parse('{"__proto__": {"polluted": true}}') as unknown),
+);
+
+/** Dotted paths of every value in `body`, objects included (not array members). */
+export function fieldPaths(body: unknown, prefix: string[] = []): string[][] {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return [];
+  return Object.entries(body).flatMap(([key, value]) => [
+    [...prefix, key],
+    ...fieldPaths(value, [...prefix, key]),
+  ]);
+}
+
+/** A copy of `body` with `path` set to `value`, copying only the objects on the way. */
+function setAt(
+  body: Record<string, unknown>,
+  path: string[],
+  value: unknown,
+): Record<string, unknown> {
+  const [key, ...rest] = path;
+  if (key === undefined) return body;
+  const child = body[key] as Record<string, unknown>;
+  return { ...body, [key]: rest.length === 0 ? value : setAt(child, rest, value) };
+}
+
+function removeAt(body: Record<string, unknown>, path: string[]): Record<string, unknown> {
+  const [key, ...rest] = path;
+  if (key === undefined) return body;
+  if (rest.length === 0) {
+    const { [key]: _removed, ...others } = body;
+    return others;
+  }
+  return { ...body, [key]: removeAt(body[key] as Record<string, unknown>, rest) };
+}
+
+/**
+ * A valid body bent once or a few times: a field replaced by a hostile value or removed,
+ * an unknown field added (at the top or inside an object), or the whole body replaced.
+ */
+export function bentBody(valid: Record<string, unknown>): fc.Arbitrary<unknown> {
+  const paths = fieldPaths(valid);
+  const objectPaths = [[], ...paths.filter((p) => isObjectAt(valid, p))];
+  const onFields =
+    paths.length === 0
+      ? []
+      : [
+          { weight: 6, arbitrary: fc.tuple(fc.constantFrom(...paths), hostileValue) },
+          { weight: 1, arbitrary: fc.tuple(fc.constantFrom(...paths), fc.constant(REMOVE)) },
+        ];
+  const bend: fc.Arbitrary<(body: unknown) => unknown> = fc
+    .oneof(...onFields, {
+      weight: 2,
+      arbitrary: fc.tuple(
+        fc.constantFrom(...objectPaths),
+        fc.string({ minLength: 1, maxLength: 20 }),
+        hostileValue,
+      ),
+    })
+    .map((step) => (body: unknown) => {
+      if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
+      const record = body as Record<string, unknown>;
+      if (step.length === 3) {
+        const [at, key, value] = step;
+        return isObjectAt(record, at) ? setAt(record, [...at, key], value) : record;
+      }
+      const [at, value] = step;
+      if (!hasPath(record, at)) return record;
+      return value === REMOVE ? removeAt(record, at) : setAt(record, at, value);
+    });
+  return fc
+    .oneof(
+      { weight: 9, arbitrary: fc.array(bend, { minLength: 1, maxLength: 3 }) },
+      { weight: 1, arbitrary: hostileValue.map((value) => [() => value]) },
+    )
+    .map((bends) => bends.reduce<unknown>((body, step) => step(body), valid));
+}
+
+const REMOVE = Symbol('remove');
+
+function valueAt(body: unknown, path: string[]): unknown {
+  let value = body;
+  for (const key of path) {
+    if (typeof value !== 'object' || value === null || !Object.hasOwn(value, key)) {
+      return undefined;
+    }
+    value = (value as Record<string, unknown>)[key];
+  }
+  return value;
+}
+
+function hasPath(body: unknown, path: string[]): boolean {
+  return path.length > 0 && isObjectAt(body, path.slice(0, -1));
+}
+
+function isObjectAt(body: unknown, path: string[]): boolean {
+  const value = path.length === 0 ? body : valueAt(body, path);
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** A logger for a relay under test, and the lines it logged at error level or above. */
+export function errorRecordingLogger(): { logger: Logger; errors: string[] } {
+  const errors: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) {
+        const level = (JSON.parse(line) as { level?: unknown }).level;
+        if (typeof level === 'number' ? level >= 50 : level === 'error' || level === 'fatal') {
+          errors.push(line);
+        }
+      }
+      callback();
+    },
+  });
+  return { logger: pino(loggerOptions('warn'), stream), errors };
+}
