@@ -5,15 +5,9 @@
  * answers 2xx. Events stay in the log until delivered. A receiver that fails for longer
  * than `disableAfterMs` is disabled, with the reason shown to its owner.
  */
-import { randomBytes } from 'node:crypto';
-import type * as CloudEvents from 'cloudevents';
 import type * as Undici from 'undici';
 import type { Logger } from 'pino';
-import {
-  WEBHOOK_SIGNATURE_HEADER,
-  type WebhookCreateRequest,
-  type WebhookView,
-} from '../../protocol/index.js';
+import type { WebhookCreateRequest, WebhookView } from '../../protocol/index.js';
 import { Backoff } from '../../common/backoff.js';
 import { systemTimers, type Clock, type Timers } from '../../common/clock.js';
 import type { ChangeBus } from '../cluster/change-bus.js';
@@ -24,12 +18,10 @@ import type { Store } from '../store/store.js';
 import type { Principal } from '../accounts/principal.js';
 import type { EventFeed } from './event-feed.js';
 import type { EventLog } from './event-list.js';
-import { webhookSignature } from './webhook-signature.js';
+import { webhookMessage } from './webhook-message.js';
+import { newWebhookSecret } from './webhook-secret.js';
 import { RefusedAddress, TargetPolicy, type Network } from './webhook-target.js';
 
-/** The CloudEvents SDK loads with the first delivery: a relay without webhooks never needs it. */
-let cloudEvents: Promise<typeof CloudEvents> | undefined;
-const loadCloudEvents = () => (cloudEvents ??= import('cloudevents'));
 let undici: Promise<typeof Undici> | undefined;
 const loadUndici = () => (undici ??= import('undici'));
 
@@ -143,7 +135,7 @@ export class Webhooks {
       url: request.url,
       filter: request.filter ?? {},
       mode: request.mode ?? 'structured',
-      secret: `whsec_${randomBytes(24).toString('base64url')}`,
+      secret: newWebhookSecret(),
       enabled: true,
       // A new receiver gets what happens from now on.
       cursor: latest,
@@ -402,11 +394,8 @@ class Deliverer {
     hook: WebhookRecord,
     event: ReturnType<EventLog['render']>,
   ): Promise<string | undefined> {
-    const { CloudEvent, HTTP } = await loadCloudEvents();
-    const cloudEvent = new CloudEvent(event, false);
-    const message = hook.mode === 'binary' ? HTTP.binary(cloudEvent) : HTTP.structured(cloudEvent);
-    const body = typeof message.body === 'string' ? message.body : JSON.stringify(message.body);
     const timestamp = Math.floor(this.options.clock.now().getTime() / 1000);
+    const { headers, body } = webhookMessage(hook, event, timestamp);
     try {
       // A literal address never reaches the lookup: net.connect uses it as it is.
       if (this.hooks.policy.refusesLiteralHost(new URL(hook.url))) {
@@ -415,11 +404,7 @@ class Deliverer {
       const { fetch } = await loadUndici();
       const response = await fetch(hook.url, {
         method: 'POST',
-        headers: {
-          ...(message.headers as Record<string, string>),
-          [WEBHOOK_SIGNATURE_HEADER]: webhookSignature(hook.secret, timestamp, body),
-          'tps-webhook-id': hook.id,
-        },
+        headers,
         body,
         signal: AbortSignal.timeout(this.options.settings.timeoutMs),
         redirect: 'manual',
