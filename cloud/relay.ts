@@ -25,6 +25,7 @@ import { EventRetention } from './events/retention.js';
 import { Webhooks } from './events/webhooks.js';
 import { RelayAddress } from './http/address.js';
 import { buildHttpServer } from './http/server.js';
+import { ConsoleSessions } from './console/sessions.js';
 import { loggerOptions } from './logging.js';
 import { SHARE_GROUP, relayClientId } from './mqtt/client-id.js';
 import {
@@ -298,13 +299,15 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       brokerConnected: () => mqttLink.connected,
     });
 
+    const authenticator = new Authenticator(store, undefined, {
+      throttle: signInThrottle(config),
+      maxHashing: config.signInHashes,
+      onFailure: (outcome) => metrics.signInFailures.inc({ listener: 'http', outcome }),
+    });
     const app = buildHttpServer({
       logger,
-      authenticator: new Authenticator(store, undefined, {
-        throttle: signInThrottle(config),
-        maxHashing: config.signInHashes,
-        onFailure: (outcome) => metrics.signInFailures.inc({ listener: 'http', outcome }),
-      }),
+      authenticator,
+      console: { authenticator, sessions: await ConsoleSessions.open(store) },
       ...(config.trustProxy ? { trustProxy: config.trustProxy } : {}),
       service,
       registry,

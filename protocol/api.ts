@@ -136,6 +136,20 @@ export const TerminalCreateResponse = SimulatorCreateResponse.extend({
 });
 export type TerminalCreateResponse = z.infer<typeof TerminalCreateResponse>;
 
+/** The terminals a credential reaches (an extension): every one of its account, or its own. */
+export const TerminalListRequest = z.object({});
+export const TERMINAL_KINDS = ['SIMULATOR', 'AGENT'] as const;
+export const terminalListResponseSchema = (revision: Revision) =>
+  z.object({
+    terminals: z.array(
+      z.object({
+        terminal_id: TerminalId,
+        kind: z.enum(TERMINAL_KINDS),
+        status: terminalStatusSchema(revision),
+      }),
+    ),
+  });
+
 export function responseSchemas(revision: Revision) {
   const Transaction = transactionSchema(revision);
   return {
@@ -149,6 +163,7 @@ export function responseSchemas(revision: Revision) {
     webhookCreated: WebhookCreateResponse,
     webhooks: WebhookListResponse,
     webhook: WebhookResponse,
+    terminals: terminalListResponseSchema(revision),
   };
 }
 

@@ -14,6 +14,7 @@ import {
   RefundRequest,
   SimulatorCreateResponse,
   TerminalCreateRequest,
+  TerminalListRequest,
   TerminalStatusRequest,
   UnconfirmedRequest,
 } from './api.js';
@@ -75,6 +76,13 @@ export const OPERATIONS = {
     summary: 'Answer the status of a terminal.',
     request: TerminalStatusRequest,
     response: (r) => r.status,
+    errors: [400, ...AUTH, 500],
+  },
+  '/terminal/list': {
+    summary:
+      'List the terminals this credential reaches, with their status (an extension of this service).',
+    request: TerminalListRequest,
+    response: (r) => r.terminals,
     errors: [400, ...AUTH, 500],
   },
   '/terminal/print': {

@@ -54,6 +54,7 @@ const REQUIRED_BODY: Record<string, Record<string, unknown>> = {
   '/terminal/status': { terminal_id: UNKNOWN_TERMINAL },
   '/terminal/print': { contents: PNG_BASE64, format: 'PNG', terminal_id: UNKNOWN_TERMINAL },
   '/simulator/create': {},
+  '/terminal/list': {},
   '/terminal/create': {},
   '/event/list': {},
   // A discard-port address: nothing is ever delivered anywhere.
@@ -251,6 +252,7 @@ const FIELD_LIMITS: Record<string, FieldCase[]> = {
     ...cases('continue', BOOLEAN),
   ],
   '/simulator/create': [],
+  '/terminal/list': [],
   '/terminal/create': [...cases('printer', BOOLEAN), ...cases('battery', BOOLEAN)],
   '/event/list': [
     ...cases('filter', NOT_AN_OBJECT),

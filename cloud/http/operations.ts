@@ -146,6 +146,18 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
       return { status: renderTerminalStatus(terminal.status, ctx.revision) };
     },
 
+    '/terminal/list': async (_body: unknown, ctx) => {
+      const { accountId, terminalId } = ctx.principal;
+      const terminals = await deps.registry.listTerminals(accountId, terminalId);
+      return {
+        terminals: terminals.map((terminal) => ({
+          terminal_id: terminal.id,
+          kind: terminal.kind,
+          status: renderTerminalStatus(terminal.status, ctx.revision),
+        })),
+      };
+    },
+
     '/terminal/print': async (body: PrintRequest, ctx) => {
       const terminal = await service.authorizeTerminal(
         ctx.principal,
