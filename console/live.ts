@@ -33,14 +33,18 @@ export function stopLive(): void {
 async function loop(signal: AbortSignal): Promise<void> {
   let token: string | undefined;
   let pauseMs = 500;
+  let failed = false;
   while (!signal.aborted) {
     try {
+      // After a failure, a short poll first: the page says it is live again at once.
+      const wait_seconds = failed ? 0 : 20;
       const page = await api.events(
-        token ? { next_token: token, wait_seconds: 20 } : { wait_seconds: 20 },
+        token ? { next_token: token, wait_seconds } : { wait_seconds },
         signal,
       );
       token = page.next_token;
       pauseMs = 500;
+      failed = false;
       connectionListener(true);
       for (const event of page.events) for (const listener of listeners) listener(event);
     } catch (error) {
@@ -48,6 +52,7 @@ async function loop(signal: AbortSignal): Promise<void> {
       if (error instanceof ApiFailure && error.status === 401) return;
       // A token the relay no longer knows (410) starts again from the present.
       if (error instanceof ApiFailure && error.status === 410) token = undefined;
+      failed = true;
       connectionListener(false);
       await new Promise((resolve) => setTimeout(resolve, pauseMs));
       pauseMs = Math.min(pauseMs * 2, 5000);

@@ -45,7 +45,8 @@ export async function transactionsPage(main: HTMLElement): Promise<Cleanup> {
   const results = h('div', { 'aria-live': 'polite' });
   const more = h('button', { type: 'button', hidden: true }, 'Load more');
   let found: CloudEventView[] = [];
-  let token: string | undefined;
+  /** Where each terminal's read goes on; a terminal whose last page was short has no more. */
+  let tokens = new Map<string, string>();
 
   const matches = (t: Transaction) =>
     (!externalId.value || t.external_id.includes(externalId.value)) &&
@@ -57,21 +58,37 @@ export async function transactionsPage(main: HTMLElement): Promise<Cleanup> {
     fill(results, list.length ? transactionRows(list) : h('p', {}, 'No transaction matches.'));
     announce(`${list.length} transactions`);
   };
+  // An unfiltered event read starts at the present, so each terminal's events are read
+  // by subject, from the oldest kept.
   const load = async (next: boolean) => {
     try {
-      const page = await api.events(
-        next && token
-          ? { next_token: token, limit: 200 }
-          : {
-              limit: 200,
-              ...(terminal.value ? { filter: { subject: { eq: terminal.value } } } : {}),
-            },
+      if (!next) {
+        found = [];
+        tokens = new Map();
+      }
+      const subjects = next
+        ? [...tokens.keys()]
+        : terminal.value
+          ? [terminal.value]
+          : terminals.map((t) => t.terminal_id);
+      const pages = await Promise.all(
+        subjects.map(async (subject) => {
+          const token = tokens.get(subject);
+          const page = await api.events(
+            next && token
+              ? { next_token: token, limit: 200 }
+              : { limit: 200, filter: { subject: { eq: subject } } },
+          );
+          return { subject, page };
+        }),
       );
-      found = next
-        ? [...found, ...page.events.filter(isTransactionEvent)]
-        : page.events.filter(isTransactionEvent);
-      token = page.next_token;
-      more.hidden = page.events.length < 200;
+      for (const { subject, page } of pages) {
+        found.push(...page.events.filter(isTransactionEvent));
+        if (page.events.length === 200) tokens.set(subject, page.next_token);
+        else tokens.delete(subject);
+      }
+      found.sort((a, b) => (a.time ?? '').localeCompare(b.time ?? ''));
+      more.hidden = tokens.size === 0;
       draw();
     } catch (error) {
       fill(results, h('p', { role: 'alert' }, errorText(error)));

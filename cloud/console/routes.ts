@@ -123,6 +123,10 @@ export function registerConsole(app: FastifyInstance, options: ConsoleOptions): 
         { username: username.slice(0, 64), source: request.ip, code: (error as ApiError).code },
         'console sign-in failed',
       );
+      // Without the Basic challenge: a browser would answer it with its own password dialog.
+      if (error instanceof ApiError && error.code === 'UNAUTHORIZED') {
+        throw new ApiError('UNAUTHORIZED', error.message);
+      }
       throw error;
     }
     const { cookie, session } = await sessions.issue(username);
