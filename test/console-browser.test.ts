@@ -99,7 +99,13 @@ describe.skipIf(!available)(`the console in Chromium (${CHROMIUM})`, () => {
   it('refuses a wrong password', async () => {
     const page = await browser.newPage();
     await page.goto(`${origin}/`);
-    await signIn(page, { username: ACCOUNT.username, password: 'wrong-password' });
+    // With the keyboard alone: the username field has the focus, Tab, Enter.
+    await page.getByLabel('Username').waitFor();
+    expect(await page.evaluate('document.activeElement.id')).toBe('username');
+    await page.keyboard.type(ACCOUNT.username);
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('wrong-password');
+    await page.keyboard.press('Enter');
     await expect
       .poll(() => page.locator('#sign-in-problem').textContent(), { timeout: 10_000 })
       .toContain('wrong username or password');
