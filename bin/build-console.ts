@@ -4,7 +4,8 @@
  * runs it after the TypeScript build; the console's tests run it too, so a clean clone
  * tests what it ships.
  */
-import { copyFile, mkdir } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -20,7 +21,7 @@ export function packageRoot(): string {
 export async function buildConsole(outDir = path.join(packageRoot(), 'dist', 'console')) {
   const source = path.join(packageRoot(), 'console');
   await mkdir(outDir, { recursive: true });
-  await build({
+  const bundled = await build({
     entryPoints: [path.join(source, 'main.ts')],
     outfile: path.join(outDir, 'app.js'),
     bundle: true,
@@ -30,9 +31,20 @@ export async function buildConsole(outDir = path.join(packageRoot(), 'dist', 'co
     platform: 'browser',
     legalComments: 'none',
     logLevel: 'warning',
+    write: false,
   });
-  await copyFile(path.join(source, 'index.html'), path.join(outDir, 'index.html'));
-  await copyFile(path.join(source, 'style.css'), path.join(outDir, 'style.css'));
+  const files: Array<[string, Uint8Array | Buffer]> = [
+    ['app.js', bundled.outputFiles[0]!.contents],
+    ['index.html', await readFile(path.join(source, 'index.html'))],
+    ['style.css', await readFile(path.join(source, 'style.css'))],
+  ];
+  // Each file replaced whole (written aside, then renamed): a relay starting meanwhile,
+  // or another build at once, never reads half a file.
+  for (const [name, contents] of files) {
+    const aside = path.join(outDir, `.${name}.${process.pid}.${randomUUID()}`);
+    await writeFile(aside, contents);
+    await rename(aside, path.join(outDir, name));
+  }
   return outDir;
 }
 

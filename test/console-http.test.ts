@@ -221,6 +221,16 @@ describe('console sessions', () => {
     expect(create.status).toBe(403);
   });
 
+  it("refuses the console's call without its cookie with no Basic challenge", async () => {
+    const response = await fetch(`${origin}/pos/v1/terminal/list`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-tps-csrf': 'anything' },
+      body: '{}',
+    });
+    expect(response.status).toBe(401);
+    expect(response.headers.get('www-authenticate')).toBeNull();
+  });
+
   it('answers the session to the page, and ends it on sign-out', async () => {
     const session = await signIn(TEST_ACCOUNT.username, TEST_ACCOUNT.password);
     const current = await fetch(`${origin}/console/session`, {

@@ -63,7 +63,14 @@ export async function sessionPrincipal(
 ): Promise<Principal | undefined> {
   if (request.headers.authorization) return undefined;
   const cookie = cookieValue(request.headers.cookie, SESSION_COOKIE);
-  if (!cookie) return undefined;
+  if (!cookie) {
+    // The console's own call without its cookie (gone, or cleared): refused without the
+    // Basic challenge, which a browser would answer with its own password dialog.
+    if (request.headers[CSRF_HEADER] !== undefined) {
+      throw new ApiError('UNAUTHORIZED', 'the console session has ended; sign in again');
+    }
+    return undefined;
+  }
   const session = await sessions.resolve(cookie);
   if (!csrfMatches(session, request.headers[CSRF_HEADER])) {
     throw new ApiError('FORBIDDEN', `a console request must carry the session's ${CSRF_HEADER}`);
