@@ -200,6 +200,23 @@ describe.skipIf(!available)(`the console in Chromium (${CHROMIUM})`, () => {
     await context.close();
   }, 30_000);
 
+  it('pauses a payment when the customer is identified, and continues it from its page', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${origin}/console/#/simulators`);
+    await signIn(page, ACCOUNT);
+    await page.getByRole('heading', { level: 1, name: 'Simulators' }).waitFor();
+    await page.getByLabel('Simulator', { exact: true }).selectOption(simulator.terminal_id);
+    await page.getByLabel('Trigger amount').selectOption('100002');
+    await page.getByLabel('Pause when the customer is identified').check();
+    await page.getByRole('button', { name: 'Pay' }).click();
+    const state = page.locator('#txn-state');
+    await expect.poll(() => state.textContent(), { timeout: 15_000 }).toBe('AWAITING_CONTINUE');
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await expect.poll(() => state.textContent(), { timeout: 15_000 }).toBe('AWAITING_CONFIRM');
+    expect(await page.locator('#summary').textContent()).toContain('1000.02 EUR');
+    await page.close();
+  }, 60_000);
+
   it('keeps working after the relay restarts, signed in, live again', async () => {
     const page = await browser.newPage();
     await page.goto(`${origin}/`);
