@@ -7,6 +7,7 @@ import type {
   PurchaseRequest,
   Transaction,
   TerminalStatus,
+  TransactionSearchRequest,
   WebhookCreateRequest,
   WebhookView,
 } from '../protocol/index.js';
@@ -139,6 +140,8 @@ export const api = {
     }),
   events: (request: EventListRequest, signal?: AbortSignal) =>
     call<{ events: CloudEventView[]; next_token: string }>('/event/list', request, signal),
+  search: (request: TransactionSearchRequest) =>
+    call<{ transactions: Transaction[]; next_cursor?: string }>('/transaction/search', request),
   print: (terminal_id: string, contents: string) =>
     call<{ queued: boolean }>('/terminal/print', { terminal_id, contents, format: 'PNG' }),
   simulatorCreate: () =>

@@ -1,6 +1,6 @@
 /** The Terminals page (live status of each) and one terminal's page. */
 import type { TerminalStatus, Transaction } from '../protocol/index.js';
-import { api, isStatusEvent, isTransactionEvent, type CloudEventView } from './api.js';
+import { api, isStatusEvent, type CloudEventView } from './api.js';
 import { announce, errorText, fill, h, money } from './dom.js';
 import { battery, stateBadge, statusBadge, yesNo } from './format.js';
 import { onEvent } from './live.js';
@@ -129,16 +129,6 @@ export function transactionRows(transactions: Transaction[]): HTMLElement {
   );
 }
 
-/** The newest snapshot of each transaction among events, newest first. */
-export function latestTransactions(events: CloudEventView[]): Transaction[] {
-  const latest = new Map<string, Transaction>();
-  for (const event of events) {
-    if (isTransactionEvent(event))
-      latest.set(`${event.data.terminal_id}/${event.data.external_id}`, event.data);
-  }
-  return [...latest.values()].reverse();
-}
-
 /** A small PNG drawn on a canvas: a printer check that needs no file. */
 function testPrintPng(terminalId: string): string {
   const canvas = document.createElement('canvas');
@@ -220,14 +210,15 @@ export async function terminalPage(main: HTMLElement, terminalId: string): Promi
     }
   });
   try {
-    const [{ status }, { transactions }, events] = await Promise.all([
+    const [{ status }, { transactions }, events, search] = await Promise.all([
       api.status(terminalId),
       api.unconfirmed(terminalId),
       subjectEvents(terminalId),
+      api.search({ terminal_id: terminalId, limit: 20 }),
     ]);
     drawStatus(status);
     fill(unconfirmedBox, transactions.length ? transactionRows(transactions) : h('p', {}, 'None.'));
-    const recent = latestTransactions(events).slice(0, 20);
+    const recent = search.transactions;
     fill(recentBox, recent.length ? transactionRows(recent) : h('p', {}, 'None yet.'));
     const statuses = events.filter(isStatusEvent).slice(-50).reverse();
     fill(

@@ -1,15 +1,10 @@
-/** Transactions (read from the transaction events), one transaction, and the simulators. */
+/** Transactions (searched), one transaction, and the simulators. */
 import type { Transaction } from '../protocol/index.js';
 import { api, isTransactionEvent, type CloudEventView, type TerminalView } from './api.js';
 import { announce, errorText, field, fill, h, money } from './dom.js';
 import { fieldTable, receiptPaper, stateBadge } from './format.js';
 import { onEvent } from './live.js';
-import {
-  latestTransactions,
-  subjectEvents,
-  transactionRows,
-  type Cleanup,
-} from './terminal-pages.js';
+import { subjectEvents, transactionRows, type Cleanup } from './terminal-pages.js';
 
 const TRANSACTION_STATES = [
   'PROCESSING',
@@ -44,51 +39,27 @@ export async function transactionsPage(main: HTMLElement): Promise<Cleanup> {
   const since = h('input', { id: 'q-since', type: 'datetime-local' });
   const results = h('div', { 'aria-live': 'polite' });
   const more = h('button', { type: 'button', hidden: true }, 'Load more');
-  let found: CloudEventView[] = [];
-  /** Where each terminal's read goes on; a terminal whose last page was short has no more. */
-  let tokens = new Map<string, string>();
+  let found: Transaction[] = [];
+  let cursor: string | undefined;
 
-  const matches = (t: Transaction) =>
-    (!externalId.value || t.external_id.includes(externalId.value)) &&
-    (!state.value || t.state === state.value) &&
-    (!result.value || (t.result_code ?? '').includes(result.value.toUpperCase())) &&
-    (!since.value || (t.created_at ?? '') >= new Date(since.value).toISOString());
   const draw = () => {
-    const list = latestTransactions(found).filter(matches);
-    fill(results, list.length ? transactionRows(list) : h('p', {}, 'No transaction matches.'));
-    announce(`${list.length} transactions`);
+    fill(results, found.length ? transactionRows(found) : h('p', {}, 'No transaction matches.'));
+    announce(`${found.length} transactions`);
   };
-  // An unfiltered event read starts at the present, so each terminal's events are read
-  // by subject, from the oldest kept.
   const load = async (next: boolean) => {
     try {
-      if (!next) {
-        found = [];
-        tokens = new Map();
-      }
-      const subjects = next
-        ? [...tokens.keys()]
-        : terminal.value
-          ? [terminal.value]
-          : terminals.map((t) => t.terminal_id);
-      const pages = await Promise.all(
-        subjects.map(async (subject) => {
-          const token = tokens.get(subject);
-          const page = await api.events(
-            next && token
-              ? { next_token: token, limit: 200 }
-              : { limit: 200, filter: { subject: { eq: subject } } },
-          );
-          return { subject, page };
-        }),
-      );
-      for (const { subject, page } of pages) {
-        found.push(...page.events.filter(isTransactionEvent));
-        if (page.events.length === 200) tokens.set(subject, page.next_token);
-        else tokens.delete(subject);
-      }
-      found.sort((a, b) => (a.time ?? '').localeCompare(b.time ?? ''));
-      more.hidden = tokens.size === 0;
+      const page = await api.search({
+        limit: 50,
+        ...(terminal.value ? { terminal_id: terminal.value } : {}),
+        ...(externalId.value ? { external_id: externalId.value } : {}),
+        ...(state.value ? { state: state.value as Transaction['state'] } : {}),
+        ...(result.value ? { result_code: result.value.trim().toUpperCase() } : {}),
+        ...(since.value ? { created_from: new Date(since.value).toISOString() } : {}),
+        ...(next && cursor ? { cursor } : {}),
+      });
+      found = next ? [...found, ...page.transactions] : page.transactions;
+      cursor = page.next_cursor;
+      more.hidden = cursor === undefined;
       draw();
     } catch (error) {
       fill(results, h('p', { role: 'alert' }, errorText(error)));

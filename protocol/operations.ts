@@ -15,6 +15,7 @@ import {
   SimulatorCreateResponse,
   TerminalCreateRequest,
   TerminalListRequest,
+  TransactionSearchRequest,
   TerminalStatusRequest,
   UnconfirmedRequest,
 } from './api.js';
@@ -71,6 +72,13 @@ export const OPERATIONS = {
     request: UnconfirmedRequest,
     response: (r) => r.transactions,
     errors: [400, 404, ...AUTH, 500],
+  },
+  '/transaction/search': {
+    summary:
+      'Search the transactions this credential reaches, newest first, a page at a time (an extension of this service).',
+    request: TransactionSearchRequest,
+    response: (r) => r.search,
+    errors: [400, ...AUTH, 500],
   },
   '/terminal/status': {
     summary: 'Answer the status of a terminal.',

@@ -57,6 +57,7 @@ const validBody = (terminalId: string): Record<string, Record<string, unknown>> 
   '/terminal/print': { terminal_id: terminalId, contents: smallPngBase64(), format: 'PNG' },
   '/simulator/create': {},
   '/terminal/list': {},
+  '/transaction/search': {},
   '/terminal/create': {},
   '/event/list': { filter: { subject: { eq: terminalId } } },
   '/webhook/create': { url: 'https://127.0.0.1:9/hooks' },

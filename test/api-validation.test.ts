@@ -55,6 +55,7 @@ const REQUIRED_BODY: Record<string, Record<string, unknown>> = {
   '/terminal/print': { contents: PNG_BASE64, format: 'PNG', terminal_id: UNKNOWN_TERMINAL },
   '/simulator/create': {},
   '/terminal/list': {},
+  '/transaction/search': {},
   '/terminal/create': {},
   '/event/list': {},
   // A discard-port address: nothing is ever delivered anywhere.
@@ -253,6 +254,7 @@ const FIELD_LIMITS: Record<string, FieldCase[]> = {
   ],
   '/simulator/create': [],
   '/terminal/list': [],
+  '/transaction/search': [],
   '/terminal/create': [...cases('printer', BOOLEAN), ...cases('battery', BOOLEAN)],
   '/event/list': [
     ...cases('filter', NOT_AN_OBJECT),

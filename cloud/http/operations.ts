@@ -15,6 +15,7 @@ import {
   type WebhookCreateRequest,
   type WebhookView,
   type RefundRequest,
+  type TransactionSearchRequest,
   type Revision,
 } from '../../protocol/index.js';
 import type { Cancellation } from '../cancellation.js';
@@ -135,6 +136,14 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
     '/transaction/unconfirmed': async (body: { terminal_id: string }, ctx) => {
       const records = await service.unconfirmed(ctx.principal, body.terminal_id);
       return { transactions: records.map((r) => renderTransaction(r.txn, ctx.revision)) };
+    },
+
+    '/transaction/search': async (body: TransactionSearchRequest, ctx) => {
+      const { records, nextCursor } = await service.search(ctx.principal, body);
+      return {
+        transactions: records.map((r) => renderTransaction(r.txn, ctx.revision)),
+        ...(nextCursor ? { next_cursor: nextCursor } : {}),
+      };
     },
 
     '/terminal/status': async (body: { terminal_id: string }, ctx) => {

@@ -16,6 +16,7 @@ import type {
   EventQuery,
   EventRecord,
   TerminalRecord,
+  TransactionQuery,
   TransactionRecord,
   WebhookRecord,
 } from './records.js';
@@ -39,6 +40,16 @@ import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
 import { SqliteWriter, type WriterThreadUse } from './sqlite-writer.js';
 import { SHARED_SQL, openSqliteFile, toLastReport, type LastReportRow } from './sqlite-writes.js';
 
+/** The named parameters of the transaction search; null: any. */
+interface SearchParams {
+  account: string;
+  terminal: string | null;
+  external: string | null;
+  state: string | null;
+  before: string | null;
+  limit: number;
+}
+
 export class SqliteStore implements Store {
   /** The relay thread's connection: migrations, reads, and the writes of light load. */
   private readonly db: Database.Database;
@@ -61,6 +72,14 @@ export class SqliteStore implements Store {
       ),
       unconfirmed: db.prepare<[string], TransactionRow>(
         `SELECT * FROM transactions WHERE terminal_id = ? AND ${IN_UNCONFIRMED_INDEX} ORDER BY id`,
+      ),
+      // Each filter applies when given (NULL: any); newest first, as ids are time-ordered.
+      search: db.prepare<[SearchParams], TransactionRow>(
+        `SELECT * FROM transactions WHERE account_id = @account
+           AND (@terminal IS NULL OR terminal_id = @terminal)
+           AND (@external IS NULL OR external_id = @external)
+           AND (@state IS NULL OR state = @state) AND (@before IS NULL OR id < @before)
+         ORDER BY id DESC LIMIT @limit`,
       ),
       refunds: db.prepare<[string], TransactionRow>(
         'SELECT * FROM transactions WHERE original_id = ? ORDER BY id',
@@ -193,6 +212,19 @@ export class SqliteStore implements Store {
 
   async listRefunds(originalId: string): Promise<TransactionRecord[]> {
     return this.statements.refunds.all(originalId).map(toTransaction);
+  }
+
+  async searchTransactions(query: TransactionQuery): Promise<TransactionRecord[]> {
+    return this.statements.search
+      .all({
+        account: query.accountId,
+        terminal: query.terminalId ?? null,
+        external: query.externalId ?? null,
+        state: query.state ?? null,
+        before: query.beforeId ?? null,
+        limit: query.limit,
+      })
+      .map(toTransaction);
   }
 
   async listDue(until: string, limit: number): Promise<TransactionRecord[]> {
