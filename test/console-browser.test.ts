@@ -242,4 +242,29 @@ describe.skipIf(!available)(`the console in Chromium (${CHROMIUM})`, () => {
       .toBe('AWAITING_CONFIRM');
     await page.close();
   }, 90_000);
+
+  it("updates a terminal's row as its status events arrive, without a reload", async () => {
+    const page = await browser.newPage();
+    await page.goto(`${origin}/`);
+    await signIn(page, ACCOUNT);
+    const row = page.locator(`tr[data-terminal="${simulator.terminal_id}"]`);
+    await expect.poll(() => row.textContent(), { timeout: 10_000 }).toContain('READY');
+    await page.evaluate('window.mark = 1');
+    // A slow payment (success after 30 s), started by a POS, not by the page.
+    const started = await fetch(`${origin}/pos/v1/transaction/purchase`, {
+      method: 'POST',
+      headers: { authorization: basicAuth(simulator), 'content-type': 'application/json' },
+      body: JSON.stringify({
+        terminal_id: simulator.terminal_id,
+        external_id: 'slow-1',
+        requested_amount: 100020,
+        currency: 'EUR',
+        wait_seconds: 0,
+      }),
+    });
+    expect(started.status).toBe(200);
+    await expect.poll(() => row.textContent(), { timeout: 10_000 }).not.toContain('READY');
+    expect(await page.evaluate('window.mark')).toBe(1);
+    await page.close();
+  }, 60_000);
 });
