@@ -12,6 +12,8 @@ const forbidden = {
   agent: ['cloud', 'client', 'test'],
   cloud: ['agent', 'firmware-bridge', 'client', 'test'],
   client: ['agent', 'firmware-bridge', 'cloud', 'test'],
+  // The browser's code: the API's shapes (as types) and nothing of the server.
+  console: ['common', 'firmware-bridge', 'agent', 'cloud', 'client', 'test', 'bin'],
 };
 
 const directionRules = Object.entries(forbidden).map(([folder, banned]) => ({

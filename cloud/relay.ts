@@ -29,6 +29,7 @@ import { CredentialAdmin, type CredentialNotice } from './accounts/credentials.j
 import { RelayAddress } from './http/address.js';
 import { buildHttpServer } from './http/server.js';
 import { ParkedWaits } from './long-poll.js';
+import { ConsoleSessions } from './console/sessions.js';
 import { loggerOptions } from './logging.js';
 import { SHARE_GROUP, relayClientId } from './mqtt/client-id.js';
 import {
@@ -364,6 +365,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       logger,
       authenticator,
       credentials,
+      console: { authenticator, sessions: await ConsoleSessions.open(store) },
       ...(config.trustProxy ? { trustProxy: config.trustProxy } : {}),
       limits: {
         requestTimeoutMs: config.httpRequestTimeoutS * 1000,

@@ -16,7 +16,7 @@ import {
   WaitSeconds,
   type Revision,
 } from './fields.js';
-import { transactionSchema } from './transaction.js';
+import { TransactionState, transactionSchema } from './transaction.js';
 import { terminalStatusSchema } from './terminal-status.js';
 import {
   WebhookCreateResponse,
@@ -144,6 +144,40 @@ export const TerminalCreateResponse = SimulatorCreateResponse.extend({
 });
 export type TerminalCreateResponse = z.infer<typeof TerminalCreateResponse>;
 
+/** Search of the transactions a credential reaches (an extension), newest first. */
+export const TRANSACTION_SEARCH_MAX_LIMIT = 100;
+export const TransactionSearchRequest = z.object({
+  terminal_id: TerminalId.optional(),
+  external_id: ExternalId.optional(),
+  state: TransactionState.optional(),
+  result_code: ResultCode.optional(),
+  /** Created at or after, ISO 8601 UTC. */
+  created_from: z.iso.datetime().optional(),
+  /** Created before, ISO 8601 UTC. */
+  created_to: z.iso.datetime().optional(),
+  limit: z.number().int().min(1).max(TRANSACTION_SEARCH_MAX_LIMIT).optional(),
+  /** next_cursor of the page before. */
+  cursor: z
+    .string()
+    .regex(/^txn-[0-9A-Za-z]{1,59}$/)
+    .optional(),
+});
+export type TransactionSearchRequest = z.infer<typeof TransactionSearchRequest>;
+
+/** The terminals a credential reaches (an extension): every one of its account, or its own. */
+export const TerminalListRequest = z.object({});
+export const TERMINAL_KINDS = ['SIMULATOR', 'AGENT'] as const;
+export const terminalListResponseSchema = (revision: Revision) =>
+  z.object({
+    terminals: z.array(
+      z.object({
+        terminal_id: TerminalId,
+        kind: z.enum(TERMINAL_KINDS),
+        status: terminalStatusSchema(revision),
+      }),
+    ),
+  });
+
 export function responseSchemas(revision: Revision) {
   const Transaction = transactionSchema(revision);
   return {
@@ -157,6 +191,12 @@ export function responseSchemas(revision: Revision) {
     webhookCreated: WebhookCreateResponse,
     webhooks: WebhookListResponse,
     webhook: WebhookResponse,
+    terminals: terminalListResponseSchema(revision),
+    search: z.object({
+      transactions: z.array(Transaction),
+      /** Present when more may follow: send it as `cursor`. */
+      next_cursor: z.string().optional(),
+    }),
   };
 }
 

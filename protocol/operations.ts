@@ -15,6 +15,8 @@ import {
   SimulatorCreateRequest,
   SimulatorCreateResponse,
   TerminalCreateRequest,
+  TerminalListRequest,
+  TransactionSearchRequest,
   TerminalStatusRequest,
   UnconfirmedRequest,
 } from './api.js';
@@ -78,10 +80,24 @@ export const OPERATIONS = {
     response: (r) => r.transactions,
     errors: [400, 404, ...AUTH, 500],
   },
+  '/transaction/search': {
+    summary:
+      'Search the transactions this credential reaches, newest first, a page at a time (an extension of this service).',
+    request: TransactionSearchRequest,
+    response: (r) => r.search,
+    errors: [400, ...AUTH, 500],
+  },
   '/terminal/status': {
     summary: 'Answer the status of a terminal.',
     request: TerminalStatusRequest,
     response: (r) => r.status,
+    errors: [400, ...AUTH, 500],
+  },
+  '/terminal/list': {
+    summary:
+      'List the terminals this credential reaches, with their status (an extension of this service).',
+    request: TerminalListRequest,
+    response: (r) => r.terminals,
     errors: [400, ...AUTH, 500],
   },
   '/terminal/print': {

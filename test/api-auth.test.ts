@@ -56,6 +56,8 @@ const validBody = (terminalId: string): Record<string, Record<string, unknown>> 
   '/terminal/status': { terminal_id: terminalId },
   '/terminal/print': { terminal_id: terminalId, contents: smallPngBase64(), format: 'PNG' },
   '/simulator/create': {},
+  '/terminal/list': {},
+  '/transaction/search': {},
   '/terminal/create': {},
   '/event/list': { filter: { subject: { eq: terminalId } } },
   '/webhook/create': { url: 'https://receiver.invalid/hooks' },

@@ -54,6 +54,8 @@ const REQUIRED_BODY: Record<string, Record<string, unknown>> = {
   '/terminal/status': { terminal_id: UNKNOWN_TERMINAL },
   '/terminal/print': { contents: PNG_BASE64, format: 'PNG', terminal_id: UNKNOWN_TERMINAL },
   '/simulator/create': {},
+  '/terminal/list': {},
+  '/transaction/search': {},
   '/terminal/create': {},
   '/terminal/claim': { code: 'ZZZZ-ZZZZ' },
   '/event/list': {},
@@ -281,6 +283,8 @@ const FIELD_LIMITS: Record<string, FieldCase[]> = {
     ...cases('continue', BOOLEAN),
   ],
   '/simulator/create': [],
+  '/terminal/list': [],
+  '/transaction/search': [],
   '/terminal/create': [...cases('printer', BOOLEAN), ...cases('battery', BOOLEAN)],
   '/terminal/claim': [
     ...cases('code', PAIRING_CODE),

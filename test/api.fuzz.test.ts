@@ -102,6 +102,16 @@ function validBody(path: OperationPath, terminalId: string): Record<string, unkn
       printer: true,
       battery: false,
     },
+    '/transaction/search': {
+      terminal_id: terminalId,
+      external_id: 'fuzz-1',
+      state: 'COMMITTED',
+      result_code: 'SUCCESS',
+      created_from: '2026-01-01T00:00:00Z',
+      created_to: '2027-01-01T00:00:00Z',
+      limit: 10,
+    },
+    '/terminal/list': {},
     '/credential/revoke': { type: 'API', username: 'nobody' },
     '/credential/rotate': { type: 'API', username: 'nobody' },
   };

@@ -94,6 +94,33 @@ describe.skipIf(!hasOpenssl)('HTTPS', () => {
     expect(['TLSv1.2', 'TLSv1.3']).toContain(answer.protocol);
   });
 
+  it('marks the console session cookie Secure over HTTPS', async () => {
+    const url = new URL(relay.baseUrl);
+    const cookie = await new Promise<string | undefined>((resolve, reject) => {
+      const req = https.request(
+        {
+          host: url.hostname,
+          port: url.port,
+          path: '/console/session',
+          method: 'POST',
+          ca: cert,
+          agent: false,
+          headers: { 'content-type': 'application/json' },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.headers['set-cookie']?.[0]);
+        },
+      );
+      req.on('error', reject);
+      req.end(JSON.stringify(TEST_ACCOUNT));
+    });
+    expect(cookie).toMatch(/^tps_console=/);
+    expect(cookie).toMatch(/; Secure/);
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/SameSite=Strict/);
+  });
+
   it('refuses TLS 1.1', async () => {
     const url = new URL(relay.baseUrl);
     const outcome = await new Promise<string>((resolve) => {

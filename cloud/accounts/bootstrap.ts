@@ -8,7 +8,7 @@ import type { Clock } from '../../common/clock.js';
 import type { CloudConfig } from '../config.js';
 import { cohortOf, newAccountId, newSecret, newUsername } from '../ids.js';
 import type { Store } from '../store/store.js';
-import { hashGeneratedSecret, hashSecret } from './secrets.js';
+import { hashGeneratedSecret, hashSecret, verifySecret } from './secrets.js';
 
 /** The setting that names the default account: any read of it also shows the store answers. */
 export const ACCOUNT_SETTING = 'default_account_id';
@@ -49,12 +49,17 @@ export async function bootstrapAccount(
     if (existing && existing.accountId !== accountId) {
       throw new Error(`TPS_ACCOUNT_USERNAME ${config.accountUsername} belongs to another account`);
     }
-    await store.putCredential({
-      username: config.accountUsername,
-      secretHash: await hashSecret(config.accountPassword),
-      accountId,
-      createdAt: now,
-    });
+    // The same password keeps its stored hash: what was signed with the credential (a
+    // console session) stays valid across restarts; a new password ends it.
+    const unchanged = existing && (await verifySecret(config.accountPassword, existing.secretHash));
+    if (!unchanged) {
+      await store.putCredential({
+        username: config.accountUsername,
+        secretHash: await hashSecret(config.accountPassword),
+        accountId,
+        createdAt: now,
+      });
+    }
     // The configured username is the account's credential: any other account-wide one
     // (generated at first start, or an earlier username) would otherwise stay valid.
     for (const other of await store.listCredentials(accountId)) {

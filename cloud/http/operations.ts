@@ -18,6 +18,7 @@ import {
   type WebhookCreateRequest,
   type WebhookView,
   type RefundRequest,
+  type TransactionSearchRequest,
   type Revision,
   type TerminalClaimRequest,
 } from '../../protocol/index.js';
@@ -149,6 +150,14 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
       return { transactions: records.map((r) => renderTransaction(r.txn, ctx.revision)) };
     },
 
+    '/transaction/search': async (body: TransactionSearchRequest, ctx) => {
+      const { records, nextCursor } = await service.search(ctx.principal, body);
+      return {
+        transactions: records.map((r) => renderTransaction(r.txn, ctx.revision)),
+        ...(nextCursor ? { next_cursor: nextCursor } : {}),
+      };
+    },
+
     '/terminal/status': async (body: { terminal_id: string }, ctx) => {
       const terminal = await service.authorizeTerminal(
         ctx.principal,
@@ -156,6 +165,18 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
         () => new ApiError('TERMINAL_NOT_FOUND', `no terminal ${body.terminal_id}`),
       );
       return { status: renderTerminalStatus(terminal.status, ctx.revision) };
+    },
+
+    '/terminal/list': async (_body: unknown, ctx) => {
+      const { accountId, terminalId } = ctx.principal;
+      const terminals = await deps.registry.listTerminals(accountId, terminalId);
+      return {
+        terminals: terminals.map((terminal) => ({
+          terminal_id: terminal.id,
+          kind: terminal.kind,
+          status: renderTerminalStatus(terminal.status, ctx.revision),
+        })),
+      };
     },
 
     '/terminal/print': async (body: PrintRequest, ctx) => {

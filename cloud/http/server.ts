@@ -19,6 +19,7 @@ import { sourceOf } from '../accounts/sign-in-throttle.js';
 import { Cancellation } from '../cancellation.js';
 import type { Principal } from '../accounts/principal.js';
 import { registerOpsRoutes, type Readiness } from '../ops/ops-routes.js';
+import { registerConsole, sessionPrincipal, type ConsoleOptions } from '../console/routes.js';
 import type { RelayMetrics } from '../ops/metrics.js';
 import { handleClientError, handleError, sendError } from './errors.js';
 import { openApiDocument } from './openapi.js';
@@ -41,6 +42,8 @@ export interface HttpServerOptions extends OperationDeps {
   trustProxy?: string;
   /** Bounds on connections and on how slowly a request may arrive (docs/security.md). */
   limits?: HttpLimits;
+  /** The web console at /console/, whose session cookie also authenticates the API. */
+  console?: ConsoleOptions;
 }
 
 export interface HttpLimits {
@@ -125,6 +128,8 @@ export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
 
   if (options.ops) registerOpsRoutes(app, options.ops);
   registerPairingRoutes(app, options.pairings, options.defaultWaitSeconds);
+  if (options.console) registerConsole(app, options.console);
+  const sessions = options.console?.sessions;
 
   const handlers = operationHandlers(options);
   for (const revision of REVISIONS) {
@@ -151,10 +156,12 @@ export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
       app.post(url, {
         onRequest: async (request) => {
           try {
-            request.principal = await options.authenticator.authenticate(
-              request.headers.authorization,
-              sourceOf(request.ip),
-            );
+            request.principal =
+              (sessions && (await sessionPrincipal(sessions, request))) ??
+              (await options.authenticator.authenticate(
+                request.headers.authorization,
+                sourceOf(request.ip),
+              ));
           } catch (error) {
             const code = (error as { code?: unknown }).code;
             // Refusals by a limit are counted in the metrics; one line each would let a

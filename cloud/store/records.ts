@@ -72,6 +72,16 @@ export interface EventRecord {
 }
 export type NewEvent = Omit<EventRecord, 'position'>;
 
+/** Transactions of an account, newest first (ids are time-ordered), from before `beforeId`. */
+export interface TransactionQuery {
+  accountId: string;
+  terminalId?: string;
+  externalId?: string;
+  state?: string;
+  beforeId?: string;
+  limit: number;
+}
+
 export interface EventQuery {
   accountId: string;
   /** Events after this position. */

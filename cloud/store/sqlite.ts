@@ -23,6 +23,7 @@ import type {
   PairingClaimOutcome,
   PairingRecord,
   TerminalRecord,
+  TransactionQuery,
   TransactionRecord,
   WebhookRecord,
 } from './records.js';
@@ -48,6 +49,16 @@ import { refuseNewerSchema } from '../../common/schema-version.js';
 import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
 import { SqliteWriter, type WriterThreadUse } from './sqlite-writer.js';
 import { SHARED_SQL, openSqliteFile, toLastReport, type LastReportRow } from './sqlite-writes.js';
+
+/** The named parameters of the transaction search; null: any. */
+interface SearchParams {
+  account: string;
+  terminal: string | null;
+  external: string | null;
+  state: string | null;
+  before: string | null;
+  limit: number;
+}
 
 export class SqliteStore implements Store {
   /** The relay thread's connection: migrations, reads, and the writes of light load. */
@@ -76,6 +87,14 @@ export class SqliteStore implements Store {
       ),
       unconfirmed: db.prepare<[string], TransactionRow>(
         `SELECT * FROM transactions WHERE terminal_id = ? AND ${IN_UNCONFIRMED_INDEX} ORDER BY id`,
+      ),
+      // Each filter applies when given (NULL: any); newest first, as ids are time-ordered.
+      search: db.prepare<[SearchParams], TransactionRow>(
+        `SELECT * FROM transactions WHERE account_id = @account
+           AND (@terminal IS NULL OR terminal_id = @terminal)
+           AND (@external IS NULL OR external_id = @external)
+           AND (@state IS NULL OR state = @state) AND (@before IS NULL OR id < @before)
+         ORDER BY id DESC LIMIT @limit`,
       ),
       refunds: db.prepare<[string], TransactionRow>(
         'SELECT * FROM transactions WHERE original_id = ? ORDER BY id',
@@ -237,6 +256,19 @@ export class SqliteStore implements Store {
 
   async listRefunds(originalId: string): Promise<TransactionRecord[]> {
     return this.statements.refunds.all(originalId).map(toTransaction);
+  }
+
+  async searchTransactions(query: TransactionQuery): Promise<TransactionRecord[]> {
+    return this.statements.search
+      .all({
+        account: query.accountId,
+        terminal: query.terminalId ?? null,
+        external: query.externalId ?? null,
+        state: query.state ?? null,
+        before: query.beforeId ?? null,
+        limit: query.limit,
+      })
+      .map(toTransaction);
   }
 
   async listDue(until: string, limit: number): Promise<TransactionRecord[]> {

@@ -24,6 +24,7 @@ import type {
   PendingCommand,
   WebhookRecord,
   TerminalRecord,
+  TransactionQuery,
   TransactionRecord,
 } from './records.js';
 
@@ -88,6 +89,8 @@ export interface Store {
   getTransactionById(id: string): Promise<TransactionRecord | undefined>;
   listUnconfirmed(terminalId: string): Promise<TransactionRecord[]>;
   listRefunds(originalId: string): Promise<TransactionRecord[]>;
+  /** An account's transactions matching the query, newest first, at most `limit`. */
+  searchTransactions(query: TransactionQuery): Promise<TransactionRecord[]>;
   /** Transactions with something due by `until` (grace-period commit, pause time-out), earliest first. */
   listDue(until: string, limit: number): Promise<TransactionRecord[]>;
   /** The earliest deadline of any transaction, if one has any. */

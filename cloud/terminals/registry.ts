@@ -108,4 +108,20 @@ export class TerminalRegistry {
     await this.store.createTerminal(terminal);
     return { terminal, issued: await this.issuePosCredential(accountId, id, now) };
   }
+
+  /**
+   * The terminals a credential reaches, oldest first: its own for a terminal credential,
+   * else every one of its account. Reads every terminal of the store: fine for the fleets
+   * one relay serves today; a store query by account is the way on when that changes.
+   */
+  async listTerminals(accountId: string, terminalId?: string): Promise<TerminalRecord[]> {
+    if (terminalId !== undefined) {
+      const terminal = await this.store.getTerminal(terminalId);
+      return terminal && terminal.accountId === accountId ? [terminal] : [];
+    }
+    const all = await this.store.listTerminals();
+    return all
+      .filter((terminal) => terminal.accountId === accountId)
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+  }
 }

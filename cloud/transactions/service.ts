@@ -10,6 +10,7 @@ import type {
   ContinueRequest,
   TerminalCommand,
   TerminalReport,
+  TransactionSearchRequest,
 } from '../../protocol/index.js';
 import type { Principal } from '../accounts/principal.js';
 import { Cancellation } from '../cancellation.js';
@@ -38,6 +39,7 @@ import {
 } from './state-machine.js';
 import { DueScheduler } from './due-scheduler.js';
 import { readerRefusal, requiredCapabilities } from './reader-requirements.js';
+import { searchTransactions } from './search.js';
 import { publishReportTaken } from './diagnostics.js';
 import { BoundedMap } from '../bounded-map.js';
 
@@ -304,6 +306,11 @@ export class TransactionService {
   async refundable(record: TransactionRecord): Promise<number> {
     if (record.txn.type !== 'PURCHASE') return 0;
     return refundableAmount(record, await this.store.listRefunds(record.txn.id));
+  }
+
+  /** The transactions the principal reaches that match, newest first (search.ts). */
+  search(principal: Principal, request: TransactionSearchRequest) {
+    return searchTransactions(this.store, principal, request);
   }
 
   async unconfirmed(principal: Principal, terminalId: string): Promise<TransactionRecord[]> {

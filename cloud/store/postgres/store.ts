@@ -34,6 +34,7 @@ import type {
   PairingRecord,
   PendingCommand,
   TerminalRecord,
+  TransactionQuery,
   TransactionRecord,
   WebhookRecord,
 } from '../records.js';
@@ -251,6 +252,26 @@ export class PostgresStore implements Store {
       `SELECT ${TX_COLUMNS} FROM transactions WHERE terminal_id = $1 AND state IN ${UNCONFIRMED_STATES} ORDER BY id`,
       [terminalId],
     );
+    return rows.map(toTransaction);
+  }
+
+  async searchTransactions(query: TransactionQuery): Promise<TransactionRecord[]> {
+    // Each filter applies when given (NULL: any); newest first, as ids are time-ordered.
+    const { rows } = await this.pool.query<TransactionRow>({
+      name: 'tps_transaction_search',
+      text: `SELECT ${TX_COLUMNS} FROM transactions WHERE account_id = $1
+               AND ($2::text IS NULL OR terminal_id = $2) AND ($3::text IS NULL OR external_id = $3)
+               AND ($4::text IS NULL OR state = $4) AND ($5::text IS NULL OR id < $5)
+             ORDER BY id DESC LIMIT $6`,
+      values: [
+        query.accountId,
+        query.terminalId ?? null,
+        query.externalId ?? null,
+        query.state ?? null,
+        query.beforeId ?? null,
+        query.limit,
+      ],
+    });
     return rows.map(toTransaction);
   }
 

@@ -1,0 +1,161 @@
+/**
+ * The console's way to the relay: the API's own operations (/pos/v1/…), authenticated by
+ * the session cookie plus the session's CSRF token header, exactly as any POS calls them.
+ */
+import type {
+  EventListRequest,
+  PurchaseRequest,
+  Transaction,
+  TerminalStatus,
+  TransactionSearchRequest,
+  WebhookCreateRequest,
+  WebhookView,
+} from '../protocol/index.js';
+
+export const CSRF_HEADER = 'x-tps-csrf';
+
+export interface SessionView {
+  username: string;
+  account_id: string;
+  terminal_id?: string;
+  csrf_token: string;
+  expires_at: string;
+}
+
+export interface TerminalView {
+  terminal_id: string;
+  kind: 'SIMULATOR' | 'AGENT';
+  status: TerminalStatus;
+}
+
+export interface CloudEventView {
+  id: string;
+  type: string;
+  time?: string;
+  subject?: string;
+  data: Transaction | TerminalStatus;
+}
+
+/** An answer other than 2xx, with the spec's error code when there was one. */
+export class ApiFailure extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+let session: SessionView | undefined;
+/** Called when the relay says the session is over. */
+let onSignedOut: () => void = () => undefined;
+
+export const currentSession = () => session;
+export const whenSignedOut = (handler: () => void) => (onSignedOut = handler);
+
+async function send(
+  method: 'GET' | 'POST',
+  url: string,
+  body?: unknown,
+  signal?: AbortSignal,
+): Promise<unknown> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (session) headers[CSRF_HEADER] = session.csrf_token;
+  const response = await fetch(url, {
+    method,
+    headers,
+    credentials: 'same-origin',
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    ...(signal ? { signal } : {}),
+  });
+  const answer = (await response.json().catch(() => ({}))) as {
+    error?: { code?: string; description?: string };
+  };
+  if (!response.ok) {
+    const failure = new ApiFailure(
+      response.status,
+      answer.error?.code ?? 'HTTP_' + response.status,
+      answer.error?.description ?? response.statusText,
+    );
+    if (response.status === 401 && session && !url.startsWith('/console/session')) {
+      session = undefined;
+      onSignedOut();
+    }
+    throw failure;
+  }
+  return answer;
+}
+
+export async function restoreSession(): Promise<SessionView | undefined> {
+  try {
+    session = (await send('GET', '/console/session')) as SessionView;
+  } catch {
+    session = undefined;
+  }
+  return session;
+}
+
+export async function signIn(username: string, password: string): Promise<SessionView> {
+  session = undefined;
+  session = (await send('POST', '/console/session', { username, password })) as SessionView;
+  return session;
+}
+
+export async function signOut(): Promise<void> {
+  await send('POST', '/console/session/end', {}).catch(() => undefined);
+  session = undefined;
+}
+
+/** One API operation of revision v1. */
+export const call = <T>(operation: string, body: unknown, signal?: AbortSignal) =>
+  send('POST', `/pos/v1${operation}`, body, signal) as Promise<T>;
+
+export const api = {
+  terminals: () => call<{ terminals: TerminalView[] }>('/terminal/list', {}),
+  status: (terminal_id: string) =>
+    call<{ status: TerminalStatus }>('/terminal/status', { terminal_id }),
+  unconfirmed: (terminal_id: string) =>
+    call<{ transactions: Transaction[] }>('/transaction/unconfirmed', { terminal_id }),
+  get: (terminal_id: string, external_id: string) =>
+    call<{ transaction: Transaction }>('/transaction/get', {
+      terminal_id,
+      external_id,
+      wait_seconds: 0,
+    }),
+  purchase: (request: PurchaseRequest) =>
+    call<{ transaction: Transaction }>('/transaction/purchase', request),
+  confirm: (terminal_id: string, external_id: string, result_code: 'SUCCESS' | 'ABORTED') =>
+    call<{ transaction: Transaction }>('/transaction/confirm', {
+      terminal_id,
+      external_id,
+      result_code,
+    }),
+  continue: (terminal_id: string, external_id: string) =>
+    call<{ transaction: Transaction }>('/transaction/continue', {
+      terminal_id,
+      external_id,
+      wait_seconds: 0,
+    }),
+  events: (request: EventListRequest, signal?: AbortSignal) =>
+    call<{ events: CloudEventView[]; next_token: string }>('/event/list', request, signal),
+  search: (request: TransactionSearchRequest) =>
+    call<{ transactions: Transaction[]; next_cursor?: string }>('/transaction/search', request),
+  print: (terminal_id: string, contents: string) =>
+    call<{ queued: boolean }>('/terminal/print', { terminal_id, contents, format: 'PNG' }),
+  simulatorCreate: () =>
+    call<{ terminal_id: string; username: string; password: string }>('/simulator/create', {}),
+  webhooks: () => call<{ webhooks: WebhookView[] }>('/webhook/list', {}),
+  webhookCreate: (request: WebhookCreateRequest) =>
+    call<{ webhook: WebhookView & { secret: string } }>('/webhook/create', request),
+  webhookEnable: (id: string) => call<{ webhook: WebhookView }>('/webhook/enable', { id }),
+  webhookDelete: (id: string) => call<{ webhook: WebhookView }>('/webhook/delete', { id }),
+};
+
+export const isTransactionEvent = (
+  event: CloudEventView,
+): event is CloudEventView & { data: Transaction } => event.type.endsWith('.Transaction');
+export const isStatusEvent = (
+  event: CloudEventView,
+): event is CloudEventView & { data: TerminalStatus } => event.type.endsWith('.TerminalStatus');

@@ -1,0 +1,150 @@
+/**
+ * The console: sign-in, the page chosen by the address's fragment (#/terminals, …), the
+ * live feed shared by every page. Pages call the API's own operations (api.ts).
+ */
+import { currentSession, restoreSession, signIn, signOut, whenSignedOut } from './api.js';
+import { errorText, fill, h } from './dom.js';
+import { onConnection, startLive, stopLive } from './live.js';
+import { eventsPage, webhooksPage } from './other-pages.js';
+import { terminalPage, terminalsPage, type Cleanup } from './terminal-pages.js';
+import { simulatorsPage, transactionPage, transactionsPage } from './transaction-pages.js';
+
+const main = document.getElementById('main')!;
+const nav = document.getElementById('nav')!;
+const who = document.getElementById('who')!;
+let cleanup: Cleanup = () => undefined;
+
+const PAGES: Array<[string, string]> = [
+  ['terminals', 'Terminals'],
+  ['transactions', 'Transactions'],
+  ['events', 'Events'],
+  ['webhooks', 'Webhooks'],
+  ['simulators', 'Simulators'],
+];
+
+function drawNav(route: string) {
+  fill(
+    nav,
+    h(
+      'ul',
+      {},
+      PAGES.map(([id, label]) =>
+        h(
+          'li',
+          {},
+          h('a', { href: `#/${id}`, 'aria-current': route === id ? 'page' : undefined }, label),
+        ),
+      ),
+    ),
+  );
+}
+
+async function route(): Promise<void> {
+  cleanup();
+  cleanup = () => undefined;
+  const session = currentSession();
+  if (!session) return signInPage();
+  const [name = 'terminals', ...rest] = location.hash.replace(/^#\/?/, '').split('/');
+  const params = rest.map(decodeURIComponent);
+  nav.hidden = false;
+  drawNav(name);
+  fill(main, h('p', {}, 'Loading…'));
+  try {
+    if (name === 'terminal' && params[0]) cleanup = await terminalPage(main, params[0]);
+    else if (name === 'transactions') cleanup = await transactionsPage(main);
+    else if (name === 'transaction' && params[0] && params[1])
+      cleanup = await transactionPage(main, params[0], params[1]);
+    else if (name === 'events') cleanup = eventsPage(main);
+    else if (name === 'webhooks') cleanup = await webhooksPage(main);
+    else if (name === 'simulators')
+      cleanup = await simulatorsPage(main, session.terminal_id === undefined);
+    else cleanup = await terminalsPage(main);
+  } catch (error) {
+    fill(main, h('h1', {}, 'Not available'), h('p', { role: 'alert' }, errorText(error)));
+  }
+  const heading = main.querySelector('h1');
+  document.title = `${heading?.textContent ?? 'Console'} · TPS console`;
+  main.focus();
+}
+
+function drawWho() {
+  const session = currentSession();
+  if (!session) return fill(who);
+  const out = h('button', { type: 'button' }, 'Sign out');
+  out.addEventListener('click', async () => {
+    await signOut();
+    stopLive();
+    drawWho();
+    void route();
+  });
+  const connection = h('span', { id: 'connection', role: 'status' }, 'live');
+  onConnection((online) => {
+    connection.textContent = online ? 'live' : 'reconnecting…';
+    connection.className = online ? 'live' : 'offline';
+  });
+  fill(
+    who,
+    connection,
+    ` ${session.terminal_id ? `terminal ${session.terminal_id}` : session.username} `,
+    out,
+  );
+}
+
+function signInPage() {
+  nav.hidden = true;
+  const username = h('input', {
+    id: 'username',
+    name: 'username',
+    autocomplete: 'username',
+    required: true,
+  });
+  const password = h('input', {
+    id: 'password',
+    name: 'password',
+    type: 'password',
+    autocomplete: 'current-password',
+    required: true,
+  });
+  const problem = h('p', { id: 'sign-in-problem', role: 'alert' });
+  const form = h(
+    'form',
+    { class: 'sign-in', 'aria-labelledby': 'sign-in-title' },
+    h('h1', { id: 'sign-in-title' }, 'Sign in'),
+    h('p', {}, 'With the account credential, or a terminal’s credential for that terminal alone.'),
+    h('div', { class: 'field' }, h('label', { for: 'username' }, 'Username'), username),
+    h('div', { class: 'field' }, h('label', { for: 'password' }, 'Password'), password),
+    problem,
+    h('button', { type: 'submit' }, 'Sign in'),
+  );
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    problem.textContent = '';
+    try {
+      await signIn(username.value, password.value);
+      password.value = '';
+      startLive();
+      drawWho();
+      void route();
+    } catch (error) {
+      problem.textContent = `Not signed in: ${errorText(error)}`;
+      password.focus();
+    }
+  });
+  fill(main, form);
+  document.title = 'Sign in · TPS console';
+  username.focus();
+}
+
+whenSignedOut(() => {
+  stopLive();
+  drawWho();
+  void route();
+});
+window.addEventListener('hashchange', () => void route());
+void restoreSession().then(() => {
+  if (currentSession()) {
+    startLive();
+    drawWho();
+  }
+  void route();
+});

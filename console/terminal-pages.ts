@@ -1,0 +1,232 @@
+/** The Terminals page (live status of each) and one terminal's page. */
+import type { TerminalStatus, Transaction } from '../protocol/index.js';
+import { api, isStatusEvent, type CloudEventView } from './api.js';
+import { announce, errorText, fill, h, money } from './dom.js';
+import { battery, stateBadge, statusBadge, yesNo } from './format.js';
+import { onEvent } from './live.js';
+
+export type Cleanup = () => void;
+
+function statusCells(status: TerminalStatus): HTMLElement[] {
+  return [
+    h('td', {}, statusBadge(status.connected)),
+    h('td', {}, battery(status)),
+    h('td', {}, yesNo(status.plugged_in)),
+    h('td', {}, status.screen_message ?? '—'),
+    h('td', {}, stateBadge(status.transaction_state)),
+  ];
+}
+
+export async function terminalsPage(main: HTMLElement): Promise<Cleanup> {
+  const body = h('tbody', {});
+  const rows = new Map<string, HTMLTableRowElement>();
+  fill(
+    main,
+    h('h1', {}, 'Terminals'),
+    h(
+      'table',
+      { class: 'list', id: 'terminals' },
+      h('caption', { class: 'visually-hidden' }, 'Terminals and their live status'),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['Terminal', 'Kind', 'Connection', 'Battery', 'Plugged in', 'Screen', 'State'].map((t) =>
+            h('th', { scope: 'col' }, t),
+          ),
+        ),
+      ),
+      body,
+    ),
+  );
+  const draw = (id: string, kind: string, status: TerminalStatus) => {
+    const row = h(
+      'tr',
+      { 'data-terminal': id },
+      h('td', {}, h('a', { href: `#/terminal/${id}` }, id)),
+      h('td', {}, kind.toLowerCase()),
+      statusCells(status),
+    );
+    const old = rows.get(id);
+    if (old) old.replaceWith(row);
+    else body.append(row);
+    rows.set(id, row);
+  };
+  const kinds = new Map<string, string>();
+  const stop = onEvent((event) => {
+    if (!isStatusEvent(event)) return;
+    const id = event.data.terminal_id ?? event.subject ?? '';
+    if (!rows.has(id)) return;
+    draw(id, kinds.get(id) ?? '', event.data);
+    announce(`${id}: ${event.data.connected === false ? 'offline' : 'updated'}`);
+  });
+  try {
+    const { terminals } = await api.terminals();
+    for (const t of terminals) {
+      kinds.set(t.terminal_id, t.kind);
+      draw(t.terminal_id, t.kind, t.status);
+    }
+    if (terminals.length === 0) body.append(h('tr', {}, h('td', { colspan: 7 }, 'No terminals.')));
+  } catch (error) {
+    main.append(h('p', { role: 'alert' }, errorText(error)));
+  }
+  return stop;
+}
+
+/** Events of one subject from the oldest kept, at most `max`. */
+export async function subjectEvents(subject: string, max = 500): Promise<CloudEventView[]> {
+  const events: CloudEventView[] = [];
+  let page = await api.events({ filter: { subject: { eq: subject } }, limit: 200 });
+  events.push(...page.events);
+  while (page.events.length === 200 && events.length < max) {
+    page = await api.events({ next_token: page.next_token, limit: 200 });
+    events.push(...page.events);
+  }
+  return events;
+}
+
+export function transactionRows(transactions: Transaction[]): HTMLElement {
+  return h(
+    'table',
+    { class: 'list' },
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        ['External id', 'Type', 'Amount', 'State', 'Result', 'Created'].map((t) =>
+          h('th', { scope: 'col' }, t),
+        ),
+      ),
+    ),
+    h(
+      'tbody',
+      {},
+      transactions.map((t) =>
+        h(
+          'tr',
+          {},
+          h(
+            'td',
+            {},
+            h(
+              'a',
+              { href: `#/transaction/${t.terminal_id}/${encodeURIComponent(t.external_id)}` },
+              t.external_id,
+            ),
+          ),
+          h('td', {}, t.type ?? '—'),
+          h('td', {}, money(t.requested_amount, t.currency)),
+          h('td', {}, stateBadge(t.state)),
+          h('td', {}, t.result_code ?? '—'),
+          h('td', {}, t.created_at ?? '—'),
+        ),
+      ),
+    ),
+  );
+}
+
+/** A small PNG drawn on a canvas: a printer check that needs no file. */
+function testPrintPng(terminalId: string): string {
+  const canvas = document.createElement('canvas');
+  canvas.width = 384;
+  canvas.height = 96;
+  const context = canvas.getContext('2d')!;
+  context.fillStyle = '#fff';
+  context.fillRect(0, 0, canvas.width, canvas.height);
+  context.fillStyle = '#000';
+  context.font = '24px sans-serif';
+  context.fillText('Test print', 16, 40);
+  context.font = '16px sans-serif';
+  context.fillText(`${terminalId} ${new Date().toISOString()}`, 16, 72);
+  return canvas.toDataURL('image/png').replace(/^data:image\/png;base64,/, '');
+}
+
+export async function terminalPage(main: HTMLElement, terminalId: string): Promise<Cleanup> {
+  const statusBox = h('div', { id: 'status' });
+  const history = h('ol', { class: 'timeline', 'aria-label': 'Status history' });
+  const unconfirmedBox = h('div', {});
+  const recentBox = h('div', {});
+  const printResult = h('p', { role: 'status' });
+  const printButton = h('button', { type: 'button' }, 'Send a test print');
+  printButton.addEventListener('click', async () => {
+    try {
+      await api.print(terminalId, testPrintPng(terminalId));
+      printResult.textContent = 'The test print is queued.';
+    } catch (error) {
+      printResult.textContent = `Not printed: ${errorText(error)}`;
+    }
+  });
+  fill(
+    main,
+    h('h1', {}, `Terminal ${terminalId}`),
+    h(
+      'section',
+      { 'aria-labelledby': 'h-status' },
+      h('h2', { id: 'h-status' }, 'Status'),
+      statusBox,
+    ),
+    h('section', {}, h('h2', {}, 'Test print'), printButton, printResult),
+    h('section', {}, h('h2', {}, 'Unconfirmed transactions'), unconfirmedBox),
+    h('section', {}, h('h2', {}, 'Recent transactions'), recentBox),
+    h('section', {}, h('h2', {}, 'Status history'), history),
+  );
+  const drawStatus = (status: TerminalStatus) =>
+    fill(
+      statusBox,
+      h(
+        'dl',
+        { class: 'facts' },
+        h('dt', {}, 'Connection'),
+        h('dd', {}, statusBadge(status.connected)),
+        h('dt', {}, 'Battery'),
+        h('dd', {}, battery(status)),
+        h('dt', {}, 'Plugged in'),
+        h('dd', {}, yesNo(status.plugged_in)),
+        h('dt', {}, 'Screen'),
+        h('dd', {}, status.screen_message ?? '—'),
+        h('dt', {}, 'Transaction state'),
+        h('dd', {}, stateBadge(status.transaction_state)),
+        h('dt', {}, 'Updated'),
+        h('dd', {}, status.updated_at ?? '—'),
+      ),
+    );
+  const historyItem = (status: TerminalStatus) =>
+    h(
+      'li',
+      {},
+      `${status.updated_at ?? ''} — ${status.connected === false ? 'offline' : 'online'}, ${
+        status.transaction_state ?? ''
+      } ${status.screen_message ? `“${status.screen_message}”` : ''}`,
+    );
+  const stop = onEvent((event) => {
+    if (event.subject !== terminalId && event.data.terminal_id !== terminalId) return;
+    if (isStatusEvent(event)) {
+      drawStatus(event.data);
+      history.prepend(historyItem(event.data));
+    }
+  });
+  try {
+    const [{ status }, { transactions }, events, search] = await Promise.all([
+      api.status(terminalId),
+      api.unconfirmed(terminalId),
+      subjectEvents(terminalId),
+      api.search({ terminal_id: terminalId, limit: 20 }),
+    ]);
+    drawStatus(status);
+    fill(unconfirmedBox, transactions.length ? transactionRows(transactions) : h('p', {}, 'None.'));
+    const recent = search.transactions;
+    fill(recentBox, recent.length ? transactionRows(recent) : h('p', {}, 'None yet.'));
+    const statuses = events.filter(isStatusEvent).slice(-50).reverse();
+    fill(
+      history,
+      statuses.map((e) => historyItem(e.data)),
+    );
+  } catch (error) {
+    main.append(h('p', { role: 'alert' }, errorText(error)));
+  }
+  return stop;
+}

@@ -1,0 +1,270 @@
+/**
+ * The console in a real browser: Debian's Chromium driven by playwright-core against
+ * `tps cloud` started as a process, as a user runs it. Signs in, sees the default
+ * simulated terminal online, pays 25.00 EUR from the Simulators page, watches the
+ * transaction reach AWAITING_CONFIRM without a reload, confirms it and reads its receipt;
+ * a wrong password is refused; a terminal credential sees its terminal alone; the page
+ * keeps working across a restart of the relay. Each page is checked by axe-core (no
+ * serious or critical violation) and saved as a screenshot in test-output/console/.
+ */
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildConsole } from '../bin/build-console.js';
+import { freePorts, startRelayChild, type RelayChild } from './support/e2e-parts.js';
+import { basicAuth, tempDataDir } from './support/relay.js';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const available = existsSync(CHROMIUM);
+if (!available) {
+  console.warn(
+    `console browser tests skipped: no Chromium at ${CHROMIUM} ` +
+      '(apt-get install chromium, or set CHROMIUM_PATH)',
+  );
+}
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const SHOTS = path.join(root, 'test-output', 'console');
+const ACCOUNT = { username: 'console-account', password: 'console-account-password' };
+const axeSource = (createRequire(import.meta.url)('axe-core') as { source: string }).source;
+
+const dataDir = tempDataDir();
+let httpPort = 0;
+let relay: RelayChild;
+let origin = '';
+let browser: Browser;
+let simulator: { terminal_id: string; username: string; password: string };
+
+async function startRelay(): Promise<RelayChild> {
+  const started = await startRelayChild({
+    TPS_PORT: String(httpPort),
+    TPS_DATA_DIR: dataDir,
+    TPS_ACCOUNT_USERNAME: ACCOUNT.username,
+    TPS_ACCOUNT_PASSWORD: ACCOUNT.password,
+    TPS_SIMULATOR_DELAY_MS: '1500',
+  });
+  origin = started.baseUrl.replace(/\/pos$/, '');
+  return started;
+}
+
+/** The default simulated terminal's credential, as the first start wrote it. */
+function defaultSimulator() {
+  const text = readFileSync(path.join(dataDir, 'first-start-credentials.txt'), 'utf8');
+  const match =
+    /Simulated terminal (\S+) \(credential[^\n]*\n\s+username (\S+)\n\s+password (\S+)/.exec(text);
+  if (!match) throw new Error(`no simulator credential in:\n${text}`);
+  return { terminal_id: match[1]!, username: match[2]!, password: match[3]! };
+}
+
+/** axe-core in the page (evaluated by the driver, so the page's CSP stays as it is). */
+async function seriousViolations(page: Page, name: string) {
+  await page.evaluate(axeSource);
+  // A string: this file is compiled without the DOM's types; it runs in the page.
+  const violations = (await page.evaluate(`(async () => {
+    const result = await window.axe.run();
+    return result.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => v.id + ' (' + v.impact + '): ' + v.help + ' at ' +
+        JSON.stringify(v.nodes.map((n) => n.target)));
+  })()`)) as string[];
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+  return violations;
+}
+
+async function signIn(page: Page, credential: { username: string; password: string }) {
+  await page.getByLabel('Username').fill(credential.username);
+  await page.getByLabel('Password').fill(credential.password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+describe.skipIf(!available)(`the console in Chromium (${CHROMIUM})`, () => {
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    await buildConsole();
+    httpPort = (await freePorts(1))[0]!;
+    relay = await startRelay();
+    simulator = defaultSimulator();
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  }, 90_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await relay?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('refuses a wrong password', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${origin}/`);
+    // With the keyboard alone: the username field has the focus, Tab, Enter.
+    await page.getByLabel('Username').waitFor();
+    expect(await page.evaluate('document.activeElement.id')).toBe('username');
+    await page.keyboard.type(ACCOUNT.username);
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('wrong-password');
+    await page.keyboard.press('Enter');
+    await expect
+      .poll(() => page.locator('#sign-in-problem').textContent(), { timeout: 10_000 })
+      .toContain('wrong username or password');
+    expect(await page.locator('#nav').isHidden()).toBe(true);
+    await page.close();
+  }, 30_000);
+
+  it('signs in, pays 25.00 EUR with the default simulator, watches it to AWAITING_CONFIRM live, confirms it and shows its receipt', async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(`${origin}/`);
+    await page.getByLabel('Username').waitFor();
+    const loadMs = (await page.evaluate(`(() => {
+      const [navigation] = performance.getEntriesByType('navigation');
+      return navigation ? navigation.loadEventEnd - navigation.startTime : NaN;
+    })()`)) as number;
+    console.log(`console first page load: ${loadMs.toFixed(0)} ms (loopback, reported only)`);
+    expect(await seriousViolations(page, '01-sign-in')).toEqual([]);
+
+    await signIn(page, ACCOUNT);
+    const row = page.locator(`tr[data-terminal="${simulator.terminal_id}"]`);
+    await expect.poll(() => row.textContent()).toContain('online');
+    expect(await seriousViolations(page, '02-terminals')).toEqual([]);
+
+    // A mark on the window: a reload would wipe it.
+    await page.evaluate('window.mark = 1');
+    await page.getByRole('link', { name: 'Simulators' }).click();
+    await page.getByLabel('Simulator', { exact: true }).selectOption(simulator.terminal_id);
+    expect(await page.getByLabel('Amount', { exact: true }).inputValue()).toBe('25.00');
+    expect(await page.getByLabel('Trigger amount').locator('option').allTextContents()).toContain(
+      '1000.06 — Declined by the issuer',
+    );
+    expect(await seriousViolations(page, '03-simulators')).toEqual([]);
+    await page.getByRole('button', { name: 'Pay' }).click();
+
+    const state = page.locator('#txn-state');
+    await expect.poll(() => state.textContent(), { timeout: 15_000 }).toBe('AWAITING_CONFIRM');
+    expect(await page.evaluate('window.mark')).toBe(1);
+    await expect.poll(() => page.locator('#timeline').textContent()).toContain('AWAITING_CONFIRM');
+    expect(await page.locator('#summary').textContent()).toContain('25.00 EUR');
+
+    await page.getByRole('button', { name: 'Confirm success' }).click();
+    await expect.poll(() => state.textContent()).toBe('CONFIRMED');
+    const receipt = page.getByRole('figure').filter({ hasText: 'Customer receipt' });
+    await expect.poll(() => receipt.locator('pre').textContent()).toMatch(/25[.,]00/);
+    expect(await seriousViolations(page, '04-transaction')).toEqual([]);
+    await page.screenshot({
+      path: path.join(SHOTS, 'readme.jpg'),
+      type: 'jpeg',
+      quality: 70,
+      clip: { x: 0, y: 0, width: 1280, height: 760 },
+    });
+
+    for (const [link, name, heading] of [
+      ['Transactions', '05-transactions', 'Transactions'],
+      ['Events', '06-events', 'Events'],
+      ['Webhooks', '07-webhooks', 'Webhooks'],
+    ] as const) {
+      await page.getByRole('link', { name: link, exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: heading }).waitFor();
+      if (link === 'Transactions') await page.locator('#main table').first().waitFor();
+      expect(await seriousViolations(page, name)).toEqual([]);
+    }
+    await page.goto(`${origin}/console/#/terminal/${simulator.terminal_id}`);
+    await page.getByRole('heading', { name: `Terminal ${simulator.terminal_id}` }).waitFor();
+    await expect.poll(() => page.locator('#status').textContent()).toContain('online');
+    expect(await seriousViolations(page, '08-terminal')).toEqual([]);
+
+    // 390 px wide: nothing wider than the screen.
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.getByRole('link', { name: 'Terminals' }).click();
+    await row.waitFor();
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    expect(await seriousViolations(page, '09-terminals-390px')).toEqual([]);
+    await page.close();
+  }, 90_000);
+
+  it('shows a terminal credential its own terminal alone', async () => {
+    const created = await fetch(`${origin}/pos/v1/simulator/create`, {
+      method: 'POST',
+      headers: { authorization: basicAuth(ACCOUNT), 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(created.status).toBe(200);
+    const other = (await created.json()) as { terminal_id: string };
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${origin}/`);
+    await signIn(page, simulator);
+    await page.locator(`tr[data-terminal="${simulator.terminal_id}"]`).waitFor();
+    expect(await page.locator('#terminals tbody tr').count()).toBe(1);
+    expect(await page.locator(`tr[data-terminal="${other.terminal_id}"]`).count()).toBe(0);
+    await context.close();
+  }, 30_000);
+
+  it('pauses a payment when the customer is identified, and continues it from its page', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${origin}/console/#/simulators`);
+    await signIn(page, ACCOUNT);
+    await page.getByRole('heading', { level: 1, name: 'Simulators' }).waitFor();
+    await page.getByLabel('Simulator', { exact: true }).selectOption(simulator.terminal_id);
+    await page.getByLabel('Trigger amount').selectOption('100002');
+    await page.getByLabel('Pause when the customer is identified').check();
+    await page.getByRole('button', { name: 'Pay' }).click();
+    const state = page.locator('#txn-state');
+    await expect.poll(() => state.textContent(), { timeout: 15_000 }).toBe('AWAITING_CONTINUE');
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await expect.poll(() => state.textContent(), { timeout: 15_000 }).toBe('AWAITING_CONFIRM');
+    expect(await page.locator('#summary').textContent()).toContain('1000.02 EUR');
+    await page.close();
+  }, 60_000);
+
+  it('keeps working after the relay restarts, signed in, live again', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${origin}/`);
+    await signIn(page, ACCOUNT);
+    await page.locator('#connection').waitFor({ timeout: 10_000 });
+    await expect.poll(() => page.locator('#connection').textContent()).toBe('live');
+
+    await relay.stop();
+    await expect
+      .poll(() => page.locator('#connection').textContent(), { timeout: 15_000 })
+      .toBe('reconnecting…');
+    relay = await startRelay();
+    await expect
+      .poll(() => page.locator('#connection').textContent(), { timeout: 20_000 })
+      .toBe('live');
+
+    // Still signed in, and the pages answer: pay again and watch it live.
+    await page.getByRole('link', { name: 'Simulators' }).click();
+    await page.getByLabel('Simulator', { exact: true }).selectOption(simulator.terminal_id);
+    await page.getByRole('button', { name: 'Pay' }).click();
+    await expect
+      .poll(() => page.locator('#txn-state').textContent(), { timeout: 15_000 })
+      .toBe('AWAITING_CONFIRM');
+    await page.close();
+  }, 90_000);
+
+  it("updates a terminal's row as its status events arrive, without a reload", async () => {
+    const page = await browser.newPage();
+    await page.goto(`${origin}/`);
+    await signIn(page, ACCOUNT);
+    const row = page.locator(`tr[data-terminal="${simulator.terminal_id}"]`);
+    await expect.poll(() => row.textContent(), { timeout: 10_000 }).toContain('READY');
+    await page.evaluate('window.mark = 1');
+    // A slow payment (success after 30 s), started by a POS, not by the page.
+    const started = await fetch(`${origin}/pos/v1/transaction/purchase`, {
+      method: 'POST',
+      headers: { authorization: basicAuth(simulator), 'content-type': 'application/json' },
+      body: JSON.stringify({
+        terminal_id: simulator.terminal_id,
+        external_id: 'slow-1',
+        requested_amount: 100020,
+        currency: 'EUR',
+        wait_seconds: 0,
+      }),
+    });
+    expect(started.status).toBe(200);
+    await expect.poll(() => row.textContent(), { timeout: 10_000 }).not.toContain('READY');
+    expect(await page.evaluate('window.mark')).toBe(1);
+    await page.close();
+  }, 60_000);
+});
