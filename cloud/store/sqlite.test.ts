@@ -369,15 +369,18 @@ describe('SQLite store query plans', () => {
     };
     const { db } = internals;
     const statements = { ...internals.statements, ...internals.changes.statements };
-    const plan = (sql: string) =>
-      (
-        db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(
-          ...sql
+    // Every parameter bound to null: positional ones (?) or named ones (@name).
+    const parameters = (sql: string) => {
+      const named = [...sql.matchAll(/@(\w+)/g)].map((m) => m[1]!);
+      return named.length > 0
+        ? [Object.fromEntries(named.map((name) => [name, null]))]
+        : sql
             .split('?')
             .slice(1)
-            .map(() => null),
-        ) as Array<{ detail: string }>
-      )
+            .map(() => null);
+    };
+    const plan = (sql: string) =>
+      (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...parameters(sql)) as Array<{ detail: string }>)
         .map((row) => row.detail)
         .join('; ');
     expect(plan(statements.activeOnTerminal!.source)).toMatch(/transactions_unconfirmed/);

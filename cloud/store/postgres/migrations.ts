@@ -113,6 +113,13 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }
       CREATE INDEX pairings_by_expiry ON pairings (expires_at);
     `,
   },
+  {
+    version: 3,
+    sql: `
+      -- An account's transactions, newest first (the console's search pages through them).
+      CREATE INDEX transactions_by_account ON transactions (account_id, id);
+    `,
+  },
 ];
 
 /**
