@@ -139,6 +139,40 @@ function expectNoFault(res: { status: number; body: unknown; text?: string }, se
   else expect(typeof res.body, context).toBe('object');
 }
 
+/** External ids a create was answered 2xx for: those exist, whatever came after. */
+const created = new Set<string>();
+
+/**
+ * Never a partial write: a purchase or refund refused with a 4xx left no transaction
+ * behind (its external id still answers 404, or 400 when the id itself is not one).
+ */
+async function expectNothingWrittenIfRefused(
+  path: OperationPath,
+  body: unknown,
+  status: number,
+  sent: string,
+): Promise<void> {
+  if (path !== '/transaction/purchase' && path !== '/transaction/refund') return;
+  if (typeof body !== 'object' || body === null) return;
+  const { terminal_id: terminalId, external_id: externalId } = body as Record<string, unknown>;
+  if (terminalId !== pos.terminalId || typeof externalId !== 'string') return;
+  if (status < 300) {
+    created.add(externalId);
+    return;
+  }
+  if (created.has(externalId)) return;
+  const got = await sendJsonText(
+    relay.baseUrl,
+    'v1',
+    '/transaction/get',
+    relay.account,
+    JSON.stringify({ terminal_id: terminalId, external_id: externalId, wait_seconds: 0 }),
+  );
+  expect([400, 404], `refused with ${status}, yet stored: ${sent.slice(0, 300)}`).toContain(
+    got.status,
+  );
+}
+
 // Operations that make things (simulators, terminals) are fuzzed with fewer runs.
 const EXPENSIVE = new Set<OperationPath>(['/simulator/create', '/terminal/create']);
 
@@ -156,6 +190,7 @@ describe.each(OPERATION_PATHS)('%s, bent', (path) => {
           const credential = asAccount ? relay.account : pos.credential;
           const res = await sendJsonText(relay.baseUrl, revision, path, credential, text);
           expectNoFault(res, text);
+          await expectNothingWrittenIfRefused(path, body, res.status, text);
         },
       ),
       fuzzParameters(EXPENSIVE.has(path) ? 5 : 25),
