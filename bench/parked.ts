@@ -97,7 +97,9 @@ export async function runParked(options: BenchOptions): Promise<ParkedResult> {
     await sleep(500);
     const before = await relay.process.sample({ gc: true, resetPeak: true });
 
-    const poses = simulators.map((s) => new Pos(parkPool, s.terminal_id, relay.account));
+    // Each terminal's POS parks with its own credential, as tills do: one credential may
+    // park at most TPS_MAX_PARKED_PER_CREDENTIAL (docs/security.md).
+    const poses = simulators.map((s) => new Pos(parkPool, s.terminal_id, s));
     let answeredEarly = 0;
     let aborted = false;
     const gets: Array<Promise<void>> = [];
