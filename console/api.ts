@@ -150,6 +150,7 @@ export const api = {
   webhookCreate: (request: WebhookCreateRequest) =>
     call<{ webhook: WebhookView & { secret: string } }>('/webhook/create', request),
   webhookEnable: (id: string) => call<{ webhook: WebhookView }>('/webhook/enable', { id }),
+  webhookDisable: (id: string) => call<{ webhook: WebhookView }>('/webhook/disable', { id }),
   webhookDelete: (id: string) => call<{ webhook: WebhookView }>('/webhook/delete', { id }),
 };
 

@@ -113,7 +113,9 @@ export async function webhooksPage(main: HTMLElement): Promise<Cleanup> {
             h(
               'td',
               {},
-              w.enabled ? null : action(`Enable ${w.url}`, () => api.webhookEnable(w.id)),
+              w.enabled
+                ? action(`Disable ${w.url}`, () => api.webhookDisable(w.id))
+                : action(`Enable ${w.url}`, () => api.webhookEnable(w.id)),
               action(`Delete ${w.url}`, () => api.webhookDelete(w.id)),
             ),
           ),

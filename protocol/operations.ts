@@ -158,6 +158,13 @@ export const OPERATIONS = {
     response: (r) => r.webhook,
     errors: [400, 404, ...AUTH, 500],
   },
+  '/webhook/disable': {
+    summary:
+      'Stop deliveries to a webhook without deleting it; enable resumes where it stopped (events older than retention are gone by then).',
+    request: WebhookIdRequest,
+    response: (r) => r.webhook,
+    errors: [400, 404, ...AUTH, 500],
+  },
   '/credential/revoke': {
     summary:
       "Revoke one of the account's credentials (API or terminal agent): it stops signing in on every relay, and the agent's live session ends.",

@@ -64,6 +64,7 @@ const validBody = (terminalId: string): Record<string, Record<string, unknown>> 
   '/webhook/list': {},
   '/webhook/delete': { id: `wh-${'0'.repeat(26)}` },
   '/webhook/enable': { id: `wh-${'0'.repeat(26)}` },
+  '/webhook/disable': { id: `wh-${'0'.repeat(26)}` },
   '/credential/revoke': { username: 'no-such-user' },
   '/credential/rotate': { username: 'no-such-user' },
 });
@@ -320,6 +321,7 @@ describe('isolation between credentials', () => {
       expect((listed.body.webhooks as Array<{ id: string }>).map((w) => w.id)).not.toContain(id);
       expectError(await second.call('/webhook/delete', { id }), 404, 'WEBHOOK_NOT_FOUND');
       expectError(await second.call('/webhook/enable', { id }), 404, 'WEBHOOK_NOT_FOUND');
+      expectError(await second.call('/webhook/disable', { id }), 404, 'WEBHOOK_NOT_FOUND');
       expect((await first.call('/webhook/delete', { id })).status).toBe(200);
     });
 

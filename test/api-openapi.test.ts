@@ -225,6 +225,7 @@ describe('OpenAPI documents', () => {
       });
       const webhookId = (webhook.body as { webhook?: { id?: string } }).webhook?.id;
       await record('webhook list', '/webhook/list', {});
+      await record('webhook disable', '/webhook/disable', { id: webhookId });
       await record('webhook enable', '/webhook/enable', { id: webhookId });
       await record('webhook delete', '/webhook/delete', { id: webhookId });
 

@@ -64,6 +64,7 @@ const REQUIRED_BODY: Record<string, Record<string, unknown>> = {
   '/webhook/list': {},
   '/webhook/delete': { id: UNKNOWN_WEBHOOK },
   '/webhook/enable': { id: UNKNOWN_WEBHOOK },
+  '/webhook/disable': { id: UNKNOWN_WEBHOOK },
   '/credential/revoke': { username: 'no-such-user' },
   '/credential/rotate': { username: 'no-such-user' },
 };
@@ -311,6 +312,7 @@ const FIELD_LIMITS: Record<string, FieldCase[]> = {
   '/webhook/list': [],
   '/webhook/delete': cases('id', WEBHOOK_ID),
   '/webhook/enable': cases('id', WEBHOOK_ID),
+  '/webhook/disable': cases('id', WEBHOOK_ID),
   '/credential/revoke': [
     ...cases('username', CREDENTIAL_USERNAME),
     ...cases('type', CREDENTIAL_TYPE),

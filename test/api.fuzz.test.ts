@@ -93,6 +93,7 @@ function validBody(path: OperationPath, terminalId: string): Record<string, unkn
     '/webhook/list': {},
     '/webhook/delete': { id: `wh-${'0'.repeat(26)}` },
     '/webhook/enable': { id: `wh-${'0'.repeat(26)}` },
+    '/webhook/disable': { id: `wh-${'0'.repeat(26)}` },
     '/terminal/create': { printer: true, battery: false },
     '/simulator/create': {},
     '/terminal/claim': {

@@ -467,6 +467,32 @@ describe('webhooks', () => {
     await receiver.close();
   });
 
+  it('a receiver its owner disabled gets nothing until enabled, then what happened meanwhile', async () => {
+    const receiver = await startReceiver();
+    const pos = posFor(relay, await relay.newSimulator());
+    const created = await pos.call('/webhook/create', {
+      url: receiver.url,
+      filter: { type: { eq: TX } },
+    });
+    const { id } = created.body.webhook;
+    const disabled = await pos.call('/webhook/disable', { id });
+    expect(disabled.status).toBe(200);
+    expect(disabled.body.webhook).toMatchObject({
+      enabled: false,
+      disabled_reason: 'disabled by its owner',
+    });
+    await pos.call('/transaction/confirm', { external_id: 'while-off', result_code: 'ABORTED' });
+    await until(async () => (await pos.call('/webhook/list', {})).body.webhooks[0]?.backlog === 1);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(receiver.deliveries).toEqual([]);
+    const enabled = await pos.call('/webhook/enable', { id });
+    expect(enabled.body.webhook.enabled).toBe(true);
+    await until(() => receiver.deliveries.length === 1);
+    expect(JSON.parse(receiver.deliveries[0]!.body).data.external_id).toBe('while-off');
+    await pos.call('/webhook/delete', { id });
+    await receiver.close();
+  });
+
   it('refuses plain http unless allowed, and another credential cannot touch a webhook', async () => {
     const strict = await startTestRelay({});
     try {

@@ -56,6 +56,9 @@ export interface WebhookOptions {
   settings: WebhookSettings;
 }
 
+/** The reason a receiver shows when its owner disabled it. */
+export const DISABLED_BY_OWNER = 'disabled by its owner';
+
 /** Events read ahead per store query. */
 const PAGE = 100;
 
@@ -178,6 +181,19 @@ export class Webhooks {
       failingSince: undefined,
     });
     await this.started(id);
+    return { webhook: await this.view((await this.options.store.getWebhook(id))!) };
+  }
+
+  /** Stops deliveries to a receiver, keeping it and its place; enable resumes there. */
+  async disable(principal: Principal, id: string) {
+    await this.owned(principal, id);
+    await this.options.store.updateWebhook(id, {
+      enabled: false,
+      disabledReason: DISABLED_BY_OWNER,
+    });
+    await this.deliverers.get(id)?.stop();
+    this.deliverers.delete(id);
+    if (!this.leading) await this.options.bus.announce({ kind: 'webhooks' });
     return { webhook: await this.view((await this.options.store.getWebhook(id))!) };
   }
 

@@ -219,6 +219,12 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
         (await deps.webhooks.enable(ctx.principal, body.id)).webhook,
       ),
     }),
+    '/webhook/disable': async (body: { id: string }, ctx) => ({
+      webhook: webhookIn(
+        ctx.revision,
+        (await deps.webhooks.disable(ctx.principal, body.id)).webhook,
+      ),
+    }),
 
     '/credential/revoke': async (body: CredentialRequest, ctx) =>
       deps.credentials.revoke(ctx.principal, body),
