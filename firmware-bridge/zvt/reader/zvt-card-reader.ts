@@ -132,11 +132,26 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
     });
     this.session.on('intermediate-status', this.onIntermediateStatus);
     this.session.once('close', this.onClose);
-    this.session.on('unexpected', ({ apdu, reason }) =>
+    this.session.on('unexpected', ({ apdu, reason }) => {
+      this.lastUnexpectedAt = this.clock.now().getTime();
       this.logger?.warn('ZVT message outside the protocol', {
         reason,
         apdu: apdu.subarray(0, 32).toString('hex'),
-      }),
+      });
+    });
+  }
+
+  /**
+   * When the PT last sent something outside a command: it still finishes what it did for a
+   * register that died (its 04 0F, print lines, 06 0F, each retried until T3). Its stale
+   * 06 0F would end a question asked now as if answered, so recovery waits until it is quiet.
+   */
+  private lastUnexpectedAt: number | undefined;
+
+  private get terminalStillTalking(): boolean {
+    return (
+      this.lastUnexpectedAt !== undefined &&
+      this.clock.now().getTime() - this.lastUnexpectedAt < 2 * this.t3Ms
     );
   }
 
@@ -421,6 +436,8 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
         // Recorded but never sent: the driver stopped while it waited its turn.
         if (current.queued)
           return this.settle(finalRecord(current, 'CANCELLED', NOT_STARTED, NOTHING));
+        // Asked again later (the agent's recovery repeats), never read from stale messages.
+        if (this.terminalStillTalking) return current;
         let outcome: ZvtOutcome | undefined;
         const asked = await this.notAnswering(async () => {
           await this.ensureRegistered();
