@@ -5,8 +5,9 @@
  * tools read as one value. The path lives on the logger instead and the root logger's
  * mixin writes it once; children made with a plain `child()` inherit it.
  */
+import { createRequire } from 'node:module';
 import type { Bindings, DestinationStream, Logger } from 'pino';
-import pretty from 'pino-pretty';
+import type PinoPretty from 'pino-pretty';
 import { z } from 'zod';
 
 const PART = Symbol('tps.logPart');
@@ -43,6 +44,8 @@ export function logDestination(
 ): DestinationStream | undefined {
   const readable = format === 'pretty' || (format === 'auto' && output.isTTY === true);
   if (!readable) return output === process.stdout ? undefined : (output as DestinationStream);
+  // Loaded only when asked for: a relay or agent logging JSON never carries it (≈ 5 MB).
+  const pretty = createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty;
   return pretty({
     destination: output,
     sync: true,
