@@ -145,14 +145,17 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
    * When the PT last sent something outside a command: it still finishes what it did for a
    * register that died (its 04 0F, print lines, 06 0F, each retried until T3). Its stale
    * 06 0F would end a question asked now as if answered, so recovery waits until it is quiet.
+   * (Bounded: the terminal gives a dead register up after its retries.)
    */
   private lastUnexpectedAt: number | undefined;
 
-  private get terminalStillTalking(): boolean {
-    return (
-      this.lastUnexpectedAt !== undefined &&
-      this.clock.now().getTime() - this.lastUnexpectedAt < 2 * this.t3Ms
-    );
+  private async untilTerminalQuiet(): Promise<void> {
+    for (;;) {
+      if (this.lastUnexpectedAt === undefined) return;
+      const quietFor = this.clock.now().getTime() - this.lastUnexpectedAt;
+      if (quietFor >= 2 * this.t3Ms) return;
+      await sleep(2 * this.t3Ms - quietFor, undefined, this.timers);
+    }
   }
 
   /**
@@ -436,8 +439,8 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
         // Recorded but never sent: the driver stopped while it waited its turn.
         if (current.queued)
           return this.settle(finalRecord(current, 'CANCELLED', NOT_STARTED, NOTHING));
-        // Asked again later (the agent's recovery repeats), never read from stale messages.
-        if (this.terminalStillTalking) return current;
+        // Never read from stale messages: wait until the terminal has been quiet for 2 × T3.
+        await this.untilTerminalQuiet();
         let outcome: ZvtOutcome | undefined;
         const asked = await this.notAnswering(async () => {
           await this.ensureRegistered();
