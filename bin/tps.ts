@@ -13,6 +13,7 @@ Commands:
   pos <command>      act as a POS: purchase, refund, confirm, get, status, events…
   agent              run the terminal agent (--config FILE); 'agent doctor' checks its setup;
                      'agent pair' pairs a fresh terminal by a code
+  fleet              operate the account's terminals: config, diagnostics, releases
 
 Run 'tps <command> --help' for the options of a command, 'tps --version' for the release.
 `;
@@ -29,6 +30,7 @@ const commands: Record<string, (argv: string[]) => Promise<void>> = {
   bridge: async (argv) => (await import('../firmware-bridge/cli.js')).runBridge(argv),
   pos: async (argv) => (await import('../client/cli.js')).runPos(argv),
   agent: async (argv) => (await import('../agent/cli.js')).runAgent(argv),
+  fleet: async (argv) => (await import('../cloud/fleet/cli.js')).runFleet(argv),
 };
 
 async function main(argv: string[]): Promise<void> {

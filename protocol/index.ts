@@ -13,3 +13,4 @@ export * from './credentials.js';
 export * from './currencies.js';
 export * from './pairing.js';
 export * from './print-image.js';
+export * from './release.js';
