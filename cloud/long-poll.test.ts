@@ -3,23 +3,10 @@ import { Cancellation } from './cancellation.js';
 import { ParkedWaits, longPoll, type Parked } from './long-poll.js';
 import { ManualTimers } from '../common/testing/manual-timers.js';
 
-/** A cancellation that counts the listeners it holds, to show each is let go. */
-class CountedCancellation extends Cancellation {
-  held = 0;
-  override onCancel(listener: () => void): () => void {
-    this.held++;
-    const undo = super.onCancel(listener);
-    return () => {
-      this.held--;
-      undo();
-    };
-  }
-}
-
 function setUp() {
   const timers = new ManualTimers();
-  const gone = new CountedCancellation();
-  const closing = new CountedCancellation();
+  const gone = new Cancellation();
+  const closing = new Cancellation();
   let parked: Parked<string> | undefined;
   let subscribed = 0;
   const poll = (waitMs = 1000) =>
@@ -33,7 +20,7 @@ function setUp() {
     );
   /** Nothing is left behind: no timer, no cancellation listener, no subscription. */
   const released = () =>
-    timers.size === 0 && gone.held === 0 && closing.held === 0 && subscribed === 0;
+    timers.size === 0 && gone.waiting === 0 && closing.waiting === 0 && subscribed === 0;
   return {
     timers,
     gone,

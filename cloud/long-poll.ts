@@ -27,7 +27,7 @@ export interface LongPollOptions<T> {
   /** The answer when the time runs out, the client goes away or the relay closes. */
   otherwise: () => T;
   /** Each one ends the wait early: the client's going away, the relay's closing. */
-  cancelledBy: ReadonlyArray<Pick<Cancellation, 'cancelled' | 'onCancel'>>;
+  cancelledBy: ReadonlyArray<Pick<Cancellation, 'cancelled' | 'add' | 'remove'>>;
   timers?: Timers;
   /**
    * Counts the wait against its holder's cap while it is parked. Beyond the cap the poll
@@ -77,18 +77,17 @@ export class ParkedWaits {
     }
   }
 
-  /** Counts one more wait for `holder`, or throws 429; answers how to let it go (once). */
-  take(holder: string): () => void {
+  /** Counts one more wait for `holder`, or throws 429. */
+  take(holder: string): void {
     this.check(holder);
     this.parked.set(holder, this.count(holder) + 1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const left = this.count(holder) - 1;
-      if (left > 0) this.parked.set(holder, left);
-      else this.parked.delete(holder);
-    };
+  }
+
+  /** Lets go of one wait `holder` took. */
+  release(holder: string): void {
+    const left = this.count(holder) - 1;
+    if (left > 0) this.parked.set(holder, left);
+    else this.parked.delete(holder);
   }
 }
 
@@ -104,42 +103,63 @@ export function longPoll<T>(
 ): Promise<T> {
   const { waitMs, otherwise, cancelledBy, timers = systemTimers, parkedAs } = options;
   if (waitMs <= 0 || cancelledBy.some((c) => c.cancelled)) return Promise.resolve(otherwise());
-  let release: () => void;
   try {
-    release = parkedAs ? parkedAs.waits.take(parkedAs.holder) : () => undefined;
+    parkedAs?.waits.take(parkedAs.holder);
   } catch (error) {
     return parkedAs?.answerWhenFull ? Promise.resolve(otherwise()) : Promise.reject(error);
   }
   return new Promise<T>((resolve, reject) => {
-    let settled = false;
-    let unsubscribe: (() => void) | undefined;
-    const end = () => {
-      settled = true;
-      release();
-      timers.clearTimeout(timer);
-      for (const undo of undoCancel) undo();
-      unsubscribe?.();
-    };
-    const parked: Parked<T> = {
-      settle(value) {
-        if (settled) return;
-        end();
-        resolve(value);
-      },
-      fail(error) {
-        if (settled) return;
-        end();
-        reject(error);
-      },
-      get settled() {
-        return settled;
-      },
-    };
-    const timer = timers.setTimeout(() => parked.settle(otherwise()), waitMs);
-    const undoCancel = cancelledBy.map((c) => c.onCancel(() => parked.settle(otherwise())));
-    const stop = watch(parked);
-    // A watcher may settle before it has answered how to unsubscribe.
-    if (settled) stop();
-    else unsubscribe = stop;
+    const parked = new ParkedPoll(options, timers, resolve, reject);
+    parked.listen(watch(parked));
   });
+}
+
+/**
+ * One parked poll's state in one object, its ways out as methods: with 10,000 parked,
+ * a closure and a scope for each piece of state cost about a kilobyte a poll.
+ */
+class ParkedPoll<T> implements Parked<T> {
+  settled = false;
+  private readonly timer: unknown;
+  private unsubscribe: (() => void) | undefined;
+  /** One listener for every cancellation, added and removed as itself. */
+  private readonly cancelled = () => this.settle(this.options.otherwise());
+
+  constructor(
+    private readonly options: LongPollOptions<T>,
+    private readonly timers: Timers,
+    private readonly resolve: (value: T) => void,
+    private readonly reject: (error: unknown) => void,
+  ) {
+    this.timer = timers.setTimeout(this.cancelled, options.waitMs);
+    for (const cancellation of options.cancelledBy) cancellation.add(this.cancelled);
+  }
+
+  /** Holds the watcher's unsubscribe, or calls it if the watcher settled already. */
+  listen(unsubscribe: () => void): void {
+    if (this.settled) unsubscribe();
+    else this.unsubscribe = unsubscribe;
+  }
+
+  settle(value: T): void {
+    if (this.settled) return;
+    this.end();
+    this.resolve(value);
+  }
+
+  fail(error: unknown): void {
+    if (this.settled) return;
+    this.end();
+    this.reject(error);
+  }
+
+  private end(): void {
+    this.settled = true;
+    const { parkedAs, cancelledBy } = this.options;
+    parkedAs?.waits.release(parkedAs.holder);
+    this.timers.clearTimeout(this.timer);
+    for (const cancellation of cancelledBy) cancellation.remove(this.cancelled);
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+  }
 }

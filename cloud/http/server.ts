@@ -17,6 +17,7 @@ import {
 import type { Authenticator } from '../accounts/authenticator.js';
 import { sourceOf } from '../accounts/sign-in-throttle.js';
 import { Cancellation } from '../cancellation.js';
+import { RequestLogger } from './request-logger.js';
 import type { Principal } from '../accounts/principal.js';
 import { registerOpsRoutes, type Readiness } from '../ops/ops-routes.js';
 import { registerConsole, sessionPrincipal, type ConsoleOptions } from '../console/routes.js';
@@ -85,6 +86,7 @@ export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
   };
   const app = Fastify({
     loggerInstance: options.logger,
+    childLoggerFactory: RequestLogger.create,
     bodyLimit: BODY_LIMIT,
     // A caller's request id is kept (so one id follows a request through proxies and
     // logs) if it looks like one; otherwise a random UUID, unique across relays.

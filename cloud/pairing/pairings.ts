@@ -233,10 +233,10 @@ export class Pairings {
     const abort = new AbortController();
     const wake = () => abort.abort();
     this.claimed.once('claimed', wake);
-    const undo = gone.onCancel(wake);
+    gone.add(wake);
     return sleep(ms, abort.signal, this.options.timers).finally(() => {
       this.claimed.off('claimed', wake);
-      undo();
+      gone.remove(wake);
     });
   }
 
