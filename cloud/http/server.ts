@@ -75,6 +75,12 @@ declare module 'fastify' {
 /** What an incoming `x-request-id` may be: short, printable, no spaces or quotes. */
 const REQUEST_ID = /^[\w.:\-/+=@]{1,128}$/;
 
+/**
+ * A random UUID as one flat string. randomUUID() answers a tree of joined pieces (about
+ * 490 bytes against 64), which a request keeps for as long as it is parked.
+ */
+const newRequestId = () => Buffer.from(randomUUID(), 'latin1').toString('latin1');
+
 export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
   const limits = options.limits ?? DEFAULT_HTTP_LIMITS;
   const timeouts = {
@@ -93,7 +99,7 @@ export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
     requestIdHeader: false,
     genReqId: (request) => {
       const given = request.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : newRequestId();
     },
     requestTimeout: limits.requestTimeoutMs,
     http: timeouts,
