@@ -25,11 +25,18 @@ export interface BundleResult {
   inputs: string[];
 }
 
-/** Bundles into `outfile`; throws BundleRefused listing every relay file that got in. */
-export async function bundleAgent(root: string, outfile: string): Promise<BundleResult> {
+/**
+ * Bundles `entry` (the agent's, unless a test gives another) into `outfile`; throws
+ * BundleRefused listing every relay file that got in.
+ */
+export async function bundleAgent(
+  root: string,
+  outfile: string,
+  entry = path.join(root, 'bin/tps-agent.ts'),
+): Promise<BundleResult> {
   const result = await build({
     absWorkingDir: root,
-    entryPoints: [path.join(root, 'bin/tps-agent.ts')],
+    entryPoints: [entry],
     outfile,
     bundle: true,
     platform: 'node',
