@@ -36,11 +36,18 @@ interface Run {
   stderr: string;
 }
 
-/** `node bin/tps-agent.js …` in `cwd`, as a field engineer runs it from the release. */
-function runAgentCli(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}) {
-  const child = spawn(process.execPath, ['bin/tps-agent.js', ...args], {
+/** The node options the release's unit runs the agent with (its ExecStart). */
+function unitNodeFlags(release: string): string[] {
+  const unit = fs.readFileSync(path.join(release, 'systemd/tps-agent.service'), 'utf8');
+  const words = /^ExecStart=(.*)$/m.exec(unit)?.[1]?.split(/\s+/) ?? [];
+  return words.slice(1, words.indexOf('/opt/tps-agent/current/bin/tps-agent.js'));
+}
+
+/** `node [flags] bin/tps-agent.js …` in `cwd`, as a field engineer (or the unit) runs it. */
+function runAgentCli(cwd: string, args: string[], flags: string[] = []) {
+  const child = spawn(process.execPath, [...flags, 'bin/tps-agent.js', ...args], {
     cwd,
-    env: { PATH: process.env.PATH, TPS_LOG_FORMAT: 'json', ...env },
+    env: { PATH: process.env.PATH, TPS_LOG_FORMAT: 'json' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -198,7 +205,7 @@ describe('the packaged agent (linux-x64)', () => {
     }
   });
 
-  it('connects to the relay and pays one transaction, then stops cleanly on SIGTERM', async () => {
+  it('runs as the unit runs it: connects to the relay, pays one transaction, stops cleanly on SIGTERM', async () => {
     const terminal = await createTerminal();
     const config = writeAgentConfig('agent', {
       terminal_id: terminal.terminal_id,
@@ -210,7 +217,9 @@ describe('the packaged agent (linux-x64)', () => {
       reader: { emulated: { state_file: path.join(work, 'reader.jsonl'), delay_ms: 20 } },
       data_dir: path.join(work, 'agent-data'),
     });
-    const agent = runAgentCli(unpacked, ['--config', config]);
+    const flags = unitNodeFlags(unpacked);
+    expect(flags).toContain('--max-semi-space-size=1');
+    const agent = runAgentCli(unpacked, ['--config', config], flags);
     const pos = (operation: string, body: object) =>
       post(
         relay.baseUrl,
@@ -299,7 +308,7 @@ describe('the packaged agent (linux-x64)', () => {
   it('ships the unit for the release layout: it runs current/bin/tps-agent.js as tps-agent', () => {
     const unit = fs.readFileSync(path.join(unpacked, 'systemd/tps-agent.service'), 'utf8');
     expect(unit).toMatch(
-      /^ExecStart=\/usr\/bin\/node \/opt\/tps-agent\/current\/bin\/tps-agent\.js --config \/etc\/tps-agent\/agent\.json$/m,
+      /^ExecStart=\/usr\/bin\/node (--[\w-]+(=\S+)? )*\/opt\/tps-agent\/current\/bin\/tps-agent\.js --config \/etc\/tps-agent\/agent\.json$/m,
     );
     expect(unit).toMatch(/^User=tps-agent$/m);
     expect(unit).toMatch(/^ReadWritePaths=\/opt\/tps-agent$/m);
