@@ -131,8 +131,9 @@ export async function buildDeb(input: DebInput): Promise<void> {
       `Version: ${debianVersion(input.version)}`,
       `Architecture: ${DEB_ARCH[input.arch]}`,
       'Maintainer: Terminal Payment Service maintainers <maintainers@terminal-payment-service.invalid>',
-      // Its native modules are built for one Node.js major (the manifest's node_abi).
-      `Depends: nodejs (>= ${major === 20 ? '20.19' : major}), nodejs (<< ${major + 1})`,
+      // Its native modules are built for one Node.js major (the manifest's node_abi), on
+      // Debian 12: better-sqlite3 needs GLIBC_2.34 and GLIBCXX_3.4.29 (GCC 11).
+      `Depends: nodejs (>= ${major === 20 ? '20.19' : major}), nodejs (<< ${major + 1}), libc6 (>= 2.34), libstdc++6 (>= 11)`,
       'Section: net',
       'Priority: optional',
       `Installed-Size: ${folderSizeKiB(root)}`,

@@ -280,7 +280,9 @@ describe('the packaged agent (linux-x64)', () => {
       new RegExp(`^ Version: ${version.replace('-', '~').replace(/\./g, '\\.')}$`, 'm'),
     );
     expect(info).toMatch(/^ Architecture: amd64$/m);
-    expect(info).toMatch(/^ Depends: nodejs \(>= [\d.]+\), nodejs \(<< \d+\)$/m);
+    expect(info).toMatch(
+      /^ Depends: nodejs \(>= [\d.]+\), nodejs \(<< \d+\), libc6 \(>= 2\.34\), libstdc\+\+6 \(>= 11\)$/m,
+    );
     for (const script of ['postinst', 'prerm', 'postrm'])
       expect(info).toMatch(new RegExp(`\\* +${script} `));
 
