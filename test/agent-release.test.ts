@@ -5,7 +5,7 @@
  * through a real relay. Also what an updater and dpkg rely on: the manifest, its
  * signature, the .deb's control fields and files.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -260,10 +260,45 @@ describe('the packaged agent (linux-x64)', () => {
     expect(run.stdout).toContain('"msg":"agent started"');
   });
 
+  it('pairs: shows a code, and once it is claimed writes its config (0600) and exits', async () => {
+    const configFile = path.join(work, 'paired', 'agent.json');
+    const pairing = runAgentCli(unpacked, [
+      'pair',
+      '--relay',
+      relay.baseUrl,
+      '--config',
+      configFile,
+      '--emulated-reader',
+      '--data-dir',
+      path.join(work, 'paired-data'),
+    ]);
+    let code: string | undefined;
+    const tick = () => new Promise((resolve) => setTimeout(resolve, 40));
+    let stdout = '';
+    pairing.child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    for (let i = 0; i < 250 && !code; i++) {
+      code = /Pairing code: (\S{4}-\S{4})/.exec(stdout)?.[1];
+      if (!code) await tick();
+    }
+    expect(code).toBeDefined();
+    const claimed = await post(
+      relay.baseUrl,
+      'v1',
+      '/terminal/claim',
+      { code, name: 'Packaged till' },
+      relay.account,
+    );
+    expect(claimed.status).toBe(200);
+    const run = await pairing.done;
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`Paired: terminal ${claimed.body.terminal_id} ("Packaged till"`);
+    expect(fs.statSync(configFile).mode & 0o777).toBe(0o600);
+  });
+
   it('builds a .deb whose control fields and files are a tps-agent install', async () => {
-    const dpkg = (flag: string) =>
+    const dpkg = (flag: string, ...rest: string[]) =>
       new Promise<string>((resolve, reject) => {
-        const child = spawn('dpkg-deb', [flag, release.deb!], {
+        const child = spawn('dpkg-deb', [flag, release.deb!, ...rest], {
           stdio: ['ignore', 'pipe', 'inherit'],
         });
         let out = '';
@@ -305,6 +340,20 @@ describe('the packaged agent (linux-x64)', () => {
     expect(files.get('/lib/systemd/system/tps-agent.service')?.mode).toBe('-rw-r--r--');
     // `current` is made by postinst, so that the updater (not dpkg) owns the switch.
     expect(files.has('/opt/tps-agent/current')).toBe(false);
+
+    // The maintainer scripts parse, and make what the unit and the updater rely on.
+    const control = path.join(work, 'deb-control');
+    await dpkg('-e', control);
+    for (const script of ['postinst', 'prerm', 'postrm']) {
+      const check = spawnSync('sh', ['-n', path.join(control, script)], { encoding: 'utf8' });
+      expect(check.status, `${script}: ${check.stderr}`).toBe(0);
+    }
+    const postinst = fs.readFileSync(path.join(control, 'postinst'), 'utf8');
+    expect(postinst).toContain('useradd --system');
+    expect(postinst).toContain('install -d -m 0750 -o root -g tps-agent /etc/tps-agent');
+    expect(postinst).toContain('install -d -m 0700 -o tps-agent -g tps-agent /var/lib/tps-agent');
+    expect(postinst).toContain(`RELEASE=releases/${version}`);
+    expect(postinst).toContain('mv -T /opt/tps-agent/current.new /opt/tps-agent/current');
   });
 
   it('ships the unit for the release layout: it runs current/bin/tps-agent.js as tps-agent', () => {
