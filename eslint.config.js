@@ -14,6 +14,8 @@ const forbidden = {
   client: ['agent', 'firmware-bridge', 'cloud', 'test'],
   // The browser's code: the API's shapes (as types) and nothing of the server.
   console: ['common', 'firmware-bridge', 'agent', 'cloud', 'client', 'test', 'bin'],
+  // The release builder: bundles the agent by path, imports only the release's contract.
+  packaging: ['firmware-bridge', 'agent', 'cloud', 'client', 'test'],
 };
 
 const directionRules = Object.entries(forbidden).map(([folder, banned]) => ({

@@ -1,14 +1,14 @@
-/** `tps agent --config FILE`, `tps agent doctor --config FILE` and `tps agent pair`. */
+/**
+ * `tps agent --config FILE`, `tps agent doctor --config FILE` and `tps agent pair`. Each
+ * loads only what it runs: a running agent never carries doctor's or pairing's code
+ * (docs/performance.md, "The packaged agent").
+ */
 import { LogFormat, logDestination } from '../common/logging.js';
 import { parseArgs } from 'node:util';
-import { startAgent } from './agent.js';
 import { systemClock } from '../common/clock.js';
 import { AgentConfigError, loadAgentConfig } from './config.js';
-import { runDoctor } from './doctor.js';
-import { openHardware } from './hardware.js';
 import { mkdirSync } from 'node:fs';
 import { createAgentLogger } from './logging.js';
-import { PairingFailed, pairAgent } from './pair.js';
 
 export const AGENT_USAGE = `Usage: tps agent --config FILE
        tps agent doctor --config FILE
@@ -72,6 +72,7 @@ async function runPair(argv: string[]): Promise<void> {
     return;
   }
   const configFile = values.config ?? '/etc/tps-agent/agent.json';
+  const { PairingFailed, pairAgent } = await import('./pair.js');
   try {
     await pairAgent({
       relay: values.relay,
@@ -115,6 +116,7 @@ export async function runAgent(argv: string[]): Promise<void> {
     return;
   }
   if (doctor) {
+    const { runDoctor } = await import('./doctor.js');
     process.exitCode = await runDoctor(values.config, {
       clock: systemClock,
       write: (line) => process.stdout.write(`${line}\n`),
@@ -147,6 +149,10 @@ async function runDaemon(file: string): Promise<void> {
   );
   // Before the reader: a ZVT driver keeps its record there, and the directory is private.
   mkdirSync(config.data_dir, { recursive: true, mode: 0o700 });
+  const [{ openHardware }, { startAgent }] = await Promise.all([
+    import('./hardware.js'),
+    import('./agent.js'),
+  ]);
   const hardware = openHardware(config, logger);
   hardware.reader.connect().catch(() => undefined); // logged; retried on use
   const agent = await startAgent(config, {

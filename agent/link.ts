@@ -95,6 +95,9 @@ export class AgentLink {
       reconnectPeriod: 0,
       connectTimeout: options.connectTimeoutMs ?? 10_000,
       manualConnect: true,
+      // Not mqtt-packet's table of all 65,536 two-byte numbers (≈ 8 MB of heap, built on the
+      // first write): a terminal writes a few packets a minute (docs/performance.md).
+      writeCache: false,
       will: {
         topic: this.topics.presence,
         payload: Buffer.from(JSON.stringify(will)),

@@ -1,6 +1,6 @@
 /**
  * The bench's knobs: flags (`npm run bench -- --seconds 5`) override BENCH_* variables,
- * which override the defaults. Defaults keep one full run under about three and a half minutes.
+ * which override the defaults. Defaults keep one full run under about five minutes (the packaged agent's idle minute included).
  */
 import { parseArgs } from 'node:util';
 
@@ -13,6 +13,7 @@ export const PHASES = [
   'parked',
   'agents1000',
   'cluster',
+  'agentfootprint',
 ] as const;
 export type Phase = (typeof PHASES)[number];
 
@@ -42,6 +43,8 @@ export interface BenchOptions {
   eventsClients: number;
   eventsSeconds: number;
   eventsPacedFlows: number;
+  /** The idle window of the packaged agent's CPU figure (agentfootprint). */
+  footprintIdleSeconds: number;
   /** Directory for a V8 CPU profile of the flows relay, or undefined for none. */
   cpuProfDir: string | undefined;
   phases: Phase[];
@@ -63,6 +66,7 @@ const SPEC = {
   'events-clients': { env: 'BENCH_EVENTS_CLIENTS', fallback: 50 },
   'events-seconds': { env: 'BENCH_EVENTS_SECONDS', fallback: 10 },
   'events-paced-flows': { env: 'BENCH_EVENTS_PACED_FLOWS', fallback: 50 },
+  'footprint-idle-seconds': { env: 'BENCH_FOOTPRINT_IDLE_SECONDS', fallback: 60 },
 } as const;
 
 export const USAGE = `Usage: npm run bench -- [options]
@@ -117,6 +121,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     eventsClients: number('events-clients'),
     eventsSeconds: number('events-seconds'),
     eventsPacedFlows: number('events-paced-flows'),
+    footprintIdleSeconds: Math.max(1, number('footprint-idle-seconds')),
     cpuProfDir: ((values['cpu-prof'] as string | undefined) ?? env.BENCH_CPU_PROF) || undefined,
     phases: phases as Phase[],
   };

@@ -2,9 +2,10 @@
  * `npm run bench`: the bare ceiling, then the relay (each in its own child process)
  * under purchase flows (terminals in process, then agents on the MQTT path in a fleet
  * child), long-poll wake-ups, events alongside flows, parked long polls and 1,000
- * connected agents. Prints tables only; writes nothing into the repository.
+ * connected agents; then the packaged agent's own footprint. Prints tables only; writes nothing into the repository.
  * docs/performance.md explains the figures.
  */
+import { renderAgentFootprint, runAgentFootprint } from './agent-footprint.js';
 import { runAgentPath } from './agent-path.js';
 import { runAgents } from './agents1000.js';
 import { runBareCeiling } from './bare-ceiling.js';
@@ -142,6 +143,9 @@ async function main(): Promise<void> {
       if (f.errors) log(`errors: ${f.errorKinds}`);
     }
   }
+
+  const footprint = await phase('agentfootprint', options, () => runAgentFootprint(options));
+  if (footprint) log(renderAgentFootprint(footprint));
 
   log(`\n== targets ==\n${renderTargets(results)}`);
   const noise = renderNoise(results);

@@ -1,0 +1,302 @@
+/**
+ * Phase agentfootprint: the packaged agent as a terminal runs it. The x64 release is built
+ * (`packaging/package-agent.ts`) into a temporary folder and run from there against a
+ * relay child, with the emulated reader and the config's defaults. Beside each figure, a
+ * floor from the same run: for memory and idle CPU a bare `node` process that only keeps
+ * a timer, for the start a bare mqtt.js client that connects with the same credential.
+ * Targets (docs/performance.md): idle RSS ≤ 60 MB, start to connected ≤ 1 s, idle CPU
+ * ≤ 0.1 % of a core.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { generateReleaseKeyPair } from '../common/release-signature.js';
+import { agentClientId } from '../protocol/mqtt.js';
+import type { BenchOptions } from './options.js';
+import { basicAuth, type Credential } from './pos-api.js';
+import { startRelayChild } from './relay-child.js';
+import { mb, ms, table } from './stats.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const STARTS = 5;
+const SETTLE_SECONDS = 30;
+
+export interface FootprintResult {
+  releaseBytes: number;
+  bundleBytes: number;
+  /** Node's flags from the release's unit, which the agent ran with. */
+  nodeFlags: string[];
+  /** RSS 5 s after connecting, at the end of the idle window (which starts 35 s after connecting), and after one payment. */
+  agentRssEarly: number;
+  agentRss: number;
+  agentRssAfterPayment: number;
+  floorRss: number;
+  /** Spawn to CONNACK, one figure per start, sorted. */
+  agentConnectMs: number[];
+  floorConnectMs: number[];
+  idleSeconds: number;
+  /** Percent of one core over the idle window. */
+  agentIdleCpu: number;
+  floorIdleCpu: number;
+}
+
+function rssOf(pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? 0) * 1024;
+}
+
+/** User + system CPU of a process so far, in seconds (/proc/PID/stat, clock ticks of 1/100 s). */
+function cpuSecondsOf(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** The node options of the release's unit: its ExecStart's words between node and the script. */
+function unitNodeFlags(release: string): string[] {
+  const unit = fs.readFileSync(path.join(release, 'systemd/tps-agent.service'), 'utf8');
+  const words = /^ExecStart=(.*)$/m.exec(unit)?.[1]?.split(/\s+/) ?? [];
+  const script = words.findIndex((word) => word.endsWith('/bin/tps-agent.js'));
+  return words.slice(1, Math.max(1, script));
+}
+
+function folderBytes(folder: string): number {
+  return fs
+    .readdirSync(folder, { recursive: true, encoding: 'utf8' })
+    .map((file) => fs.statSync(path.join(folder, file)))
+    .filter((stat) => stat.isFile())
+    .reduce((sum, stat) => sum + stat.size, 0);
+}
+
+/** Spawns a node process and resolves when a stdout line matches, with the ms since spawn. */
+async function spawnUntil(
+  args: string[],
+  cwd: string,
+  ready: RegExp,
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ child: ChildProcess; ms: number }> {
+  const started = performance.now();
+  const child = spawn(process.execPath, args, {
+    cwd,
+    env: { PATH: process.env.PATH, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`not ready within 20 s: ${args.join(' ')}\n${output.slice(-2000)}`));
+    }, 20_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (ready.test(output)) {
+        clearTimeout(timer);
+        resolve({ child, ms: performance.now() - started });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`exited (${code}) before ready: ${args.join(' ')}\n${output.slice(-2000)}`));
+    });
+  });
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+async function buildRelease(work: string): Promise<string> {
+  const keyFile = path.join(work, 'release-key.pem');
+  fs.writeFileSync(keyFile, generateReleaseKeyPair().privateKeyPem, { mode: 0o600 });
+  const out = path.join(work, 'out');
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      'packaging/package-agent.ts',
+      '--arch',
+      'linux-x64',
+      '--no-deb',
+      '--out',
+      out,
+      '--key',
+      keyFile,
+    ],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const code = await new Promise((resolve) => child.once('close', resolve));
+  if (code !== 0) throw new Error(`package:agent failed (${code}):\n${output}`);
+  const folder = fs.readdirSync(out).find((name) => !name.endsWith('.tar.gz'));
+  if (!folder) throw new Error(`package:agent wrote no release folder:\n${output}`);
+  // Unpacked outside the project, as on a terminal: no node_modules above it.
+  const release = path.join(work, 'release');
+  fs.renameSync(path.join(out, folder), release);
+  return release;
+}
+
+export async function runAgentFootprint(options: BenchOptions): Promise<FootprintResult> {
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-bench-footprint-'));
+  const relay = await startRelayChild({ simulatorDelayMs: 20 });
+  const running: ChildProcess[] = [];
+  try {
+    const release = await buildRelease(work);
+    const created = await fetch(`${relay.origin}/pos/v1/terminal/create`, {
+      method: 'POST',
+      headers: { authorization: basicAuth(relay.account), 'content-type': 'application/json' },
+      body: '{}',
+    });
+    const terminal = (await created.json()) as {
+      terminal_id: string;
+      username: string;
+      password: string;
+      agent: { broker_url: string; username: string; password: string };
+    };
+    const configFile = path.join(work, 'agent.json');
+    fs.writeFileSync(
+      configFile,
+      JSON.stringify({
+        terminal_id: terminal.terminal_id,
+        broker: {
+          url: terminal.agent.broker_url,
+          username: terminal.agent.username,
+          password: terminal.agent.password,
+        },
+        reader: { emulated: { state_file: path.join(work, 'reader.jsonl'), delay_ms: 20 } },
+        data_dir: path.join(work, 'data'),
+      }),
+    );
+    // Node's flags as the unit gives them: what runs on a terminal is what is measured.
+    const agentArgs = [...unitNodeFlags(release), 'bin/tps-agent.js', '--config', configFile];
+    const agentReady = /"msg":"connected to the broker"/;
+    const agentEnv = { TPS_LOG_FORMAT: 'json' };
+    const bareClient = `import mqtt from 'mqtt';
+mqtt.connect(${JSON.stringify(terminal.agent.broker_url)}, ${JSON.stringify({
+      username: terminal.agent.username,
+      password: terminal.agent.password,
+      clientId: agentClientId(terminal.terminal_id),
+    })}).on('connect', () => process.stdout.write('connected\\n'));`;
+
+    const agentConnectMs: number[] = [];
+    const floorConnectMs: number[] = [];
+    for (let i = 0; i < STARTS; i++) {
+      const bare = await spawnUntil(['--input-type=module', '-e', bareClient], ROOT, /connected/);
+      floorConnectMs.push(bare.ms);
+      await stop(bare.child);
+      const agent = await spawnUntil(agentArgs, release, agentReady, agentEnv);
+      agentConnectMs.push(agent.ms);
+      await stop(agent.child);
+    }
+
+    const floor = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], {
+      stdio: 'ignore',
+    });
+    running.push(floor);
+    const agent = await spawnUntil(agentArgs, release, agentReady, agentEnv);
+    running.push(agent.child);
+    await sleep(5000);
+    const agentRssEarly = rssOf(agent.child.pid!);
+    // The start's own work settles first: V8's memory reducer collects a few times after
+    // allocation stops, and the CPU window is for the steady state.
+    await sleep(SETTLE_SECONDS * 1000);
+    const idleSeconds = options.footprintIdleSeconds;
+    const agentCpu = cpuSecondsOf(agent.child.pid!);
+    const floorCpu = cpuSecondsOf(floor.pid!);
+    await sleep(idleSeconds * 1000);
+    const agentIdleCpu = ((cpuSecondsOf(agent.child.pid!) - agentCpu) / idleSeconds) * 100;
+    const floorIdleCpu = ((cpuSecondsOf(floor.pid!) - floorCpu) / idleSeconds) * 100;
+    const agentRss = rssOf(agent.child.pid!);
+    const floorRss = rssOf(floor.pid!);
+
+    const pos = (operation: string, body: object) =>
+      fetch(`${relay.origin}/pos/v1/transaction/${operation}`, {
+        method: 'POST',
+        headers: {
+          authorization: basicAuth({
+            username: terminal.username,
+            password: terminal.password,
+          } satisfies Credential),
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({ terminal_id: terminal.terminal_id, ...body }),
+      }).then((response) => response.json() as Promise<{ transaction?: { state: string } }>);
+    const paid = await pos('purchase', {
+      external_id: 'footprint-1',
+      requested_amount: 1000,
+      currency: 'EUR',
+      wait_seconds: 10,
+    });
+    if (paid.transaction?.state !== 'AWAITING_CONFIRM') {
+      throw new Error(`the packaged agent did not pay: ${JSON.stringify(paid)}`);
+    }
+    await pos('confirm', { external_id: 'footprint-1', result_code: 'SUCCESS' });
+    await sleep(1000);
+    const agentRssAfterPayment = rssOf(agent.child.pid!);
+
+    return {
+      releaseBytes: folderBytes(release),
+      bundleBytes: fs.statSync(path.join(release, 'bin/tps-agent.js')).size,
+      nodeFlags: agentArgs.slice(0, agentArgs.indexOf('bin/tps-agent.js')),
+      agentRssEarly,
+      agentRss,
+      agentRssAfterPayment,
+      floorRss,
+      agentConnectMs: agentConnectMs.sort((a, b) => a - b),
+      floorConnectMs: floorConnectMs.sort((a, b) => a - b),
+      idleSeconds,
+      agentIdleCpu,
+      floorIdleCpu,
+    };
+  } finally {
+    for (const child of running) await stop(child);
+    await relay.dispose();
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}
+
+const median = (sorted: number[]) => sorted[Math.floor(sorted.length / 2)] ?? NaN;
+const percent = (v: number) => `${v.toFixed(3)} %`;
+
+export function renderAgentFootprint(f: FootprintResult): string {
+  return [
+    `release ${mb(f.releaseBytes)} unpacked (bundle ${mb(f.bundleBytes)}); node ${f.nodeFlags.join(' ') || '(no flags)'}, as the unit runs it`,
+    table([
+      ['measure', 'packaged agent', 'floor', 'target', 'floor is'],
+      ['RSS 5 s after connecting', mb(f.agentRssEarly), '', '', ''],
+      [
+        `idle RSS, connected ${SETTLE_SECONDS + 5 + f.idleSeconds} s`,
+        mb(f.agentRss),
+        mb(f.floorRss),
+        '≤ 60 MB',
+        '`node -e` with a timer',
+      ],
+      ['RSS after one payment', mb(f.agentRssAfterPayment), mb(f.floorRss), '', ''],
+      [
+        `start to connected, median of ${f.agentConnectMs.length} (max)`,
+        `${ms(median(f.agentConnectMs))} (${ms(f.agentConnectMs.at(-1) ?? NaN)})`,
+        `${ms(median(f.floorConnectMs))} (${ms(f.floorConnectMs.at(-1) ?? NaN)})`,
+        '≤ 1 s',
+        'bare mqtt.js client',
+      ],
+      [
+        `idle CPU over ${f.idleSeconds} s from ${SETTLE_SECONDS + 5} s (one core)`,
+        percent(f.agentIdleCpu),
+        percent(f.floorIdleCpu),
+        '≤ 0.1 %',
+        '`node -e` with a timer',
+      ],
+    ]),
+  ].join('\n');
+}

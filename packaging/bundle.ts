@@ -1,0 +1,69 @@
+/**
+ * The agent's code as one ES module, bundled by esbuild from `bin/tps-agent.ts`. Packages
+ * with native code (and pino-pretty, which the logger loads by name when asked for
+ * readable lines) stay outside, shipped in the release's node_modules
+ * (native-modules.ts). A bundle that reaches the relay's code or packages fails the build.
+ */
+import path from 'node:path';
+import { build } from 'esbuild';
+
+/** Loaded at run time from the release's node_modules, not bundled. */
+export const EXTERNAL_PACKAGES = ['better-sqlite3', '@serialport/bindings-cpp', 'pino-pretty'];
+
+/** Must never reach the agent's bundle: the relay's code and the relay's packages. */
+const RELAY_ONLY = [
+  /^cloud\//,
+  /^console\//,
+  /^client\//,
+  /node_modules\/(fastify|@fastify\/[^/]+|pg|pg-[^/]+|aedes|aedes-[^/]+|prom-client|undici|ulid|ipaddr\.js|@lydell\/node-pty)\//,
+];
+
+export class BundleRefused extends Error {}
+
+export interface BundleResult {
+  /** Every source file in the bundle, relative to the project root. */
+  inputs: string[];
+}
+
+/**
+ * Bundles `entry` (the agent's, unless a test gives another) into `outfile`; throws
+ * BundleRefused listing every relay file that got in.
+ */
+export async function bundleAgent(
+  root: string,
+  outfile: string,
+  entry = path.join(root, 'bin/tps-agent.ts'),
+): Promise<BundleResult> {
+  const result = await build({
+    absWorkingDir: root,
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20.19',
+    external: EXTERNAL_PACKAGES,
+    metafile: true,
+    minifySyntax: true,
+    minifyWhitespace: true,
+    keepNames: true,
+    legalComments: 'none',
+    logLevel: 'warning',
+    banner: {
+      // The bundled CommonJS packages (mqtt, pino…) call require() for Node's modules.
+      // The entry's hashbang stays first.
+      js: [
+        "import { createRequire as __tpsCreateRequire } from 'node:module';",
+        'const require = __tpsCreateRequire(import.meta.url);',
+      ].join('\n'),
+    },
+  });
+  const inputs = Object.keys(result.metafile.inputs);
+  const refused = inputs.filter((input) => RELAY_ONLY.some((pattern) => pattern.test(input)));
+  if (refused.length > 0) {
+    throw new BundleRefused(
+      `the agent's bundle reaches relay code or packages:\n  ${refused.join('\n  ')}`,
+    );
+  }
+  return { inputs };
+}

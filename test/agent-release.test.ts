@@ -1,0 +1,367 @@
+/**
+ * The packaged agent as a terminal gets it: the x64 release is built once, its archive
+ * unpacked outside the project (no node_modules around it), and run from there alone:
+ * `--version`, `doctor` against an emulated reader, and an agent paying one transaction
+ * through a real relay. Also what an updater and dpkg rely on: the manifest, its
+ * signature, the .deb's control fields and files.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { extract, list } from 'tar';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateReleaseKeyPair, verifyManifest } from '../common/release-signature.js';
+import { CardReaderFirmware } from '../firmware-bridge/emulator/card-reader-firmware.js';
+import { openPty, type PtyPair } from '../firmware-bridge/transport/pty.js';
+import { BundleRefused, bundleAgent } from '../packaging/bundle.js';
+import {
+  ROOT,
+  packageAgent,
+  projectVersion,
+  type BuiltRelease,
+} from '../packaging/package-agent.js';
+import { TerminalCreateResponse } from '../protocol/api.js';
+import {
+  RELEASE_MANIFEST_FILE,
+  RELEASE_SIGNATURE_FILE,
+  ReleaseManifest,
+} from '../protocol/release.js';
+import { post, startTestRelay, type TestRelay } from './support/relay.js';
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** The node options the release's unit runs the agent with (its ExecStart). */
+function unitNodeFlags(release: string): string[] {
+  const unit = fs.readFileSync(path.join(release, 'systemd/tps-agent.service'), 'utf8');
+  const words = /^ExecStart=(.*)$/m.exec(unit)?.[1]?.split(/\s+/) ?? [];
+  return words.slice(1, words.indexOf('/opt/tps-agent/current/bin/tps-agent.js'));
+}
+
+/** `node [flags] bin/tps-agent.js …` in `cwd`, as a field engineer (or the unit) runs it. */
+function runAgentCli(cwd: string, args: string[], flags: string[] = []) {
+  const child = spawn(process.execPath, [...flags, 'bin/tps-agent.js', ...args], {
+    cwd,
+    env: { PATH: process.env.PATH, TPS_LOG_FORMAT: 'json' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const done = new Promise<Run>((resolve) =>
+    child.once('close', (code) => resolve({ code, stdout, stderr })),
+  );
+  return { child, done };
+}
+
+describe('the packaged agent (linux-x64)', () => {
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-release-test-'));
+  const unpacked = path.join(work, 'unpacked');
+  const keys = generateReleaseKeyPair();
+  const version = projectVersion();
+  let release: BuiltRelease;
+  let relay: TestRelay;
+
+  beforeAll(async () => {
+    const keyFile = path.join(work, 'release-key.pem');
+    fs.writeFileSync(keyFile, keys.privateKeyPem, { mode: 0o600 });
+    [release] = (await packageAgent({
+      version,
+      arches: ['linux-x64'],
+      outDir: path.join(work, 'out'),
+      keyFile,
+    })) as [BuiltRelease];
+    fs.mkdirSync(unpacked);
+    await extract({ file: release.archive, cwd: unpacked });
+    relay = await startTestRelay();
+  }, 60_000);
+  afterAll(async () => {
+    await relay?.close();
+    fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  it('is named tps-agent-<version>-linux-x64.tar.gz and holds no node_modules of the project', () => {
+    expect(path.basename(release.archive)).toBe(`tps-agent-${version}-linux-x64.tar.gz`);
+    let dir = unpacked;
+    while (path.dirname(dir) !== dir) {
+      dir = path.dirname(dir);
+      expect(fs.existsSync(path.join(dir, 'node_modules'))).toBe(false);
+    }
+  });
+
+  it('holds the manifest, its signature and exactly the files listed, each with its size, hash and mode', async () => {
+    const entries: string[] = [];
+    await list({ file: release.archive, onReadEntry: (entry) => entries.push(entry.path) });
+    const manifestBytes = fs.readFileSync(path.join(unpacked, RELEASE_MANIFEST_FILE));
+    const manifest = ReleaseManifest.parse(JSON.parse(manifestBytes.toString()));
+    expect(manifest).toMatchObject({ name: 'tps-agent', version, arch: 'linux-x64' });
+    expect(manifest.node_abi).toEqual([process.versions.node.split('.')[0]]);
+    expect(entries.sort()).toEqual(
+      [RELEASE_MANIFEST_FILE, RELEASE_SIGNATURE_FILE, ...manifest.files.map((f) => f.path)].sort(),
+    );
+    for (const file of manifest.files) {
+      const bytes = fs.readFileSync(path.join(unpacked, file.path));
+      expect({ path: file.path, size: bytes.length, sha256: file.sha256 }).toEqual({
+        path: file.path,
+        size: file.size,
+        sha256: createHash('sha256').update(bytes).digest('hex'),
+      });
+      expect(fs.statSync(path.join(unpacked, file.path)).mode & 0o777).toBe(file.mode);
+    }
+    expect(manifest.files.find((f) => f.path === 'bin/tps-agent.js')?.mode).toBe(0o755);
+    const paths = manifest.files.map((f) => f.path);
+    expect(paths).toContain('node_modules/better-sqlite3/build/Release/better_sqlite3.node');
+    expect(
+      paths.some((p) => p.startsWith('node_modules/@serialport/bindings-cpp/prebuilds/linux-x64/')),
+    ).toBe(true);
+    expect(paths.some((p) => /prebuilds\/(?!linux-x64)/.test(p))).toBe(false);
+    expect(paths.some((p) => /node_modules\/(fastify|pg|aedes|prom-client)\//.test(p))).toBe(false);
+  });
+
+  it('is signed: the signature verifies with the key, and not once a byte of the manifest changes', () => {
+    const manifestBytes = fs.readFileSync(path.join(unpacked, RELEASE_MANIFEST_FILE));
+    const signature = fs.readFileSync(path.join(unpacked, RELEASE_SIGNATURE_FILE), 'utf8');
+    expect(verifyManifest(manifestBytes, signature, keys.publicKeyPem)).toBe(true);
+    const tampered = Buffer.from(manifestBytes.toString().replace('"linux-x64"', '"linux-x65"'));
+    expect(verifyManifest(tampered, signature, keys.publicKeyPem)).toBe(false);
+  });
+
+  it('refuses to bundle an entry that reaches the relay', async () => {
+    const entry = path.join(work, 'entry-with-relay.ts');
+    fs.writeFileSync(
+      entry,
+      `import { runFleet } from ${JSON.stringify(path.join(ROOT, 'cloud/fleet/cli.ts'))};\nvoid runFleet([]);\n`,
+    );
+    await expect(bundleAgent(ROOT, path.join(work, 'refused.js'), entry)).rejects.toThrow(
+      BundleRefused,
+    );
+    await expect(bundleAgent(ROOT, path.join(work, 'refused.js'), entry)).rejects.toThrow(
+      /cloud\/fleet\/cli\.ts/,
+    );
+  });
+
+  it('prints its version', async () => {
+    const run = await runAgentCli(unpacked, ['--version']).done;
+    expect(run).toMatchObject({ code: 0, stdout: `tps-agent ${version}\n` });
+  });
+
+  it('refuses to start on a Node.js its native modules were not built for, naming both', async () => {
+    const other = path.join(work, 'other-node');
+    fs.cpSync(unpacked, other, { recursive: true });
+    const manifestFile = path.join(other, RELEASE_MANIFEST_FILE);
+    const manifest = ReleaseManifest.parse(JSON.parse(fs.readFileSync(manifestFile, 'utf8')));
+    fs.writeFileSync(manifestFile, JSON.stringify({ ...manifest, node_abi: ['99'] }));
+    const run = await runAgentCli(other, ['--config', path.join(work, 'none.json')]).done;
+    expect(run.code).toBe(3);
+    expect(run.stderr).toContain('built for Node.js 99');
+    expect(run.stderr).toContain(process.versions.node);
+  });
+
+  async function createTerminal() {
+    const created = await post(relay.baseUrl, 'v1', '/terminal/create', {}, relay.account);
+    expect(created.status).toBe(200);
+    return TerminalCreateResponse.parse(created.body);
+  }
+
+  function writeAgentConfig(name: string, config: object): string {
+    const file = path.join(work, `${name}.json`);
+    fs.writeFileSync(file, JSON.stringify(config, null, 2), { mode: 0o600 });
+    return file;
+  }
+
+  it('runs doctor against an emulated reader and the relay’s broker: every check passes', async () => {
+    const terminal = await createTerminal();
+    const pty: PtyPair | undefined = await openPty().catch(() => undefined);
+    const firmware = new CardReaderFirmware({ battery: { percentage: 64 } });
+    if (pty) firmware.serve(pty.stream);
+    try {
+      const config = writeAgentConfig('doctor', {
+        terminal_id: terminal.terminal_id,
+        broker: {
+          url: terminal.agent.broker_url,
+          username: terminal.agent.username,
+          password: terminal.agent.password,
+        },
+        reader: pty
+          ? { port: pty.path }
+          : { emulated: { state_file: path.join(work, 'doctor-reader.jsonl') } },
+        data_dir: path.join(work, 'doctor-data'),
+      });
+      const run = await runAgentCli(unpacked, ['doctor', '--config', config]).done;
+      expect(run.stdout).toContain(`✓ config: terminal ${terminal.terminal_id}`);
+      expect(run.stdout).toContain('credentials accepted');
+      if (pty) expect(run.stdout).toContain('✓ card reader answers');
+      expect(run.stdout).not.toContain('✗');
+      expect(run.code).toBe(0);
+    } finally {
+      await firmware.close();
+      await pty?.close();
+    }
+  });
+
+  it('runs as the unit runs it: connects to the relay, pays one transaction, stops cleanly on SIGTERM', async () => {
+    const terminal = await createTerminal();
+    const config = writeAgentConfig('agent', {
+      terminal_id: terminal.terminal_id,
+      broker: {
+        url: terminal.agent.broker_url,
+        username: terminal.agent.username,
+        password: terminal.agent.password,
+      },
+      reader: { emulated: { state_file: path.join(work, 'reader.jsonl'), delay_ms: 20 } },
+      data_dir: path.join(work, 'agent-data'),
+    });
+    const flags = unitNodeFlags(unpacked);
+    expect(flags).toContain('--max-semi-space-size=1');
+    const agent = runAgentCli(unpacked, ['--config', config], flags);
+    const pos = (operation: string, body: object) =>
+      post(
+        relay.baseUrl,
+        'v1',
+        operation,
+        { terminal_id: terminal.terminal_id, ...body },
+        { username: terminal.username, password: terminal.password },
+      );
+    try {
+      let connected = false;
+      for (let i = 0; i < 250 && !connected; i++) {
+        connected = (await pos('/terminal/status', {})).body?.status?.connected === true;
+        if (!connected) await new Promise((resolve) => setTimeout(resolve, 40));
+      }
+      expect(connected).toBe(true);
+      const created = await pos('/transaction/purchase', {
+        external_id: 'packaged-1',
+        requested_amount: 1250,
+        currency: 'EUR',
+        wait_seconds: 10,
+      });
+      expect(created.body.transaction).toMatchObject({
+        state: 'AWAITING_CONFIRM',
+        result_code: 'SUCCESS',
+        total_amount: 1250,
+      });
+      const confirmed = await pos('/transaction/confirm', {
+        external_id: 'packaged-1',
+        result_code: 'SUCCESS',
+      });
+      expect(confirmed.body.transaction.state).toBe('CONFIRMED');
+    } finally {
+      agent.child.kill('SIGTERM');
+    }
+    const run = await agent.done;
+    expect(run.code).toBe(0);
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toContain('"msg":"agent started"');
+  });
+
+  it('pairs: shows a code, and once it is claimed writes its config (0600) and exits', async () => {
+    const configFile = path.join(work, 'paired', 'agent.json');
+    const pairing = runAgentCli(unpacked, [
+      'pair',
+      '--relay',
+      relay.baseUrl,
+      '--config',
+      configFile,
+      '--emulated-reader',
+      '--data-dir',
+      path.join(work, 'paired-data'),
+    ]);
+    let code: string | undefined;
+    const tick = () => new Promise((resolve) => setTimeout(resolve, 40));
+    let stdout = '';
+    pairing.child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    for (let i = 0; i < 250 && !code; i++) {
+      code = /Pairing code: (\S{4}-\S{4})/.exec(stdout)?.[1];
+      if (!code) await tick();
+    }
+    expect(code).toBeDefined();
+    const claimed = await post(
+      relay.baseUrl,
+      'v1',
+      '/terminal/claim',
+      { code, name: 'Packaged till' },
+      relay.account,
+    );
+    expect(claimed.status).toBe(200);
+    const run = await pairing.done;
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`Paired: terminal ${claimed.body.terminal_id} ("Packaged till"`);
+    expect(fs.statSync(configFile).mode & 0o777).toBe(0o600);
+  });
+
+  it('builds a .deb whose control fields and files are a tps-agent install', async () => {
+    const dpkg = (flag: string, ...rest: string[]) =>
+      new Promise<string>((resolve, reject) => {
+        const child = spawn('dpkg-deb', [flag, release.deb!, ...rest], {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
+        let out = '';
+        child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+        child.once('error', reject);
+        child.once('close', (code) =>
+          code === 0 ? resolve(out) : reject(new Error(`dpkg-deb ${flag}: ${code}`)),
+        );
+      });
+    expect(path.basename(release.deb!)).toBe(`tps-agent_${version.replace('-', '~')}_amd64.deb`);
+    const info = await dpkg('-I');
+    expect(info).toMatch(/^ Package: tps-agent$/m);
+    expect(info).toMatch(
+      new RegExp(`^ Version: ${version.replace('-', '~').replace(/\./g, '\\.')}$`, 'm'),
+    );
+    expect(info).toMatch(/^ Architecture: amd64$/m);
+    expect(info).toMatch(
+      /^ Depends: nodejs \(>= [\d.]+\), nodejs \(<< \d+\), libc6 \(>= 2\.34\), libstdc\+\+6 \(>= 11\)$/m,
+    );
+    for (const script of ['postinst', 'prerm', 'postrm'])
+      expect(info).toMatch(new RegExp(`\\* +${script} `));
+
+    const lines = (await dpkg('-c')).trim().split('\n');
+    const files = new Map(
+      lines.map((line) => {
+        const [mode, owner] = line.split(/\s+/);
+        return [line.slice(line.indexOf('./') + 1).replace(/\/$/, ''), { mode, owner }];
+      }),
+    );
+    const releaseDir = `/opt/tps-agent/releases/${version}`;
+    for (const file of release.manifest.files) {
+      expect(files.get(`${releaseDir}/${file.path}`)).toEqual({
+        mode: file.mode === 0o755 ? '-rwxr-xr-x' : '-rw-r--r--',
+        owner: 'root/root',
+      });
+    }
+    expect(files.has(`${releaseDir}/${RELEASE_MANIFEST_FILE}`)).toBe(true);
+    expect(files.has(`${releaseDir}/${RELEASE_SIGNATURE_FILE}`)).toBe(true);
+    expect(files.get('/lib/systemd/system/tps-agent.service')?.mode).toBe('-rw-r--r--');
+    // `current` is made by postinst, so that the updater (not dpkg) owns the switch.
+    expect(files.has('/opt/tps-agent/current')).toBe(false);
+
+    // The maintainer scripts parse, and make what the unit and the updater rely on.
+    const control = path.join(work, 'deb-control');
+    await dpkg('-e', control);
+    for (const script of ['postinst', 'prerm', 'postrm']) {
+      const check = spawnSync('sh', ['-n', path.join(control, script)], { encoding: 'utf8' });
+      expect(check.status, `${script}: ${check.stderr}`).toBe(0);
+    }
+    const postinst = fs.readFileSync(path.join(control, 'postinst'), 'utf8');
+    expect(postinst).toContain('useradd --system');
+    expect(postinst).toContain('install -d -m 0750 -o root -g tps-agent /etc/tps-agent');
+    expect(postinst).toContain('install -d -m 0700 -o tps-agent -g tps-agent /var/lib/tps-agent');
+    expect(postinst).toContain(`RELEASE=releases/${version}`);
+    expect(postinst).toContain('mv -T /opt/tps-agent/current.new /opt/tps-agent/current');
+  });
+
+  it('ships the unit for the release layout: it runs current/bin/tps-agent.js as tps-agent', () => {
+    const unit = fs.readFileSync(path.join(unpacked, 'systemd/tps-agent.service'), 'utf8');
+    expect(unit).toMatch(
+      /^ExecStart=\/usr\/bin\/node (--[\w-]+(=\S+)? )*\/opt\/tps-agent\/current\/bin\/tps-agent\.js --config \/etc\/tps-agent\/agent\.json$/m,
+    );
+    expect(unit).toMatch(/^User=tps-agent$/m);
+    expect(unit).toMatch(/^ReadWritePaths=\/opt\/tps-agent$/m);
+  });
+});
