@@ -4,14 +4,8 @@ import { z } from 'zod';
 import { ExternalId, PRINT_CONTENTS_MAX } from '../protocol/index.js';
 import { ApiClient } from './api-client.js';
 import { eventLine, statusLine, transactionDetails, transactionLine } from './cli-format.js';
-import {
-  UsageError,
-  amount,
-  flags,
-  type Connection,
-  type Out,
-  type Values,
-} from './cli-options.js';
+import { UsageError } from '../common/cli.js';
+import { amount, flags, type Connection, type Out, type Values } from './cli-options.js';
 import { followEvents } from './events.js';
 import type { Revision } from './types.js';
 

@@ -1,8 +1,9 @@
 /** `tps cloud`, and the account's commands on a running relay: simulator, terminal, credential. */
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { UsageError, parseCommandLine } from '../common/cli.js';
+import { unreachableText } from '../common/network-error.js';
 import {
   ReaderProtocol,
   CredentialRevokeResponse,
@@ -28,11 +29,10 @@ ${Object.values(CLOUD_SETTINGS)
 `;
 
 export async function runCloud(argv: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args: argv,
-    options: { ...cloudFlagOptions, help: { type: 'boolean', short: 'h' } },
-    strict: true,
-  });
+  const { values } = parseCommandLine(
+    { args: argv, options: { ...cloudFlagOptions, help: { type: 'boolean', short: 'h' } } },
+    CLOUD_USAGE,
+  );
   if (values.help) {
     process.stdout.write(CLOUD_USAGE);
     return;
@@ -132,10 +132,16 @@ function banner(relay: Relay): { shown: string[]; secret: string[] } {
 export const SIMULATOR_USAGE = `Usage: tps simulator create [--reader-protocol native|zvt] [--json] [--base-url URL] [--username U] [--password P]
 
 Creates a simulated terminal on a running relay and prints its terminal id, username
-and password (shown this once). --reader-protocol zvt makes one whose agent drives an
-emulated ZVT payment terminal. The account credential comes from the flags or from
-TPS_ACCOUNT_USERNAME / TPS_ACCOUNT_PASSWORD; the relay from --base-url or TPS_BASE_URL
-(default http://127.0.0.1:8080/pos).
+and password (shown this once).
+
+  --reader-protocol P     native (the default), or zvt: its agent drives an emulated
+                          ZVT payment terminal
+  --json                  print {terminal_id, username, password} as JSON
+  --base-url URL          the relay (default TPS_BASE_URL, else http://127.0.0.1:8080/pos)
+  --username U            the account's API username (default TPS_ACCOUNT_USERNAME)
+  --password P            its password (default TPS_ACCOUNT_PASSWORD; prefer the
+                          variable: a flag is visible to other users in ps)
+  -h, --help              this text
 `;
 
 export const TERMINAL_USAGE = `Usage: tps terminal create --out FILE [options]
@@ -161,7 +167,11 @@ API credential (shown this once). Copy FILE to the terminal as /etc/tps-agent/ag
                           config file's directory. Default: the system's CAs
   --json                  print {terminal_id, username, password, config_file} as JSON
   --base-url, --username, --password   as for 'tps simulator create'
+  -h, --help              this text
 `;
+
+/** How long a call to the relay may take before the command gives up (docs/cli.md). */
+export const RELAY_CALL_TIMEOUT_MS = 30_000;
 
 const RelayAccess = z.object({
   baseUrl: z.url().default('http://127.0.0.1:8080/pos'),
@@ -181,11 +191,15 @@ export const accessOptions = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-/** Calls an account-level operation of a running relay. */
+/**
+ * Calls an account-level operation of a running relay. A missing or wrong credential or
+ * address is a UsageError (with `usage`); no answer names the address and the cause.
+ */
 export async function callRelay(
   values: { 'base-url'?: string; username?: string; password?: string },
   operation: string,
   body: object,
+  usage?: string,
 ): Promise<unknown> {
   const parsed = RelayAccess.safeParse({
     baseUrl: values['base-url'] ?? process.env.TPS_BASE_URL,
@@ -193,46 +207,77 @@ export async function callRelay(
     password: values.password ?? process.env.TPS_ACCOUNT_PASSWORD,
   });
   if (!parsed.success) {
-    throw new Error(
+    throw new UsageError(
       parsed.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`).join('\n'),
+      usage,
     );
   }
   const { baseUrl, username, password } = parsed.data;
-  const response = await fetch(`${baseUrl.replace(/\/$/, '')}/v1${operation}`, {
-    method: 'POST',
-    headers: {
-      authorization: `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`,
-      'content-type': 'application/json',
-    },
-    body: JSON.stringify(body),
-  });
-  const answer: unknown = await response.json();
+  const url = `${baseUrl.replace(/\/$/, '')}/v1${operation}`;
+  let response: Response;
+  let text: string;
+  try {
+    response = await fetch(url, {
+      method: 'POST',
+      headers: {
+        authorization: `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`,
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(RELAY_CALL_TIMEOUT_MS),
+    });
+    text = await response.text();
+  } catch (error) {
+    throw new Error(`cannot reach the relay: ${unreachableText(url, error)}`, { cause: error });
+  }
+  let answer: unknown;
+  try {
+    answer = JSON.parse(text);
+  } catch {
+    throw new Error(`the relay at ${url} answered ${response.status} without JSON: is it a relay?`);
+  }
   if (!response.ok) {
     throw new Error(`the relay answered ${response.status}: ${JSON.stringify(answer)}`);
   }
   return answer;
 }
 
-export async function runSimulator(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: { ...accessOptions, 'reader-protocol': { type: 'string' } },
-    allowPositionals: true,
-  });
-  if (values.help || positionals[0] !== 'create') {
-    process.stdout.write(SIMULATOR_USAGE);
-    if (!values.help) process.exitCode = 2;
-    return;
+/** The one subcommand a group takes (`create`), or a UsageError naming what was given. */
+function subcommand(positionals: string[], allowed: readonly string[], usage: string): string {
+  const [name, ...extra] = positionals;
+  if (name === undefined || !allowed.includes(name)) {
+    throw new UsageError(
+      name === undefined
+        ? `a command is needed: ${allowed.join(' or ')}`
+        : `unknown command '${name}'`,
+      usage,
+    );
   }
+  if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`, usage);
+  return name;
+}
+
+export async function runSimulator(argv: string[]): Promise<void> {
+  const { values, positionals } = parseCommandLine(
+    {
+      args: argv,
+      options: { ...accessOptions, 'reader-protocol': { type: 'string' } },
+      allowPositionals: true,
+    },
+    SIMULATOR_USAGE,
+  );
+  if (values.help) return void process.stdout.write(SIMULATOR_USAGE);
+  subcommand(positionals, ['create'], SIMULATOR_USAGE);
   const protocol = values['reader-protocol'];
   if (protocol !== undefined && !ReaderProtocol.safeParse(protocol).success) {
-    throw new Error('--reader-protocol must be native or zvt');
+    throw new UsageError('--reader-protocol must be native or zvt', SIMULATOR_USAGE);
   }
   const issued = SimulatorCreateResponse.parse(
     await callRelay(
       values,
       '/simulator/create',
       protocol !== undefined ? { reader_protocol: protocol } : {},
+      SIMULATOR_USAGE,
     ),
   );
   if (values.json) {
@@ -245,36 +290,40 @@ export async function runSimulator(argv: string[]): Promise<void> {
 }
 
 export async function runTerminal(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: {
-      ...accessOptions,
-      out: { type: 'string' },
-      'reader-protocol': { type: 'string' },
-      'reader-port': { type: 'string' },
-      'reader-tcp': { type: 'string' },
-      'reader-password': { type: 'string' },
-      'reader-profile': { type: 'string' },
-      'emulated-reader': { type: 'boolean' },
-      'printer-serial': { type: 'string' },
-      'printer-tcp': { type: 'string' },
-      battery: { type: 'boolean' },
-      'broker-ca': { type: 'string' },
+  const { values, positionals } = parseCommandLine(
+    {
+      args: argv,
+      options: {
+        ...accessOptions,
+        out: { type: 'string' },
+        'reader-protocol': { type: 'string' },
+        'reader-port': { type: 'string' },
+        'reader-tcp': { type: 'string' },
+        'reader-password': { type: 'string' },
+        'reader-profile': { type: 'string' },
+        'emulated-reader': { type: 'boolean' },
+        'printer-serial': { type: 'string' },
+        'printer-tcp': { type: 'string' },
+        battery: { type: 'boolean' },
+        'broker-ca': { type: 'string' },
+      },
+      allowPositionals: true,
     },
-    allowPositionals: true,
-  });
-  if (values.help || positionals[0] !== 'create') {
-    process.stdout.write(TERMINAL_USAGE);
-    if (!values.help) process.exitCode = 2;
-    return;
-  }
+    TERMINAL_USAGE,
+  );
+  if (values.help) return void process.stdout.write(TERMINAL_USAGE);
+  subcommand(positionals, ['create'], TERMINAL_USAGE);
   const out = values.out;
-  if (!out) throw new Error('--out FILE is needed: the agent config is written there');
+  if (!out) {
+    throw new UsageError('--out FILE is needed: the agent config is written there', TERMINAL_USAGE);
+  }
   if (fs.existsSync(out)) throw new Error(`${out} exists; choose a new file`);
   // Checked before the terminal is registered: a refused option must not leave one behind.
-  const reader = readerSection(values);
+  const reader = usage(() => readerSection(values), TERMINAL_USAGE);
   const tcp = values['printer-tcp'] ? /^([^:]+):(\d+)$/.exec(values['printer-tcp']) : undefined;
-  if (values['printer-tcp'] && !tcp) throw new Error('--printer-tcp must be HOST:PORT');
+  if (values['printer-tcp'] && !tcp) {
+    throw new UsageError('--printer-tcp must be HOST:PORT', TERMINAL_USAGE);
+  }
   const printer = tcp
     ? { type: 'tcp', host: tcp[1], port: Number(tcp[2]) }
     : values['printer-serial']
@@ -282,10 +331,12 @@ export async function runTerminal(argv: string[]): Promise<void> {
       : { type: 'none' };
 
   const issued = TerminalCreateResponse.parse(
-    await callRelay(values, '/terminal/create', {
-      printer: printer.type !== 'none',
-      battery: values.battery ?? false,
-    }),
+    await callRelay(
+      values,
+      '/terminal/create',
+      { printer: printer.type !== 'none', battery: values.battery ?? false },
+      TERMINAL_USAGE,
+    ),
   );
   // The terminal is registered by now: its config is written in any case, or its
   // credentials would be lost.
@@ -322,6 +373,15 @@ export async function runTerminal(argv: string[]): Promise<void> {
         `POS credential (shown this once):\n  username ${issued.username}\n  password ${issued.password}\n` +
         `Install: copy ${out} to the terminal and run 'tps agent --config FILE' (docs/agent.md).\n`,
     );
+  }
+}
+
+/** Runs a check whose Error names a wrong option, as a UsageError. */
+function usage<T>(check: () => T, text: string): T {
+  try {
+    return check();
+  } catch (error) {
+    throw new UsageError((error as Error).message, text);
   }
 }
 
@@ -379,6 +439,7 @@ the same store stops accepting the old secret at once.
   --agent           USERNAME is a terminal id: its agent's broker credential
   --json            print the relay's answer as JSON
   --base-url, --username, --password   as for 'tps simulator create'
+  -h, --help        this text
 
 With an external broker, write its files again afterwards ('tps broker mosquitto', then
 reload Mosquitto; or 'tps broker emqx' and the import) (docs/broker.md): the relay ends
@@ -386,19 +447,21 @@ sessions only at its embedded broker.
 `;
 
 export async function runCredential(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: { ...accessOptions, agent: { type: 'boolean' } },
-    allowPositionals: true,
-  });
-  const [action, username] = positionals;
-  if (values.help || (action !== 'revoke' && action !== 'rotate') || !username) {
-    process.stdout.write(CREDENTIAL_USAGE);
-    if (!values.help) process.exitCode = 2;
-    return;
-  }
+  const { values, positionals } = parseCommandLine(
+    {
+      args: argv,
+      options: { ...accessOptions, agent: { type: 'boolean' } },
+      allowPositionals: true,
+    },
+    CREDENTIAL_USAGE,
+  );
+  if (values.help) return void process.stdout.write(CREDENTIAL_USAGE);
+  const [action, username, ...extra] = positionals;
+  subcommand(action === undefined ? [] : [action], ['revoke', 'rotate'], CREDENTIAL_USAGE);
+  if (!username) throw new UsageError(`${action} needs a USERNAME`, CREDENTIAL_USAGE);
+  if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`, CREDENTIAL_USAGE);
   const body = { type: values.agent ? 'AGENT' : 'API', username };
-  const answer = await callRelay(values, `/credential/${action}`, body);
+  const answer = await callRelay(values, `/credential/${action}`, body, CREDENTIAL_USAGE);
   if (values.json) {
     process.stdout.write(`${JSON.stringify(answer)}\n`);
     return;

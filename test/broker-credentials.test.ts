@@ -105,20 +105,20 @@ describe('agent broker credentials', () => {
   it('tps broker says what is missing: the subcommand, --out, the relay password, the store', async () => {
     const usage = await runTpsToEnd(['broker']);
     expect(usage.code).toBe(2);
-    expect(usage.stdout).toContain('tps broker mosquitto --out DIR');
+    expect(usage.stderr).toContain('tps broker mosquitto --out DIR');
 
     const out = path.join(tempDataDir(), 'broker');
     const noOut = await runTpsToEnd(['broker', 'mosquitto', '--data-dir', relay.dataDir], {
       TPS_MQTT_PASSWORD: 'p',
     });
-    expect(noOut.code).toBe(1);
+    expect(noOut.code).toBe(2);
     expect(noOut.stderr).toContain('--out DIR is needed');
 
     const noPassword = await runTpsToEnd(
       ['broker', 'mosquitto', '--out', out, '--data-dir', relay.dataDir],
       { TPS_MQTT_PASSWORD: '' },
     );
-    expect(noPassword.code).toBe(1);
+    expect(noPassword.code).toBe(2);
     expect(noPassword.stderr).toContain('TPS_MQTT_PASSWORD');
 
     const noStore = await runTpsToEnd(
