@@ -30,7 +30,7 @@ const commands: Record<string, (argv: string[]) => Promise<void>> = {
   terminal: async (argv) =>
     argv[0] === 'claim'
       ? (await import('../cloud/pairing/claim-cli.js')).runTerminalClaim(argv.slice(1))
-      : (await import('../cloud/cli.js')).runTerminal(argv),
+      : (await import('../cloud/terminal-cli.js')).runTerminal(argv),
   credential: async (argv) => (await import('../cloud/cli.js')).runCredential(argv),
   broker: async (argv) => (await import('../cloud/broker-cli.js')).runBroker(argv),
   bridge: async (argv) => (await import('../firmware-bridge/cli.js')).runBridge(argv),

@@ -33,8 +33,9 @@ function isParseArgsError(error: unknown): error is Error {
 }
 
 /**
- * `node:util` parseArgs (strict unless told otherwise), whose refusals (unknown option, missing value, a value
- * for a boolean, an unexpected argument) are UsageErrors carrying `usage`.
+ * `node:util` parseArgs (strict unless told otherwise), whose refusals (an unknown option,
+ * a missing value, a value for a boolean, an unexpected argument) are UsageErrors carrying
+ * `usage`.
  */
 export function parseCommandLine<T extends ParseArgsConfig>(
   config: T,
@@ -52,15 +53,6 @@ export function parseCommandLine<T extends ParseArgsConfig>(
     }
     throw error;
   }
-}
-
-/** Whether the arguments ask for help (`--help` or `-h` anywhere before a `--`). */
-export function asksForHelp(argv: readonly string[]): boolean {
-  for (const arg of argv) {
-    if (arg === '--') return false;
-    if (arg === '--help' || arg === '-h') return true;
-  }
-  return false;
 }
 
 /** A whole-number option, checked; undefined when not given. */

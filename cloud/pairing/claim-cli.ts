@@ -1,7 +1,7 @@
 /** `tps terminal claim CODE`: pairs the terminal showing CODE into the account. */
 import { UsageError, parseCommandLine } from '../../common/cli.js';
 import { TerminalClaimResponse } from '../../protocol/index.js';
-import { accessOptions, callRelay } from '../cli.js';
+import { accessOptions, callRelay } from '../relay-call.js';
 
 export const CLAIM_USAGE = `Usage: tps terminal claim CODE [--name NAME] [--cohort cohort-NAME] [options]
 

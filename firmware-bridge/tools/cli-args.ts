@@ -1,5 +1,5 @@
 /** What the `tps bridge` subcommands share: number options and running until Ctrl-C. */
-import { UsageError } from '../../common/cli.js';
+import { UsageError, integerOption } from '../../common/cli.js';
 
 /** A whole-number option, checked; undefined when not given. */
 export function integer(
@@ -8,14 +8,7 @@ export function integer(
   min: number,
   max = Number.MAX_SAFE_INTEGER,
 ): number | undefined {
-  if (text === undefined) return undefined;
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new UsageError(
-      `${flag} must be a whole number from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ''}, not '${text}'`,
-    );
-  }
-  return value;
+  return integerOption(flag, text, { min, max });
 }
 
 /** Resolves on Ctrl-C or SIGTERM. */
