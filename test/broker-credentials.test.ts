@@ -100,6 +100,33 @@ describe('agent broker credentials', () => {
     );
     expect(result.stdout).toContain('mac_fun = sha512, iterations = 101, dk_length = 64');
     expect(result.stderr).toContain(older.id);
+
+    const json = await runTpsToEnd(
+      [
+        'broker',
+        'emqx',
+        '--out',
+        out,
+        '--data-dir',
+        relay.dataDir,
+        '--relay-username',
+        'relay-1',
+        '--json',
+      ],
+      { TPS_MQTT_PASSWORD: 'the-relay-password' },
+    );
+    expect(json.code, json.stderr).toBe(0);
+    const written = JSON.parse(json.stdout) as { agents: number; left_out: string[] };
+    expect(written).toEqual({
+      broker: 'emqx',
+      files: [
+        { path: path.join(out, 'users.json'), kind: 'credentials' },
+        { path: path.join(out, 'acl.conf'), kind: 'acl' },
+      ],
+      agents: users.length - 1,
+      relay_username: 'relay-1',
+      left_out: expect.arrayContaining([older.id]),
+    });
   });
 
   it('tps broker says what is missing: the subcommand, --out, the relay password, the store', async () => {
