@@ -89,7 +89,8 @@ async function print(
   try {
     contents = fs.readFileSync(file).toString('base64');
   } catch (error) {
-    throw new UsageError(`cannot read ${file}: ${(error as Error).message}`);
+    // Well given, but not there: a failure (1), as in 'tps bridge print', not a usage error.
+    throw new Error(`cannot read ${file}: ${(error as Error).message}`, { cause: error });
   }
   // Fragments of whole base64 quads, each within the API's limit.
   const size = PRINT_CONTENTS_MAX - (PRINT_CONTENTS_MAX % 4);

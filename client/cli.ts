@@ -3,6 +3,7 @@
  * with a journal, so a purchase interrupted by Ctrl-C, a crash or a lost network is
  * finished by the next `tps pos` on the same journal.
  */
+import { parseArgs } from 'node:util';
 import { UsageError, parseCommandLine } from '../common/cli.js';
 import { plain } from './cli-commands.js';
 import { OPTIONS, checked, connection, output, type Values } from './cli-options.js';
@@ -13,8 +14,13 @@ import { isTpsError } from './errors.js';
 const KNOWN = new Set(Object.keys(POS_COMMAND_USAGE));
 
 export async function runPos(argv: string[]): Promise<void> {
-  // The command is the first word; its own usage is known before the options are parsed.
-  const named = argv.find((arg) => !arg.startsWith('-'));
+  // The command's own usage, for the errors of a strict parse: a lenient one finds it.
+  const [named] = parseArgs({
+    args: argv,
+    options: OPTIONS,
+    allowPositionals: true,
+    strict: false,
+  }).positionals;
   const usage = (named !== undefined && POS_COMMAND_USAGE[named]) || POS_USAGE;
   const { values, positionals } = parseCommandLine(
     { args: argv, options: OPTIONS, allowPositionals: true },

@@ -61,7 +61,14 @@ export async function callRelay(
     });
     text = await response.text();
   } catch (error) {
-    throw new Error(`cannot reach the relay: ${unreachableText(url, error)}`, { cause: error });
+    // A request that left but got no answer in time may have been carried out.
+    const maybeDone =
+      error instanceof Error && error.name === 'TimeoutError'
+        ? '; it may have been done all the same: look before running this again'
+        : '';
+    throw new Error(`cannot reach the relay: ${unreachableText(url, error)}${maybeDone}`, {
+      cause: error,
+    });
   }
   let answer: unknown;
   try {
