@@ -52,6 +52,10 @@ export const runZvtEmulate = withUsage(ZVT_EMULATE_USAGE, async (argv: string[])
   if (values.tcp !== undefined && values.port !== undefined) {
     throw new UsageError('emulate takes --tcp or --port, not both');
   }
+  const terminalId = values['terminal-id'];
+  if (terminalId !== undefined && !/^[0-9]{8}$/.test(terminalId)) {
+    throw new UsageError(`--terminal-id is 8 digits, not '${terminalId}'`);
+  }
   const emulator = await startZvtEmulator({
     state: values.state,
     delayMs: integer('--delay-ms', values['delay-ms'], 0),
@@ -60,7 +64,7 @@ export const runZvtEmulate = withUsage(ZVT_EMULATE_USAGE, async (argv: string[])
     port: values.port,
     baudRate: integer('--baud', values.baud, 1),
     serial: integer('--serial', values.serial, 0),
-    terminalId: values['terminal-id'],
+    terminalId,
   });
   process.stdout.write(`${emulator.address}\n`);
   process.stderr.write(
