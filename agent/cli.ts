@@ -4,7 +4,7 @@
  * (docs/performance.md, "The packaged agent").
  */
 import { LogFormat, logDestination } from '../common/logging.js';
-import { parseArgs } from 'node:util';
+import { UsageError, parseCommandLine } from '../common/cli.js';
 import { systemClock } from '../common/clock.js';
 import { AgentConfigError, loadAgentConfig } from './config.js';
 import { mkdirSync } from 'node:fs';
@@ -26,6 +26,18 @@ FILE' writes (docs/agent.md documents every field).
 
 Options:
   --config FILE   the agent's config file (required)
+  -h, --help      this text (and 'tps agent doctor --help', 'tps agent pair --help')
+`;
+
+export const DOCTOR_USAGE = `Usage: tps agent doctor --config FILE [--json]
+
+Checks a terminal's setup without disturbing a running agent: the config, the clock, the
+journal, the serial ports, the reader, the printer and the broker. Prints a checklist
+(✓ fine, ! works but look, ✗ failed, with what to do); exit code 0 when no check failed,
+1 otherwise.
+
+  --config FILE   the agent's config file (required)
+  --json          print one JSON object: {config, checks: [{status, title, detail}], failed}
   -h, --help      this text
 `;
 
@@ -49,45 +61,35 @@ The agent then receives its terminal id and broker credential over HTTPS, writes
 `;
 
 async function runPair(argv: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      relay: { type: 'string' },
-      config: { type: 'string', short: 'c' },
-      'reader-port': { type: 'string' },
-      'emulated-reader': { type: 'boolean' },
-      'data-dir': { type: 'string' },
-      start: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
+  const { values } = parseCommandLine(
+    {
+      args: argv,
+      options: {
+        relay: { type: 'string' },
+        config: { type: 'string', short: 'c' },
+        'reader-port': { type: 'string' },
+        'emulated-reader': { type: 'boolean' },
+        'data-dir': { type: 'string' },
+        start: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
     },
-    strict: true,
-  });
-  if (values.help) {
-    process.stdout.write(PAIR_USAGE);
-    return;
-  }
-  if (!values.relay) {
-    process.stderr.write(PAIR_USAGE);
-    process.exitCode = 2;
-    return;
-  }
+    PAIR_USAGE,
+  );
+  if (values.help) return void process.stdout.write(PAIR_USAGE);
+  if (!values.relay) throw new UsageError('--relay URL is needed', PAIR_USAGE);
   const configFile = values.config ?? '/etc/tps-agent/agent.json';
-  const { PairingFailed, pairAgent } = await import('./pair.js');
-  try {
-    await pairAgent({
-      relay: values.relay,
-      configFile,
-      reader: values['emulated-reader']
-        ? { emulated: { state_file: 'emulated-reader.json' } }
-        : { port: values['reader-port'] ?? '/dev/ttyACM0' },
-      ...(values['data-dir'] ? { dataDir: values['data-dir'] } : {}),
-      write: (line) => process.stdout.write(`${line}\n`),
-    });
-  } catch (error) {
-    process.stderr.write(`tps agent pair: ${(error as Error).message}\n`);
-    process.exitCode = error instanceof PairingFailed ? 1 : 3;
-    return;
-  }
+  const { pairAgent } = await import('./pair.js');
+  await pairAgent({
+    relay: values.relay,
+    configFile,
+    reader: values['emulated-reader']
+      ? { emulated: { state_file: 'emulated-reader.json' } }
+      : { port: values['reader-port'] ?? '/dev/ttyACM0' },
+    ...(values['data-dir'] ? { dataDir: values['data-dir'] } : {}),
+    write: (line) => process.stdout.write(`${line}\n`),
+    usage: PAIR_USAGE,
+  });
   if (values.start) {
     await runDaemon(configFile);
     return;
@@ -100,26 +102,30 @@ async function runPair(argv: string[]): Promise<void> {
 export async function runAgent(argv: string[]): Promise<void> {
   if (argv[0] === 'pair') return runPair(argv.slice(1));
   const doctor = argv[0] === 'doctor';
-  const { values, positionals } = parseArgs({
-    args: doctor ? argv.slice(1) : argv,
-    options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } },
-    allowPositionals: true,
-    strict: true,
-  });
-  if (values.help) {
-    process.stdout.write(AGENT_USAGE);
-    return;
+  const usage = doctor ? DOCTOR_USAGE : AGENT_USAGE;
+  const { values, positionals } = parseCommandLine(
+    {
+      args: doctor ? argv.slice(1) : argv,
+      options: {
+        config: { type: 'string', short: 'c' },
+        help: { type: 'boolean', short: 'h' },
+        ...(doctor ? { json: { type: 'boolean' } } : {}),
+      },
+      allowPositionals: true,
+    },
+    usage,
+  );
+  if (values.help) return void process.stdout.write(usage);
+  if (positionals.length > 0) {
+    throw new UsageError(`unexpected argument '${String(positionals[0])}'`, usage);
   }
-  if (!values.config || positionals.length > 0) {
-    process.stderr.write(AGENT_USAGE);
-    process.exitCode = 2;
-    return;
-  }
+  if (!values.config) throw new UsageError('--config FILE is needed', usage);
   if (doctor) {
     const { runDoctor } = await import('./doctor.js');
     process.exitCode = await runDoctor(values.config, {
       clock: systemClock,
       write: (line) => process.stdout.write(`${line}\n`),
+      json: values.json === true,
     });
     return;
   }
@@ -131,17 +137,12 @@ async function runDaemon(file: string): Promise<void> {
   try {
     config = loadAgentConfig(file);
   } catch (error) {
-    if (!(error instanceof AgentConfigError)) throw error;
-    process.stderr.write(`tps agent: ${error.message}\n`);
-    process.exitCode = 2;
-    return;
+    // The file --config names is part of what the command was given: nothing started.
+    if (error instanceof AgentConfigError) throw new UsageError(error.message);
+    throw error;
   }
   const format = LogFormat.safeParse(process.env.TPS_LOG_FORMAT ?? 'auto');
-  if (!format.success) {
-    process.stderr.write('tps agent: TPS_LOG_FORMAT must be json, pretty or auto\n');
-    process.exitCode = 2;
-    return;
-  }
+  if (!format.success) throw new UsageError('TPS_LOG_FORMAT must be json, pretty or auto');
   const logger = createAgentLogger(
     config.log_level,
     config.terminal_id,

@@ -27,6 +27,8 @@ export interface DoctorOptions {
   /** Each network or device check gives up after this long (default 5 s). */
   timeoutMs?: number;
   write: (line: string) => void;
+  /** One JSON object at the end ({config, checks, failed}) instead of the checklist lines. */
+  json?: boolean;
 }
 
 const MARK: Record<CheckStatus, string> = { ok: '✓', warn: '!', fail: '✗' };
@@ -34,13 +36,23 @@ const MARK: Record<CheckStatus, string> = { ok: '✓', warn: '!', fail: '✗' };
 /** Runs every check, prints the checklist, returns the exit code (0 fine, 1 something failed). */
 export async function runDoctor(configFile: string, options: DoctorOptions): Promise<number> {
   const results: CheckResult[] = [];
+  const say = options.json ? () => undefined : options.write;
   const report = (result: CheckResult) => {
     results.push(result);
-    options.write(
+    say(
       `${MARK[result.status]} ${result.title}${result.detail ? `\n    ${result.detail.replaceAll('\n', '\n    ')}` : ''}`,
     );
   };
-  options.write(`tps agent doctor: ${configFile}`);
+  const finish = (): number => {
+    const failed = results.filter((r) => r.status === 'fail').length;
+    if (options.json) {
+      options.write(JSON.stringify({ config: configFile, checks: results, failed }));
+    } else {
+      say(failed ? `${failed} check(s) failed` : 'all checks passed');
+    }
+    return failed ? 1 : 0;
+  };
+  say(`tps agent doctor: ${configFile}`);
   let config: AgentConfig;
   try {
     config = loadAgentConfig(configFile);
@@ -52,7 +64,7 @@ export async function runDoctor(configFile: string, options: DoctorOptions): Pro
     const problems =
       error instanceof AgentConfigError ? error.problems : [(error as Error).message];
     report({ status: 'fail', title: 'config', detail: problems.join('\n') });
-    return 1;
+    return finish();
   }
   const timeoutMs = options.timeoutMs ?? 5000;
   report(checkClock(options.clock));
@@ -60,9 +72,7 @@ export async function runDoctor(configFile: string, options: DoctorOptions): Pro
   for (const result of await checkReader(config, timeoutMs)) report(result);
   report(await checkPrinter(config, timeoutMs));
   for (const result of await checkBroker(config, timeoutMs)) report(result);
-  const failed = results.filter((r) => r.status === 'fail').length;
-  options.write(failed ? `${failed} check(s) failed` : 'all checks passed');
-  return failed ? 1 : 0;
+  return finish();
 }
 
 export function checkClock(clock: Clock): CheckResult {

@@ -10,6 +10,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorResponse, PairingStartResponse, PairingWaitResponse } from '../protocol/index.js';
 import { Backoff } from '../common/backoff.js';
+import { UsageError } from '../common/cli.js';
+import { unreachableText } from '../common/network-error.js';
 import { sleep } from '../common/clock.js';
 import type { AgentConfigInput } from './config.js';
 
@@ -21,6 +23,8 @@ export interface PairOptions {
   reader: AgentConfigInput['reader'];
   dataDir?: string;
   write: (line: string) => void;
+  /** The usage text a wrong --relay is reported with. */
+  usage?: string;
   /** Seconds each wait asks the relay to hold (default 25). */
   waitSeconds?: number;
 }
@@ -31,24 +35,25 @@ export class PairingFailed extends Error {
 }
 
 /** Only HTTPS carries the credential, except to this machine itself (tests, a local relay). */
-function checkRelayUrl(relay: string): URL {
+function checkRelayUrl(relay: string, usage: string | undefined): URL {
   let url: URL;
   try {
     url = new URL(relay);
   } catch {
-    throw new PairingFailed(`--relay must be a URL, e.g. https://relay.example.com/pos`);
+    throw new UsageError(`--relay must be a URL, e.g. https://relay.example.com/pos`, usage);
   }
   const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
-    throw new PairingFailed(
+    throw new UsageError(
       `--relay must be an https:// address: the broker credential travels over it (got ${url.protocol}//${url.host})`,
+      usage,
     );
   }
   return url;
 }
 
 export async function pairAgent(options: PairOptions): Promise<{ terminalId: string }> {
-  const base = checkRelayUrl(options.relay).href.replace(/\/$/, '');
+  const base = checkRelayUrl(options.relay, options.usage).href.replace(/\/$/, '');
   if (fs.existsSync(options.configFile)) {
     throw new PairingFailed(
       `${options.configFile} exists: this terminal is paired already (remove the file to pair it again)`,
@@ -126,12 +131,17 @@ function writeConfig(options: PairOptions, config: AgentConfigInput): void {
  * thrown as a plain error to be tried again, carrying Retry-After.
  */
 async function post(url: string, body: object): Promise<unknown> {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(60_000),
-  });
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(60_000),
+    });
+  } catch (error) {
+    throw new Error(unreachableText(url, error), { cause: error });
+  }
   const answer: unknown = await response.json().catch(() => undefined);
   if (response.ok) return answer;
   const error = ErrorResponse.safeParse(answer);

@@ -1,5 +1,11 @@
 #!/usr/bin/env node
-/** The one command-line entry: `tps <command> …`. Each command loads only what it needs. */
+/**
+ * The one command-line entry: `tps <command> …`. Each command loads only what it needs.
+ * Exit codes, for every command (docs/cli.md): 0 done, 1 failed, 2 given wrongly — a
+ * command throws a UsageError (common/cli.ts) for that, and this file alone maps it.
+ */
+import { EXIT, isUsageError } from '../common/cli.js';
+
 const USAGE = `Usage: tps <command> [options]
 
 Commands:
@@ -24,7 +30,7 @@ const commands: Record<string, (argv: string[]) => Promise<void>> = {
   terminal: async (argv) =>
     argv[0] === 'claim'
       ? (await import('../cloud/pairing/claim-cli.js')).runTerminalClaim(argv.slice(1))
-      : (await import('../cloud/cli.js')).runTerminal(argv),
+      : (await import('../cloud/terminal-cli.js')).runTerminal(argv),
   credential: async (argv) => (await import('../cloud/cli.js')).runCredential(argv),
   broker: async (argv) => (await import('../cloud/broker-cli.js')).runBroker(argv),
   bridge: async (argv) => (await import('../firmware-bridge/cli.js')).runBridge(argv),
@@ -40,15 +46,41 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   const command = name ? commands[name] : undefined;
-  if (!command) {
+  if (name === undefined || name === '--help' || name === '-h') {
     process.stdout.write(USAGE);
-    process.exitCode = name === undefined || name === '--help' || name === '-h' ? 0 : 2;
+    return;
+  }
+  if (!command) {
+    process.stderr.write(`tps: unknown command '${name}'\n\n${USAGE}`);
+    process.exitCode = EXIT.usage;
     return;
   }
   await command(rest);
 }
 
+const indented = (text: string) => text.replaceAll('\n', '\n  ');
+
+/** The words that name the command run (`tps pos purchase`), for its messages. */
+function commandName(argv: string[]): string {
+  const words = [];
+  for (const arg of argv) {
+    if (arg.startsWith('-') || words.length === 2) break;
+    words.push(arg);
+  }
+  return ['tps', ...words].join(' ');
+}
+
 main(process.argv.slice(2)).catch((error: unknown) => {
-  process.stderr.write(`tps: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exitCode = 1;
+  const name = commandName(process.argv.slice(2));
+  if (isUsageError(error)) {
+    const message = error.message.includes('\n')
+      ? `\n  ${indented(error.message)}`
+      : ` ${error.message}`;
+    const usage = error.usage ?? `Run '${name} --help' for its options.\n`;
+    process.stderr.write(`${name}:${message}\n\n${usage}`);
+    process.exitCode = EXIT.usage;
+    return;
+  }
+  process.stderr.write(`${name}: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exitCode = EXIT.failed;
 });

@@ -4,14 +4,8 @@ import { z } from 'zod';
 import { ExternalId, PRINT_CONTENTS_MAX } from '../protocol/index.js';
 import { ApiClient } from './api-client.js';
 import { eventLine, statusLine, transactionDetails, transactionLine } from './cli-format.js';
-import {
-  UsageError,
-  amount,
-  flags,
-  type Connection,
-  type Out,
-  type Values,
-} from './cli-options.js';
+import { UsageError } from '../common/cli.js';
+import { amount, flags, type Connection, type Out, type Values } from './cli-options.js';
 import { followEvents } from './events.js';
 import type { Revision } from './types.js';
 
@@ -95,7 +89,8 @@ async function print(
   try {
     contents = fs.readFileSync(file).toString('base64');
   } catch (error) {
-    throw new UsageError(`cannot read ${file}: ${(error as Error).message}`);
+    // Well given, but not there: a failure (1), as in 'tps bridge print', not a usage error.
+    throw new Error(`cannot read ${file}: ${(error as Error).message}`, { cause: error });
   }
   // Fragments of whole base64 quads, each within the API's limit.
   const size = PRINT_CONTENTS_MAX - (PRINT_CONTENTS_MAX % 4);

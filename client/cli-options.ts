@@ -1,6 +1,7 @@
 /** What `tps pos` reads: its flags, the connection settings and the output it writes. */
 import type { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { UsageError } from '../common/cli.js';
 import { Amount, TerminalId } from '../protocol/index.js';
 
 export const DEFAULT_BASE_URL = 'http://127.0.0.1:8080/pos';
@@ -36,9 +37,6 @@ export const OPTIONS = {
 export type Values = ReturnType<
   typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>
 >['values'];
-
-/** Wrong use or configuration: printed with every problem named, exit 2. */
-export class UsageError extends Error {}
 
 type Setting = 'baseUrl' | 'username' | 'password' | 'terminalId' | 'journal' | 'revision';
 

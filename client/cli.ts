@@ -4,91 +4,41 @@
  * finished by the next `tps pos` on the same journal.
  */
 import { parseArgs } from 'node:util';
+import { UsageError, parseCommandLine } from '../common/cli.js';
 import { plain } from './cli-commands.js';
-import {
-  DEFAULT_BASE_URL,
-  DEFAULT_JOURNAL,
-  OPTIONS,
-  UsageError,
-  checked,
-  connection,
-  output,
-  type Values,
-} from './cli-options.js';
+import { OPTIONS, checked, connection, output, type Values } from './cli-options.js';
+import { POS_COMMAND_USAGE, POS_USAGE } from './cli-usage.js';
 import { payment, paymentFlags, recover } from './cli-payments.js';
 import { isTpsError } from './errors.js';
 
-export const POS_USAGE = `Usage: tps pos <command> [options]
-
-Commands:
-  purchase --amount N --currency CUR [--external-id ID] [--cashback N]
-  refund   --amount N --currency CUR [--external-id ID] [--original ID]
-           [--original-terminal ID] [--customer-not-present]
-  confirm  --external-id ID [--result-code CODE] [--description TEXT] [--captured-amount N]
-  get      --external-id ID [--extra-amounts]
-  unconfirmed
-  status
-  print FILE.png
-  events   [--follow] [--type Transaction|TerminalStatus] [--limit N]
-  recover  [--adopt] [--abort-unknown]   finish what an earlier run left in the journal
-
-Amounts are integers in minor units (1000 is EUR 10.00). purchase and refund show the
-terminal's screen while it works, then the result and the receipt, and confirm it.
-
-Options (a flag wins over its environment variable):
-  --base-url URL   TPS_BASE_URL     the relay, without the version (default ${DEFAULT_BASE_URL})
-  --username U     TPS_USERNAME     API username (a terminal's or the account's)
-  --password P     TPS_PASSWORD     API password
-  --terminal ID    TPS_TERMINAL_ID  the terminal
-  --journal FILE   TPS_JOURNAL      payment journal (default ${DEFAULT_JOURNAL})
-  --revision v0|v1                  API revision (default v1)
-  --json                            print JSON (purchase/refund: the final transaction)
-
-Exit status: 0 done (the payment succeeded), 1 error, 2 usage or configuration,
-3 payment not successful (declined, refused, conflict), 130 aborted with Ctrl-C.
-`;
+const KNOWN = new Set(Object.keys(POS_COMMAND_USAGE));
 
 export async function runPos(argv: string[]): Promise<void> {
-  let parsed;
-  try {
-    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
-  } catch (error) {
-    process.stderr.write(
-      `tps pos: ${(error as Error).message}\nRun 'tps pos --help' for the commands and options.\n`,
-    );
-    process.exitCode = 2;
-    return;
-  }
-  const { values, positionals } = parsed;
+  // The command's own usage, for the errors of a strict parse: a lenient one finds it.
+  const [named] = parseArgs({
+    args: argv,
+    options: OPTIONS,
+    allowPositionals: true,
+    strict: false,
+  }).positionals;
+  const usage = (named !== undefined && POS_COMMAND_USAGE[named]) || POS_USAGE;
+  const { values, positionals } = parseCommandLine(
+    { args: argv, options: OPTIONS, allowPositionals: true },
+    usage,
+  );
   const [command, ...rest] = positionals;
-  if (values.help || command === undefined) {
-    process.stdout.write(POS_USAGE);
-    process.exitCode = values.help ? 0 : 2;
-    return;
-  }
+  if (values.help) return void process.stdout.write(usage);
+  if (command === undefined) throw new UsageError('a command is needed', POS_USAGE);
+  if (!KNOWN.has(command)) throw new UsageError(`unknown command '${command}'`, POS_USAGE);
   try {
     process.exitCode = await dispatch(command, rest, values);
   } catch (error) {
-    if (error instanceof UsageError) {
-      process.stderr.write(`tps pos ${command}:\n${indent(error.message)}\n`);
-      process.exitCode = 2;
-      return;
-    }
-    const message = isTpsError(error)
-      ? `${error.message}${error.retryable ? ' (a failure that may pass: try again)' : ''}`
-      : error instanceof Error
-        ? error.message
-        : String(error);
-    process.stderr.write(`tps pos ${command}: ${message}\n`);
-    process.exitCode = 1;
+    if (error instanceof UsageError) throw new UsageError(error.message, usage);
+    if (!isTpsError(error)) throw error;
+    const retry = error.retryable ? ' (a failure that may pass: try again)' : '';
+    throw new Error(`${error.message}${retry}`, { cause: error });
   }
 }
-
-const indent = (text: string) =>
-  text
-    .split('\n')
-    .map((l) => `  ${l}`)
-    .join('\n');
 
 async function dispatch(command: string, rest: string[], values: Values): Promise<number> {
   const out = output(values.json === true);
@@ -114,6 +64,6 @@ async function dispatch(command: string, rest: string[], values: Values): Promis
     case 'events':
       return plain(command, rest, connection(values), values, out);
     default:
-      throw new UsageError(`unknown command '${command}'; see tps pos --help`);
+      throw new UsageError(`unknown command '${command}'`, POS_USAGE);
   }
 }

@@ -6,6 +6,7 @@
  */
 import type { z } from 'zod';
 import { Backoff, parseRetryAfter, type RetryPolicy } from '../common/backoff.js';
+import { unreachableText } from '../common/network-error.js';
 import { TpsError, toTpsError } from './errors.js';
 import { DEFAULT_RETRY, systemTiming, type Timing } from './timing.js';
 
@@ -87,8 +88,9 @@ export class Transport {
     const timeout = new AbortController();
     const timer = setTimeout(() => timeout.abort(), timeoutMs);
     const signal = call.signal ? AbortSignal.any([call.signal, timeout.signal]) : timeout.signal;
+    const url = `${this.options.baseUrl}${operation}`;
     try {
-      const response = await this.fetch(`${this.options.baseUrl}${operation}`, {
+      const response = await this.fetch(url, {
         method: 'POST',
         headers: {
           authorization: this.authorization,
@@ -117,7 +119,7 @@ export class Transport {
         network: true,
         operation,
         cause: error,
-        message: `${operation}: ${networkMessage(error)}`,
+        message: `${operation}: ${unreachableText(url, error)}`,
       });
     } finally {
       clearTimeout(timer);
@@ -133,17 +135,6 @@ function abortedDuring(operation: string, signal: AbortSignal): TpsError {
     operation,
     message: `${operation}: ${reason}`,
   });
-}
-
-/** fetch's "fetch failed" hides the real cause (ECONNREFUSED, socket closed…) one level down. */
-function networkMessage(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const cause = error.cause;
-  if (cause instanceof Error) {
-    const code = (cause as { code?: unknown }).code;
-    return typeof code === 'string' ? `${cause.message} (${code})` : cause.message;
-  }
-  return error.message;
 }
 
 /** Classifies an answer: the parsed 2xx body, or a TpsError carrying the error object's code. */

@@ -4,7 +4,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
+import { UsageError, parseCommandLine } from '../common/cli.js';
 import { emqxUserRecord, hashForBroker, isBrokerHash } from './accounts/mosquitto-hash.js';
 import { loadCloudConfig } from './config.js';
 import {
@@ -41,6 +41,9 @@ again after every 'tps terminal create', then reload the broker (it prints how).
   --relay-password P      the relay's password at the broker (default TPS_MQTT_PASSWORD;
                           prefer the variable: a flag is visible to other users in ps)
   --data-dir DIR          the relay's data directory (default TPS_DATA_DIR, else ./data)
+  --json                  print what was written as JSON: {broker, files: [{path, kind}],
+                          agents, relay_username, left_out: [terminal ids]}
+  -h, --help              this text
 `;
 
 interface AgentCredentials {
@@ -91,31 +94,45 @@ function olderWarning(older: TerminalRecord[], broker: string): string {
 }
 
 export async function runBroker(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: {
-      out: { type: 'string' },
-      'relay-username': { type: 'string' },
-      'relay-password': { type: 'string' },
-      'data-dir': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
+  const { values, positionals } = parseCommandLine(
+    {
+      args: argv,
+      options: {
+        out: { type: 'string' },
+        'relay-username': { type: 'string' },
+        'relay-password': { type: 'string' },
+        'data-dir': { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      allowPositionals: true,
     },
-    allowPositionals: true,
-  });
-  const broker = positionals[0];
-  if (values.help || (broker !== 'mosquitto' && broker !== 'emqx') || positionals.length > 1) {
-    process.stdout.write(BROKER_USAGE);
-    if (!values.help) process.exitCode = 2;
-    return;
+    BROKER_USAGE,
+  );
+  if (values.help) return void process.stdout.write(BROKER_USAGE);
+  const [broker, ...extra] = positionals;
+  if (broker !== 'mosquitto' && broker !== 'emqx') {
+    throw new UsageError(
+      broker === undefined ? 'name the broker: mosquitto or emqx' : `unknown broker '${broker}'`,
+      BROKER_USAGE,
+    );
   }
-  if (!values.out) throw new Error('--out DIR is needed: the broker files are written there');
+  if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`, BROKER_USAGE);
+  if (!values.out) {
+    throw new UsageError('--out DIR is needed: the broker files are written there', BROKER_USAGE);
+  }
   const config = loadCloudConfig({ 'data-dir': values['data-dir'] }, process.env);
   const relayUsername = values['relay-username'] ?? config.mqttUsername ?? DEFAULT_RELAY_USERNAME;
   const relayPassword = values['relay-password'] ?? config.mqttPassword;
-  checkRelayUsername(relayUsername);
+  try {
+    checkRelayUsername(relayUsername);
+  } catch (error) {
+    throw new UsageError((error as Error).message, BROKER_USAGE);
+  }
   if (!relayPassword) {
-    throw new Error(
+    throw new UsageError(
       "the relay's password at the broker is needed: TPS_MQTT_PASSWORD (as 'tps cloud' gets it) or --relay-password",
+      BROKER_USAGE,
     );
   }
 
@@ -147,13 +164,23 @@ export async function runBroker(argv: string[]): Promise<void> {
   const ownerLost = written.filter(([file, contents]) => !writeFileAtomic(file, contents));
 
   const [credentialsFile, aclFile] = written.map(([file]) => file) as [string, string];
-  const summary = `Wrote ${credentialsFile} (${users.length} agent(s) and the relay user ${relayUsername}) and ${aclFile}, mode 0600.\n`;
-  process.stdout.write(
-    summary +
-      (broker === 'mosquitto'
-        ? mosquittoHints(credentialsFile, aclFile)
-        : emqxHints(credentialsFile, aclFile)),
-  );
+  if (values.json) {
+    const files = [
+      { path: credentialsFile, kind: 'credentials' },
+      { path: aclFile, kind: 'acl' },
+    ];
+    process.stdout.write(
+      `${JSON.stringify({ broker, files, agents: users.length, relay_username: relayUsername, left_out: older.map((t) => t.id) })}\n`,
+    );
+  } else {
+    const summary = `Wrote ${credentialsFile} (${users.length} agent(s) and the relay user ${relayUsername}) and ${aclFile}, mode 0600.\n`;
+    process.stdout.write(
+      summary +
+        (broker === 'mosquitto'
+          ? mosquittoHints(credentialsFile, aclFile)
+          : emqxHints(credentialsFile, aclFile)),
+    );
+  }
   for (const [file] of ownerLost) {
     process.stderr.write(
       `Warning: ${file} replaced a file of another owner, which this user cannot keep: it now belongs to this user; make sure the broker can still read it.\n`,

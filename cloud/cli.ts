@@ -1,17 +1,16 @@
-/** `tps cloud`, and the account's commands on a running relay: simulator, terminal, credential. */
+/** `tps cloud`, and the account's commands on a running relay: simulator, credential. */
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
-import { z } from 'zod';
+import { UsageError, parseCommandLine } from '../common/cli.js';
 import {
   ReaderProtocol,
   CredentialRevokeResponse,
   CredentialRotateResponse,
   SimulatorCreateResponse,
-  TerminalCreateResponse,
 } from '../protocol/index.js';
 import { CLOUD_SETTINGS, loadCloudConfig } from './config.js';
-import { startRelay, type Relay } from './relay.js';
+import { accessOptions, callRelay, subcommand } from './relay-call.js';
+import type { Relay } from './relay.js';
 
 const cloudFlagOptions = Object.fromEntries(
   Object.values(CLOUD_SETTINGS).map((s) => [s.flag, { type: 'string' as const }]),
@@ -28,16 +27,17 @@ ${Object.values(CLOUD_SETTINGS)
 `;
 
 export async function runCloud(argv: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args: argv,
-    options: { ...cloudFlagOptions, help: { type: 'boolean', short: 'h' } },
-    strict: true,
-  });
+  const { values } = parseCommandLine(
+    { args: argv, options: { ...cloudFlagOptions, help: { type: 'boolean', short: 'h' } } },
+    CLOUD_USAGE,
+  );
   if (values.help) {
     process.stdout.write(CLOUD_USAGE);
     return;
   }
   const config = loadCloudConfig(values, process.env);
+  // Loaded here: the account's commands in this file need none of the relay.
+  const { startRelay } = await import('./relay.js');
   const relay = await startRelay(config);
   process.stderr.write(
     showBanner(relay, {
@@ -132,107 +132,39 @@ function banner(relay: Relay): { shown: string[]; secret: string[] } {
 export const SIMULATOR_USAGE = `Usage: tps simulator create [--reader-protocol native|zvt] [--json] [--base-url URL] [--username U] [--password P]
 
 Creates a simulated terminal on a running relay and prints its terminal id, username
-and password (shown this once). --reader-protocol zvt makes one whose agent drives an
-emulated ZVT payment terminal. The account credential comes from the flags or from
-TPS_ACCOUNT_USERNAME / TPS_ACCOUNT_PASSWORD; the relay from --base-url or TPS_BASE_URL
-(default http://127.0.0.1:8080/pos).
+and password (shown this once).
+
+  --reader-protocol P     native (the default), or zvt: its agent drives an emulated
+                          ZVT payment terminal
+  --json                  print {terminal_id, username, password} as JSON
+  --base-url URL          the relay (default TPS_BASE_URL, else http://127.0.0.1:8080/pos)
+  --username U            the account's API username (default TPS_ACCOUNT_USERNAME)
+  --password P            its password (default TPS_ACCOUNT_PASSWORD; prefer the
+                          variable: a flag is visible to other users in ps)
+  -h, --help              this text
 `;
-
-export const TERMINAL_USAGE = `Usage: tps terminal create --out FILE [options]
-       tps terminal claim CODE [--name NAME] [--cohort cohort-NAME]   (tps terminal claim --help)
-
-Registers a real terminal on a running relay, writes its agent's config file (with the
-agent's broker credential, shown nowhere else) and prints the terminal id and the POS
-API credential (shown this once). Copy FILE to the terminal as /etc/tps-agent/agent.json.
-
-  --out FILE              where to write the agent config (mode 0600; must not exist)
-  --reader-protocol P     native (the default) or zvt (a payment terminal driven over ZVT)
-  --reader-port PATH      the reader's serial device (default /dev/ttyACM0; zvt /dev/ttyUSB0)
-  --reader-tcp HOST:PORT  zvt only: the terminal on the network instead (port 20007 usually)
-  --reader-password PWD   zvt only: the terminal's 6-digit password (default 000000)
-  --reader-profile NAME   zvt only: the vendor profile (docs/zvt.md)
-  --emulated-reader       use the emulated reader of that protocol instead (bench and demo)
-  --printer-serial PATH   a receipt printer on a serial device
-  --printer-tcp HOST:PORT a network receipt printer (port 9100 style)
-  --battery               the terminal runs on a battery
-  --broker-ca PATH        the PEM CA bundle the agent checks the broker's certificate
-                          against (a private CA or a self-signed certificate), as its
-                          path on the terminal; relative paths are taken from the
-                          config file's directory. Default: the system's CAs
-  --json                  print {terminal_id, username, password, config_file} as JSON
-  --base-url, --username, --password   as for 'tps simulator create'
-`;
-
-const RelayAccess = z.object({
-  baseUrl: z.url().default('http://127.0.0.1:8080/pos'),
-  username: z
-    .string({ error: 'an account username is needed (--username or TPS_ACCOUNT_USERNAME)' })
-    .min(1, 'an account username is needed (--username or TPS_ACCOUNT_USERNAME)'),
-  password: z
-    .string({ error: 'an account password is needed (--password or TPS_ACCOUNT_PASSWORD)' })
-    .min(1, 'an account password is needed (--password or TPS_ACCOUNT_PASSWORD)'),
-});
-
-export const accessOptions = {
-  json: { type: 'boolean' },
-  'base-url': { type: 'string' },
-  username: { type: 'string' },
-  password: { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
-} as const;
-
-/** Calls an account-level operation of a running relay. */
-export async function callRelay(
-  values: { 'base-url'?: string; username?: string; password?: string },
-  operation: string,
-  body: object,
-): Promise<unknown> {
-  const parsed = RelayAccess.safeParse({
-    baseUrl: values['base-url'] ?? process.env.TPS_BASE_URL,
-    username: values.username ?? process.env.TPS_ACCOUNT_USERNAME,
-    password: values.password ?? process.env.TPS_ACCOUNT_PASSWORD,
-  });
-  if (!parsed.success) {
-    throw new Error(
-      parsed.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`).join('\n'),
-    );
-  }
-  const { baseUrl, username, password } = parsed.data;
-  const response = await fetch(`${baseUrl.replace(/\/$/, '')}/v1${operation}`, {
-    method: 'POST',
-    headers: {
-      authorization: `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`,
-      'content-type': 'application/json',
-    },
-    body: JSON.stringify(body),
-  });
-  const answer: unknown = await response.json();
-  if (!response.ok) {
-    throw new Error(`the relay answered ${response.status}: ${JSON.stringify(answer)}`);
-  }
-  return answer;
-}
 
 export async function runSimulator(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: { ...accessOptions, 'reader-protocol': { type: 'string' } },
-    allowPositionals: true,
-  });
-  if (values.help || positionals[0] !== 'create') {
-    process.stdout.write(SIMULATOR_USAGE);
-    if (!values.help) process.exitCode = 2;
-    return;
-  }
+  const { values, positionals } = parseCommandLine(
+    {
+      args: argv,
+      options: { ...accessOptions, 'reader-protocol': { type: 'string' } },
+      allowPositionals: true,
+    },
+    SIMULATOR_USAGE,
+  );
+  if (values.help) return void process.stdout.write(SIMULATOR_USAGE);
+  subcommand(positionals, ['create'], SIMULATOR_USAGE);
   const protocol = values['reader-protocol'];
   if (protocol !== undefined && !ReaderProtocol.safeParse(protocol).success) {
-    throw new Error('--reader-protocol must be native or zvt');
+    throw new UsageError('--reader-protocol must be native or zvt', SIMULATOR_USAGE);
   }
   const issued = SimulatorCreateResponse.parse(
     await callRelay(
       values,
       '/simulator/create',
       protocol !== undefined ? { reader_protocol: protocol } : {},
+      SIMULATOR_USAGE,
     ),
   );
   if (values.json) {
@@ -242,129 +174,6 @@ export async function runSimulator(argv: string[]): Promise<void> {
       `Simulated terminal ${issued.terminal_id}\n  username ${issued.username}\n  password ${issued.password}\n(the password is shown this once)\n`,
     );
   }
-}
-
-export async function runTerminal(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: {
-      ...accessOptions,
-      out: { type: 'string' },
-      'reader-protocol': { type: 'string' },
-      'reader-port': { type: 'string' },
-      'reader-tcp': { type: 'string' },
-      'reader-password': { type: 'string' },
-      'reader-profile': { type: 'string' },
-      'emulated-reader': { type: 'boolean' },
-      'printer-serial': { type: 'string' },
-      'printer-tcp': { type: 'string' },
-      battery: { type: 'boolean' },
-      'broker-ca': { type: 'string' },
-    },
-    allowPositionals: true,
-  });
-  if (values.help || positionals[0] !== 'create') {
-    process.stdout.write(TERMINAL_USAGE);
-    if (!values.help) process.exitCode = 2;
-    return;
-  }
-  const out = values.out;
-  if (!out) throw new Error('--out FILE is needed: the agent config is written there');
-  if (fs.existsSync(out)) throw new Error(`${out} exists; choose a new file`);
-  // Checked before the terminal is registered: a refused option must not leave one behind.
-  const reader = readerSection(values);
-  const tcp = values['printer-tcp'] ? /^([^:]+):(\d+)$/.exec(values['printer-tcp']) : undefined;
-  if (values['printer-tcp'] && !tcp) throw new Error('--printer-tcp must be HOST:PORT');
-  const printer = tcp
-    ? { type: 'tcp', host: tcp[1], port: Number(tcp[2]) }
-    : values['printer-serial']
-      ? { type: 'serial', path: values['printer-serial'] }
-      : { type: 'none' };
-
-  const issued = TerminalCreateResponse.parse(
-    await callRelay(values, '/terminal/create', {
-      printer: printer.type !== 'none',
-      battery: values.battery ?? false,
-    }),
-  );
-  // The terminal is registered by now: its config is written in any case, or its
-  // credentials would be lost.
-  const tls = issued.agent.broker_url.startsWith('mqtts:');
-  const ca = tls ? values['broker-ca'] : undefined;
-  if (values['broker-ca'] !== undefined && !tls) {
-    process.stderr.write(
-      `Warning: the relay hands out ${issued.agent.broker_url} (no TLS): --broker-ca left out of the config.\n`,
-    );
-  }
-  const config = {
-    terminal_id: issued.terminal_id,
-    broker: {
-      url: issued.agent.broker_url,
-      username: issued.agent.username,
-      password: issued.agent.password,
-      ...(ca !== undefined ? { ca } : {}),
-    },
-    reader,
-    printer,
-  };
-  fs.mkdirSync(path.dirname(path.resolve(out)), { recursive: true });
-  fs.writeFileSync(out, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
-  const pos = {
-    terminal_id: issued.terminal_id,
-    username: issued.username,
-    password: issued.password,
-  };
-  if (values.json) {
-    process.stdout.write(`${JSON.stringify({ ...pos, config_file: path.resolve(out) })}\n`);
-  } else {
-    process.stdout.write(
-      `Terminal ${issued.terminal_id} registered; agent config written to ${out}\n` +
-        `POS credential (shown this once):\n  username ${issued.username}\n  password ${issued.password}\n` +
-        `Install: copy ${out} to the terminal and run 'tps agent --config FILE' (docs/agent.md).\n`,
-    );
-  }
-}
-
-/** The agent config's `reader` section from the options; throws naming a wrong one. */
-function readerSection(values: {
-  'reader-protocol'?: string;
-  'reader-port'?: string;
-  'reader-tcp'?: string;
-  'reader-password'?: string;
-  'reader-profile'?: string;
-  'emulated-reader'?: boolean;
-}): Record<string, unknown> {
-  const protocol = ReaderProtocol.safeParse(values['reader-protocol'] ?? 'native');
-  if (!protocol.success) throw new Error('--reader-protocol must be native or zvt');
-  const zvtOnly = ['reader-tcp', 'reader-password', 'reader-profile'] as const;
-  if (protocol.data === 'native') {
-    const given = zvtOnly.filter((option) => values[option] !== undefined);
-    if (given.length) throw new Error(`--${given[0]} is for --reader-protocol zvt only`);
-    return values['emulated-reader']
-      ? { emulated: { state_file: 'emulated-reader.json' } }
-      : { port: values['reader-port'] ?? '/dev/ttyACM0' };
-  }
-  const where = [values['emulated-reader'], values['reader-port'], values['reader-tcp']];
-  if (where.filter((given) => given !== undefined && given !== false).length > 1) {
-    throw new Error('give one of --reader-port, --reader-tcp or --emulated-reader');
-  }
-  if (values['reader-tcp'] !== undefined && !/^[^\s:]+:\d{1,5}$/.test(values['reader-tcp'])) {
-    throw new Error('--reader-tcp must be HOST:PORT, e.g. 192.168.1.50:20007');
-  }
-  const password = values['reader-password'];
-  if (password !== undefined && !/^\d{6}$/.test(password)) {
-    throw new Error("--reader-password must be the terminal's 6-digit password");
-  }
-  return {
-    protocol: 'zvt',
-    ...(values['emulated-reader']
-      ? { emulated: { state_file: 'emulated-zvt-terminal.jsonl' } }
-      : values['reader-tcp'] !== undefined
-        ? { tcp: values['reader-tcp'] }
-        : { port: values['reader-port'] ?? '/dev/ttyUSB0' }),
-    ...(password !== undefined ? { password } : {}),
-    ...(values['reader-profile'] !== undefined ? { profile: values['reader-profile'] } : {}),
-  };
 }
 
 export const CREDENTIAL_USAGE = `Usage: tps credential revoke|rotate USERNAME [--agent] [options]
@@ -379,6 +188,7 @@ the same store stops accepting the old secret at once.
   --agent           USERNAME is a terminal id: its agent's broker credential
   --json            print the relay's answer as JSON
   --base-url, --username, --password   as for 'tps simulator create'
+  -h, --help        this text
 
 With an external broker, write its files again afterwards ('tps broker mosquitto', then
 reload Mosquitto; or 'tps broker emqx' and the import) (docs/broker.md): the relay ends
@@ -386,19 +196,21 @@ sessions only at its embedded broker.
 `;
 
 export async function runCredential(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: { ...accessOptions, agent: { type: 'boolean' } },
-    allowPositionals: true,
-  });
-  const [action, username] = positionals;
-  if (values.help || (action !== 'revoke' && action !== 'rotate') || !username) {
-    process.stdout.write(CREDENTIAL_USAGE);
-    if (!values.help) process.exitCode = 2;
-    return;
-  }
+  const { values, positionals } = parseCommandLine(
+    {
+      args: argv,
+      options: { ...accessOptions, agent: { type: 'boolean' } },
+      allowPositionals: true,
+    },
+    CREDENTIAL_USAGE,
+  );
+  if (values.help) return void process.stdout.write(CREDENTIAL_USAGE);
+  const [action, username, ...extra] = positionals;
+  subcommand(action === undefined ? [] : [action], ['revoke', 'rotate'], CREDENTIAL_USAGE);
+  if (!username) throw new UsageError(`${action} needs a USERNAME`, CREDENTIAL_USAGE);
+  if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`, CREDENTIAL_USAGE);
   const body = { type: values.agent ? 'AGENT' : 'API', username };
-  const answer = await callRelay(values, `/credential/${action}`, body);
+  const answer = await callRelay(values, `/credential/${action}`, body, CREDENTIAL_USAGE);
   if (values.json) {
     process.stdout.write(`${JSON.stringify(answer)}\n`);
     return;

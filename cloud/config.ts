@@ -2,6 +2,7 @@
  * The relay's configuration: flags override `TPS_*` environment variables, which
  * override the defaults. Checked by zod at start; docs/configuration.md is the table.
  */
+import { UsageError } from '../common/cli.js';
 import { LogFormat } from '../common/logging.js';
 import { z } from 'zod';
 import { parseNetworks } from './events/webhook-target.js';
@@ -489,11 +490,12 @@ export const CLOUD_SETTINGS = {
   },
 } as const satisfies Record<keyof CloudConfig, { env: string; flag: string; doc: string }>;
 
-export class ConfigError extends Error {
+/** A wrong setting (a flag or its environment variable): a usage error, nothing started. */
+export class ConfigError extends UsageError {
   constructor(readonly problems: string[]) {
     super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
-    this.name = 'ConfigError';
   }
+  override readonly name = 'ConfigError';
 }
 
 /** Builds the configuration from flags and the environment; throws ConfigError naming every mistake. */

@@ -2,7 +2,8 @@
  * `tps bridge …`: the bench tools for hardware teams (docs/bench-tools.md). Each
  * subcommand is a thin shell around a function in tools/ or printer/.
  */
-import { parseArgs } from 'node:util';
+import { UsageError, parseCommandLine, withUsage } from '../common/cli.js';
+import { EMULATE_USAGE, MONITOR_USAGE, PROBE_USAGE } from './tools/bridge-usage.js';
 import { integer, takeProtocol, untilStopped } from './tools/cli-args.js';
 import { startEmulator } from './tools/emulate.js';
 import { monitorBetween, monitorPort } from './tools/monitor.js';
@@ -23,14 +24,16 @@ reader's own protocol unless --protocol zvt.
   emulate [--state FILE] [--delay-ms N]   run the emulated card reader on a new pty, print
           [--port PORT] [--baud N]        the device path it serves, run until Ctrl-C;
           [--battery N|none] [--plugged-in] [--serial N]
-  monitor PORT [--baud N] [--full]        print every frame the device on PORT sends
+  monitor PORT [--baud N] [--full] [--json]
+                                          print every frame the device on PORT sends
   monitor --between PORT_A PORT_B|pty     forward bytes between two ports and print the
-          [--baud N] [--full]             frames of both directions ('pty': a new pty)
+          [--baud N] [--full] [--json]    frames of both directions ('pty': a new pty)
   probe PORT [--timeout-ms N] [--baud N] [--json]
                                           does the reader answer: status and last
                                           transaction; exit code 0 if it does, 1 if not
   print PORT FILE.png [options]           print a PNG on a receipt printer
-                                          ('tps bridge print --help')
+
+Run 'tps bridge <command> --help' (with --protocol zvt for ZVT) for a command's options.
 
 ${ZVT_USAGE}`;
 
@@ -49,39 +52,48 @@ const byProtocol =
   };
 
 const commands: Record<string, (argv: string[]) => Promise<void>> = {
-  emulate: byProtocol(runEmulate, (tools) => tools.runZvtEmulate),
-  monitor: byProtocol(runMonitor, (tools) => tools.runZvtMonitor),
-  probe: byProtocol(runProbe, (tools) => tools.runZvtProbe),
+  emulate: byProtocol(withUsage(EMULATE_USAGE, runEmulate), (tools) => tools.runZvtEmulate),
+  monitor: byProtocol(withUsage(MONITOR_USAGE, runMonitor), (tools) => tools.runZvtMonitor),
+  probe: byProtocol(withUsage(PROBE_USAGE, runProbe), (tools) => tools.runZvtProbe),
   print: async (argv) => (await import('./printer/cli.js')).runBridgePrint(argv),
 };
 
 export async function runBridge(argv: string[]): Promise<void> {
   const [name, ...rest] = argv;
-  const command = name ? commands[name] : undefined;
-  if (!command) {
-    process.stdout.write(BRIDGE_USAGE);
-    process.exitCode = name === undefined || name === '--help' || name === '-h' ? 0 : 2;
-    return;
+  if (name === undefined || name === '--help' || name === '-h') {
+    return void process.stdout.write(BRIDGE_USAGE);
   }
-  await command(rest);
+  const command = commands[name];
+  if (!command) throw new UsageError(`unknown command '${name}'`, BRIDGE_USAGE);
+  try {
+    await command(rest);
+  } catch (error) {
+    // A wrong --protocol is found before the command's own usage is known.
+    if (error instanceof UsageError && error.usage === undefined) {
+      throw new UsageError(error.message, BRIDGE_USAGE);
+    }
+    throw error;
+  }
 }
 
 async function runEmulate(argv: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      state: { type: 'string' },
-      'delay-ms': { type: 'string' },
-      port: { type: 'string' },
-      baud: { type: 'string' },
-      battery: { type: 'string' },
-      'plugged-in': { type: 'boolean' },
-      serial: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
+  const { values } = parseCommandLine(
+    {
+      args: argv,
+      options: {
+        state: { type: 'string' },
+        'delay-ms': { type: 'string' },
+        port: { type: 'string' },
+        baud: { type: 'string' },
+        battery: { type: 'string' },
+        'plugged-in': { type: 'boolean' },
+        serial: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
     },
-    strict: true,
-  });
-  if (values.help) return usage();
+    EMULATE_USAGE,
+  );
+  if (values.help) return void process.stdout.write(EMULATE_USAGE);
   const emulator = await startEmulator({
     state: values.state,
     delayMs: integer('--delay-ms', values['delay-ms'], 0),
@@ -110,23 +122,26 @@ async function runEmulate(argv: string[]): Promise<void> {
 }
 
 async function runMonitor(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: {
-      between: { type: 'boolean' },
-      baud: { type: 'string' },
-      full: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
+  const { values, positionals } = parseCommandLine(
+    {
+      args: argv,
+      options: {
+        between: { type: 'boolean' },
+        baud: { type: 'string' },
+        full: { type: 'boolean' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      allowPositionals: true,
     },
-    allowPositionals: true,
-    strict: true,
-  });
-  if (values.help) return usage();
+    MONITOR_USAGE,
+  );
+  if (values.help) return void process.stdout.write(MONITOR_USAGE);
   const baudRate = integer('--baud', values.baud, 1);
   const print = (line: string) => process.stdout.write(`${line}\n`);
   const want = values.between ? 2 : 1;
   if (positionals.length !== want) {
-    throw new Error(
+    throw new UsageError(
       values.between
         ? 'monitor --between needs two ports'
         : 'monitor needs one PORT (or --between A B)',
@@ -138,14 +153,18 @@ async function runMonitor(argv: string[]): Promise<void> {
       const port =
         spec === 'pty' && values.between ? await openPty() : await openPort(spec, { baudRate });
       ports.push(port);
-      if ('path' in port) process.stdout.write(`${port.path}\n`);
+      if ('path' in port) {
+        const path = String(port.path);
+        print(values.json ? JSON.stringify({ pty: path }) : path);
+      }
     }
     const [a, b] = ports as [OpenPort, OpenPort | undefined];
     process.stderr.write(
       `tps bridge monitor: ${b ? `forwarding between ${a.description} and ${b.description}` : `listening on ${a.description}`}; Ctrl-C stops it.\n`,
     );
-    if (b) monitorBetween(a.stream, b.stream, { print, full: values.full, names: ['A', 'B'] });
-    else monitorPort(a.stream, { print, full: values.full });
+    const options = { print, full: values.full, json: values.json };
+    if (b) monitorBetween(a.stream, b.stream, { ...options, names: ['A', 'B'] });
+    else monitorPort(a.stream, options);
     const closed = Promise.race(
       ports.map(
         (port) =>
@@ -165,20 +184,22 @@ async function runMonitor(argv: string[]): Promise<void> {
 }
 
 async function runProbe(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: {
-      'timeout-ms': { type: 'string' },
-      baud: { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
+  const { values, positionals } = parseCommandLine(
+    {
+      args: argv,
+      options: {
+        'timeout-ms': { type: 'string' },
+        baud: { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      allowPositionals: true,
     },
-    allowPositionals: true,
-    strict: true,
-  });
-  if (values.help) return usage();
+    PROBE_USAGE,
+  );
+  if (values.help) return void process.stdout.write(PROBE_USAGE);
   const [spec] = positionals;
-  if (!spec || positionals.length > 1) throw new Error('probe needs one PORT');
+  if (!spec || positionals.length > 1) throw new UsageError('probe needs one PORT');
   const baudRate = integer('--baud', values.baud, 1);
   const port = await openPort(spec, { baudRate });
   try {
@@ -193,8 +214,4 @@ async function runProbe(argv: string[]): Promise<void> {
   } finally {
     await port.close();
   }
-}
-
-function usage(): void {
-  process.stdout.write(BRIDGE_USAGE);
 }

@@ -101,6 +101,33 @@ describe('tps agent doctor', () => {
     expect(text).toMatch(/✗ card reader port .*no-such-tty: cannot open/);
     expect(text).toMatch(/✗ clock: 2001-01-01T00:00:00\.000Z \(UTC\)\n.*implausible/);
     expect(code).toBe(1);
+
+    // --json: the same verdict as one JSON object, for a fleet tool to read.
+    const lines: string[] = [];
+    const json = await runDoctor(file, {
+      clock: { now: () => new Date('2001-01-01T00:00:00.000Z') },
+      timeoutMs: 2000,
+      write: (line) => lines.push(line),
+      json: true,
+    });
+    expect(json).toBe(1);
+    expect(lines).toHaveLength(1);
+    const report = JSON.parse(lines[0]!) as {
+      config: string;
+      checks: Array<{ status: string; title: string; detail?: string }>;
+      failed: number;
+    };
+    expect(report.config).toBe(file);
+    expect(report.checks.filter((c) => c.status === 'fail').length).toBe(report.failed);
+    expect(report.checks).toContainEqual(
+      expect.objectContaining({ status: 'fail', title: expect.stringMatching(/^clock: 2001-/) }),
+    );
+    expect(report.checks).toContainEqual(
+      expect.objectContaining({
+        status: 'fail',
+        detail: expect.stringMatching(/Bad username or password/),
+      }),
+    );
   });
 
   it('probes a ZVT terminal with a status enquiry, and names a wrong password or address', async () => {

@@ -100,25 +100,52 @@ describe('agent broker credentials', () => {
     );
     expect(result.stdout).toContain('mac_fun = sha512, iterations = 101, dk_length = 64');
     expect(result.stderr).toContain(older.id);
+
+    const json = await runTpsToEnd(
+      [
+        'broker',
+        'emqx',
+        '--out',
+        out,
+        '--data-dir',
+        relay.dataDir,
+        '--relay-username',
+        'relay-1',
+        '--json',
+      ],
+      { TPS_MQTT_PASSWORD: 'the-relay-password' },
+    );
+    expect(json.code, json.stderr).toBe(0);
+    const written = JSON.parse(json.stdout) as { agents: number; left_out: string[] };
+    expect(written).toEqual({
+      broker: 'emqx',
+      files: [
+        { path: path.join(out, 'users.json'), kind: 'credentials' },
+        { path: path.join(out, 'acl.conf'), kind: 'acl' },
+      ],
+      agents: users.length - 1,
+      relay_username: 'relay-1',
+      left_out: expect.arrayContaining([older.id]),
+    });
   });
 
   it('tps broker says what is missing: the subcommand, --out, the relay password, the store', async () => {
     const usage = await runTpsToEnd(['broker']);
     expect(usage.code).toBe(2);
-    expect(usage.stdout).toContain('tps broker mosquitto --out DIR');
+    expect(usage.stderr).toContain('tps broker mosquitto --out DIR');
 
     const out = path.join(tempDataDir(), 'broker');
     const noOut = await runTpsToEnd(['broker', 'mosquitto', '--data-dir', relay.dataDir], {
       TPS_MQTT_PASSWORD: 'p',
     });
-    expect(noOut.code).toBe(1);
+    expect(noOut.code).toBe(2);
     expect(noOut.stderr).toContain('--out DIR is needed');
 
     const noPassword = await runTpsToEnd(
       ['broker', 'mosquitto', '--out', out, '--data-dir', relay.dataDir],
       { TPS_MQTT_PASSWORD: '' },
     );
-    expect(noPassword.code).toBe(1);
+    expect(noPassword.code).toBe(2);
     expect(noPassword.stderr).toContain('TPS_MQTT_PASSWORD');
 
     const noStore = await runTpsToEnd(

@@ -124,7 +124,7 @@ describe('tps', () => {
       TPS_ACCOUNT_USERNAME: '',
       TPS_ACCOUNT_PASSWORD: '',
     });
-    expect(missing.code).toBe(1);
+    expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/account username is needed/);
     const wrong = await run([
       'simulator',
@@ -142,7 +142,7 @@ describe('tps', () => {
 
   it('cloud refuses a bad configuration with every mistake named', async () => {
     const result = await run(['cloud'], { TPS_PORT: 'x', TPS_PAUSE_TIMEOUT_S: '-5' });
-    expect(result.code).toBe(1);
+    expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/TPS_PORT \(--port\)/);
     expect(result.stderr).toMatch(/TPS_PAUSE_TIMEOUT_S/);
   });

@@ -1,7 +1,7 @@
 /** `tps terminal claim CODE`: pairs the terminal showing CODE into the account. */
-import { parseArgs } from 'node:util';
+import { UsageError, parseCommandLine } from '../../common/cli.js';
 import { TerminalClaimResponse } from '../../protocol/index.js';
-import { accessOptions, callRelay } from '../cli.js';
+import { accessOptions, callRelay } from '../relay-call.js';
 
 export const CLAIM_USAGE = `Usage: tps terminal claim CODE [--name NAME] [--cohort cohort-NAME] [options]
 
@@ -16,33 +16,44 @@ once, within 10 minutes of being shown.
   --battery               the terminal runs on a battery
   --json                  print {terminal_id, name, cohort, username, password} as JSON
   --base-url, --username, --password   as for 'tps simulator create'
+  -h, --help              this text
 `;
 
 export async function runTerminalClaim(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: {
-      ...accessOptions,
-      name: { type: 'string' },
-      cohort: { type: 'string' },
-      printer: { type: 'boolean' },
-      battery: { type: 'boolean' },
+  const { values, positionals } = parseCommandLine(
+    {
+      args: argv,
+      options: {
+        ...accessOptions,
+        name: { type: 'string' },
+        cohort: { type: 'string' },
+        printer: { type: 'boolean' },
+        battery: { type: 'boolean' },
+      },
+      allowPositionals: true,
     },
-    allowPositionals: true,
-  });
-  if (values.help || positionals.length !== 1) {
-    process.stdout.write(CLAIM_USAGE);
-    if (!values.help) process.exitCode = 2;
-    return;
+    CLAIM_USAGE,
+  );
+  if (values.help) return void process.stdout.write(CLAIM_USAGE);
+  if (positionals.length !== 1) {
+    throw new UsageError(
+      positionals.length === 0 ? 'the pairing CODE is needed' : 'give one CODE',
+      CLAIM_USAGE,
+    );
   }
   const claimed = TerminalClaimResponse.parse(
-    await callRelay(values, '/terminal/claim', {
-      code: positionals[0],
-      ...(values.name ? { name: values.name } : {}),
-      ...(values.cohort ? { cohort: values.cohort } : {}),
-      ...(values.printer ? { printer: true } : {}),
-      ...(values.battery ? { battery: true } : {}),
-    }),
+    await callRelay(
+      values,
+      '/terminal/claim',
+      {
+        code: positionals[0],
+        ...(values.name ? { name: values.name } : {}),
+        ...(values.cohort ? { cohort: values.cohort } : {}),
+        ...(values.printer ? { printer: true } : {}),
+        ...(values.battery ? { battery: true } : {}),
+      },
+      CLAIM_USAGE,
+    ),
   );
   if (values.json) {
     process.stdout.write(`${JSON.stringify(claimed)}\n`);

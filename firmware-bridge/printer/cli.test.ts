@@ -30,13 +30,16 @@ afterEach(async () => {
 
 function io(overrides: Partial<BridgePrintIo> = {}) {
   const out: string[] = [];
+  const err: string[] = [];
   const value: BridgePrintIo = {
     stdout: { write: (text: string) => out.push(text) },
+    stderr: { write: (text: string) => err.push(text), isTTY: false },
+    now: () => performance.now(),
     readFile: async (path) => (await import('node:fs/promises')).readFile(path),
     openSerial: () => Promise.reject(new Error('no serial port in this test')),
     ...overrides,
   };
-  return { io: value, out };
+  return { io: value, out, err };
 }
 
 describe('tps bridge print', () => {
@@ -87,11 +90,47 @@ describe('tps bridge print', () => {
     server.printer.setPaperOut(true);
     const { io: deps } = io();
     await expect(runBridgePrint([server.url, file], deps)).rejects.toThrow(
-      /^bridge print: PAPER_OUT: printer reports paper out; the job was not sent$/,
+      /^PAPER_OUT: printer reports paper out; the job was not sent$/,
     );
     server.printer.setPaperOut(false);
     server.printer.setCoverOpen(true);
     await expect(runBridgePrint([server.url, file], deps)).rejects.toThrow(/COVER_OPEN/);
+  });
+
+  it('--json prints the result as one JSON object, and no progress when stderr is no terminal', async () => {
+    server = await startEmulatedNetworkPrinter();
+    const { io: deps, out, err } = io();
+    await runBridgePrint([server.url, file, '--json'], deps);
+    expect(JSON.parse(out.join(''))).toEqual({
+      port: server.url,
+      width: 384,
+      rows: expect.any(Number),
+      bands: 1,
+      bytes: expect.any(Number),
+      ms: expect.any(Number),
+      paper: 'ok',
+    });
+    expect(err).toEqual([]);
+  });
+
+  it('--progress reports bytes sent, the share and the time left on stderr, throttled', async () => {
+    server = await startEmulatedNetworkPrinter();
+    // Each reading of the clock is 400 ms later: a slow line, without waiting for one.
+    let clock = 0;
+    const { io: deps, out, err } = io({ now: () => (clock += 400) });
+    const tall = join(dir, 'tall.png');
+    await writeFile(tall, receiptLike(384, 4000));
+    await runBridgePrint([server.url, tall, '--progress', '--json'], deps);
+    const lines = err.join('').trimEnd().split('\n');
+    expect(lines.length).toBeGreaterThan(2);
+    // Far fewer lines than pieces written (1 KiB each): at most one per 5 s of this clock.
+    const { bytes } = JSON.parse(out.join('')) as { bytes: number };
+    expect(lines.length).toBeLessThan(Math.ceil(bytes / 1024) / 5);
+    expect(lines[1]).toMatch(
+      /^tps bridge print: [\d,]+ of [\d,]+ bytes sent \(\d+ %\), about \d+ (s|min \d+ s) left$/,
+    );
+    expect(lines.at(-1)).toMatch(/^tps bridge print: ([\d,]+) of \1 bytes sent \(100 %\), done in/);
+    expect(out.join('')).not.toMatch(/bytes sent/);
   });
 
   it('refuses bad arguments with a clear message', async () => {

@@ -1,7 +1,8 @@
 /** `tps bridge print`: prints a PNG on a receipt printer over serial or raw TCP. */
 import { readFile } from 'node:fs/promises';
 import type { Duplex } from 'node:stream';
-import { parseArgs } from 'node:util';
+import { UsageError, integerOption, parseCommandLine } from '../../common/cli.js';
+import { progressReporter } from '../../common/progress.js';
 import { PrinterError } from './errors.js';
 import { ReceiptPrinter, type ConfirmMode, type PrintResult } from './printer.js';
 import { connectTcpPrinter, parseTcpAddress } from './tcp.js';
@@ -25,54 +26,72 @@ Options:
   --cut MODE          partial (default), full or none
   --confirm MODE      printed (default: wait until printed), sent, or none (no status queries)
   --timeout MS        how long the job may take to print (default 10 s + 5 ms a row)
+  --json              print the result as JSON: {port, width, rows, bands, bytes, ms, paper}
+  --progress          show progress on stderr (bytes sent, %, time left) even when it
+                      is no terminal (on a terminal it is shown anyway)
   -h, --help          this text
 `;
 
 /** What runBridgePrint reaches outside; tests replace it. */
 export interface BridgePrintIo {
   stdout: { write(text: string): unknown };
+  /** Progress goes here, never to stdout. */
+  stderr: { write(text: string): unknown; isTTY?: boolean };
+  now(): number;
   readFile(path: string): Promise<Uint8Array>;
   openSerial(path: string, baudRate: number): Promise<Duplex>;
 }
 
 const defaultIo: BridgePrintIo = {
   stdout: process.stdout,
+  stderr: process.stderr,
+  now: () => performance.now(),
   readFile: (path) => readFile(path),
   openSerial,
 };
 
-/** `argv` is what follows `tps bridge print`. Throws an Error whose message says what failed. */
+/**
+ * `argv` is what follows `tps bridge print`. Throws a UsageError for wrong arguments and
+ * an Error whose message says what failed otherwise.
+ */
 export async function runBridgePrint(argv: string[], io: BridgePrintIo = defaultIo): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      width: { type: 'string', default: '384' },
-      dither: { type: 'boolean', default: false },
-      threshold: { type: 'string', default: '128' },
-      tcp: { type: 'string' },
-      baud: { type: 'string', default: '9600' },
-      'band-rows': { type: 'string', default: '256' },
-      cut: { type: 'string', default: 'partial' },
-      confirm: { type: 'string', default: 'printed' },
-      timeout: { type: 'string' },
-      help: { type: 'boolean', short: 'h', default: false },
+  const { values, positionals } = parseCommandLine(
+    {
+      args: argv,
+      allowPositionals: true,
+      options: {
+        width: { type: 'string', default: '384' },
+        dither: { type: 'boolean', default: false },
+        threshold: { type: 'string', default: '128' },
+        tcp: { type: 'string' },
+        baud: { type: 'string', default: '9600' },
+        'band-rows': { type: 'string', default: '256' },
+        cut: { type: 'string', default: 'partial' },
+        confirm: { type: 'string', default: 'printed' },
+        timeout: { type: 'string' },
+        json: { type: 'boolean', default: false },
+        progress: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
     },
-  });
+    PRINT_USAGE,
+  );
   if (values.help) {
     io.stdout.write(PRINT_USAGE);
     return;
   }
   const expected = values.tcp === undefined ? 2 : 1;
   if (positionals.length !== expected)
-    throw new Error(
-      `bridge print: expected ${expected === 2 ? 'PORT and FILE.png' : 'FILE.png (with --tcp)'}; see --help`,
+    throw new UsageError(
+      `expected ${expected === 2 ? 'PORT and FILE.png' : 'FILE.png (with --tcp)'}`,
+      PRINT_USAGE,
     );
   const port = values.tcp === undefined ? positionals[0]! : `tcp://${values.tcp}`;
   const file = positionals[expected - 1]!;
   const headWidth = integer('--width', values.width, 8, 4096);
-  if (headWidth % 8 !== 0) throw new Error('bridge print: --width must be a multiple of 8 dots');
+  if (headWidth % 8 !== 0) {
+    throw new UsageError('--width must be a multiple of 8 dots', PRINT_USAGE);
+  }
   const options = {
     headWidth,
     dither: values.dither,
@@ -92,12 +111,28 @@ export async function runBridgePrint(argv: string[], io: BridgePrintIo = default
 
   const png = await io.readFile(file);
   const stream = await open(port, baudRate, io);
-  const printer = new ReceiptPrinter(stream, options);
-  const started = Date.now();
+  const progress =
+    values.progress || io.stderr.isTTY === true
+      ? progressReporter({
+          write: (text) => io.stderr.write(text),
+          tty: io.stderr.isTTY === true,
+          label: 'tps bridge print',
+          unit: 'bytes sent',
+          now: io.now,
+        })
+      : undefined;
+  const onProgress = progress && ((sent: number, total: number) => progress.update(sent, total));
+  const printer = new ReceiptPrinter(stream, { ...options, ...(onProgress && { onProgress }) });
+  const started = io.now();
   try {
     const result = await printer.print(png);
-    io.stdout.write(summary(port, result, Date.now() - started));
+    progress?.end();
+    const ms = Math.round(io.now() - started);
+    io.stdout.write(
+      values.json ? `${JSON.stringify(resultJson(port, result, ms))}\n` : summary(port, result, ms),
+    );
   } catch (error) {
+    progress?.end();
     if (error instanceof PrinterError) throw new Error(explain(error), { cause: error });
     throw error;
   } finally {
@@ -109,7 +144,7 @@ export async function runBridgePrint(argv: string[], io: BridgePrintIo = default
 async function open(port: string, baudRate: number, io: BridgePrintIo): Promise<Duplex> {
   if (port.startsWith('tcp://')) {
     const address = parseTcpAddress(port);
-    if (!address) throw new Error(`bridge print: not a tcp://HOST:PORT address: ${port}`);
+    if (!address) throw new UsageError(`not a tcp://HOST:PORT address: ${port}`, PRINT_USAGE);
     try {
       return await connectTcpPrinter(address);
     } catch (error) {
@@ -135,7 +170,7 @@ export async function openSerial(path: string, baudRate: number): Promise<Duplex
     module = (await import(name)) as SerialPortModule;
   } catch {
     throw new Error(
-      `bridge print: serial ports need the 'serialport' package, which is not installed ` +
+      `serial ports need the 'serialport' package, which is not installed ` +
         `(npm install serialport); a network printer works without it: tcp://HOST:9100`,
     );
   }
@@ -143,11 +178,7 @@ export async function openSerial(path: string, baudRate: number): Promise<Duplex
   await new Promise<void>((resolve, reject) =>
     port.open((error) =>
       error
-        ? reject(
-            new Error(
-              `bridge print: cannot open ${path}: ${error.message.replace(/^Error: /, '')}`,
-            ),
-          )
+        ? reject(new Error(`cannot open ${path}: ${error.message.replace(/^Error: /, '')}`))
         : resolve(),
     ),
   );
@@ -172,24 +203,28 @@ function summary(port: string, result: PrintResult, ms: number): string {
   );
 }
 
+function resultJson(port: string, result: PrintResult, ms: number) {
+  const { width, rows, bands, bytes, status } = result;
+  const paper = !status ? null : status.paperNearEnd ? 'near_end' : 'ok';
+  return { port, width, rows, bands, bytes, ms, paper };
+}
+
 function explain(error: PrinterError): string {
   const sent = error.jobSent
     ? ' (the job reached the printer and may print once the cause is cleared)'
     : '';
-  return `bridge print: ${error.code}: ${error.message}${sent}`;
+  return `${error.code}: ${error.message}${sent}`;
 }
 
 function integer(flag: string, text: string, min: number, max: number): number {
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < min || value > max)
-    throw new Error(
-      `bridge print: ${flag} must be an integer from ${min} to ${max}, not '${text}'`,
-    );
-  return value;
+  return integerOption(flag, text, { min, max }, PRINT_USAGE) as number;
 }
 
 function oneOf<T extends string>(flag: string, text: string, allowed: readonly T[]): T {
   if (!(allowed as readonly string[]).includes(text))
-    throw new Error(`bridge print: ${flag} must be one of ${allowed.join(', ')}, not '${text}'`);
+    throw new UsageError(
+      `${flag} must be one of ${allowed.join(', ')}, not '${text}'`,
+      PRINT_USAGE,
+    );
   return text as T;
 }

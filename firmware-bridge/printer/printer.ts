@@ -66,7 +66,16 @@ export interface PrintOptions {
    * long jobs; too long delays the report of a printer that stopped answering.
    */
   printTimeoutMs?: number | ((rows: number) => number);
+  /**
+   * Told after each piece of the job is written (bytes so far, of total). With it, the job
+   * is written in pieces of PROGRESS_CHUNK bytes, each once the last has left: on a slow
+   * serial line a large image takes minutes, and a silent tool looks hung.
+   */
+  onProgress?: (sent: number, total: number) => void;
 }
+
+/** ≈ 1 s of a 9,600 baud line: progress often enough to see, rarely enough to be cheap. */
+export const PROGRESS_CHUNK = 1024;
 
 export interface ReceiptPrinterOptions extends PrintOptions {
   /**
@@ -159,7 +168,7 @@ export class ReceiptPrinter {
     if (failure) throw failure;
     // From here on part of the job may have reached the printer: every error says jobSent.
     try {
-      await this.write(job);
+      await this.writeJob(job, options.onProgress);
       if (confirm === 'none') return result;
       if (confirm === 'printed') await this.waitUntilPrinted(raster.height, options);
       const status = await this.readConfirmedStatus();
@@ -250,6 +259,19 @@ export class ReceiptPrinter {
       `printer reports ${words[problem]}${jobSent ? '' : '; the job was not sent'}`,
       { jobSent, status },
     );
+  }
+
+  private async writeJob(
+    job: Buffer,
+    onProgress: ((sent: number, total: number) => void) | undefined,
+  ): Promise<void> {
+    if (!onProgress) return this.write(job);
+    for (let sent = 0; sent < job.length;) {
+      const piece = job.subarray(sent, sent + PROGRESS_CHUNK);
+      await this.write(piece);
+      sent += piece.length;
+      onProgress(sent, job.length);
+    }
   }
 
   private write(bytes: Buffer): Promise<void> {

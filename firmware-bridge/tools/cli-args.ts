@@ -1,4 +1,5 @@
 /** What the `tps bridge` subcommands share: number options and running until Ctrl-C. */
+import { UsageError, integerOption } from '../../common/cli.js';
 
 /** A whole-number option, checked; undefined when not given. */
 export function integer(
@@ -7,14 +8,7 @@ export function integer(
   min: number,
   max = Number.MAX_SAFE_INTEGER,
 ): number | undefined {
-  if (text === undefined) return undefined;
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new Error(
-      `${flag} must be a whole number from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ''}, not '${text}'`,
-    );
-  }
-  return value;
+  return integerOption(flag, text, { min, max });
 }
 
 /** Resolves on Ctrl-C or SIGTERM. */
@@ -45,7 +39,7 @@ export function takeProtocol(argv: string[]): { protocol: 'native' | 'zvt'; rest
     }
     if (arg === '--protocol') {
       protocol = argv[++index];
-      if (protocol === undefined) throw new Error('--protocol needs a value: native or zvt');
+      if (protocol === undefined) throw new UsageError('--protocol needs a value: native or zvt');
     } else if (arg.startsWith('--protocol=')) {
       protocol = arg.slice('--protocol='.length);
     } else {
@@ -53,7 +47,7 @@ export function takeProtocol(argv: string[]): { protocol: 'native' | 'zvt'; rest
     }
   }
   if (protocol !== undefined && protocol !== 'native' && protocol !== 'zvt') {
-    throw new Error(`--protocol is native or zvt, not '${protocol}'`);
+    throw new UsageError(`--protocol is native or zvt, not '${protocol}'`);
   }
   return { protocol: protocol ?? 'native', rest };
 }

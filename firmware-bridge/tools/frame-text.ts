@@ -62,3 +62,20 @@ function parseJson(payload: Buffer): unknown {
     return undefined;
   }
 }
+
+/** One line of the monitor as JSON (`--json`): one object per line, for tools. */
+export function monitorJsonLine(entry: {
+  at: Date;
+  from: string | undefined;
+  to: string | undefined;
+  route: string | undefined;
+  text: string;
+}): string {
+  return JSON.stringify({
+    at: entry.at.toISOString(),
+    from: entry.from ?? 'peer',
+    to: entry.to ?? 'peer',
+    ...(entry.route ? { route: entry.route } : {}),
+    text: entry.text,
+  });
+}

@@ -15,12 +15,21 @@
 import type { Duplex } from 'node:stream';
 import type { Frame } from '../serial/codec.js';
 import { FrameDecoder, type DropInfo } from '../serial/decoder.js';
-import { clock, dropText, frameText, senderOf, type Sender } from './frame-text.js';
+import {
+  clock,
+  dropText,
+  frameText,
+  monitorJsonLine,
+  senderOf,
+  type Sender,
+} from './frame-text.js';
 
 export interface MonitorOptions {
   print: (line: string) => void;
   /** Print long strings (receipts) whole (default: cut at 60 characters). */
   full?: boolean;
+  /** Print each line as a JSON object ({at, from, to, route, text}) instead of text. */
+  json?: boolean;
   now?: () => Date;
 }
 
@@ -60,11 +69,16 @@ export class LineTap {
   }
 
   private print(text: string): void {
-    const who = this.sender
-      ? `${this.sender}→${this.sender === 'host' ? 'reader' : 'host'}`
-      : 'peer';
-    const at = clock((this.options.now ?? (() => new Date()))());
-    this.options.print(`${at}  ${who.padEnd(11)}${this.route ? `  ${this.route}` : ''}  ${text}`);
+    const to = this.sender && (this.sender === 'host' ? 'reader' : 'host');
+    const now = (this.options.now ?? (() => new Date()))();
+    if (this.options.json) {
+      const line = { at: now, from: this.sender, to, route: this.route, text };
+      return this.options.print(monitorJsonLine(line));
+    }
+    const who = this.sender ? `${this.sender}→${to}` : 'peer';
+    this.options.print(
+      `${clock(now)}  ${who.padEnd(11)}${this.route ? `  ${this.route}` : ''}  ${text}`,
+    );
   }
 }
 

@@ -55,6 +55,28 @@ describe('monitor', () => {
       /reader→host {2}DATA #\d+ SYN {2}status\.report \{"battery_percentage":80,/,
     );
   });
+
+  it('--json: one JSON object a line, with the time, who sent it and the decoded frame', async () => {
+    const line = createStreamPair();
+    const lines: string[] = [];
+    monitorPort(line.a, { print: (l) => lines.push(l), now: at, json: true });
+    line.b.write(
+      Buffer.from([0xc0, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0xc0]),
+    );
+    const firmware = new CardReaderFirmware({ link: { ackTimeoutMs: 5, maxRetries: 0 } });
+    firmware.serve(line.b);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await firmware.close();
+    const entries = lines.map((l) => JSON.parse(l) as Record<string, string>);
+    expect(entries[0]).toEqual({
+      at: at().toISOString(),
+      from: 'peer',
+      to: 'peer',
+      text: 'drop bad-crc (10 bytes)',
+    });
+    expect(entries[1]).toMatchObject({ from: 'reader', to: 'host' });
+    expect(entries[1]!.text).toMatch(/^DATA #\d+ SYN {2}status\.report \{"battery_percentage":80,/);
+  });
 });
 
 describe('probe', () => {

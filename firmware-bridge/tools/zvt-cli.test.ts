@@ -54,8 +54,10 @@ describe('tps bridge --protocol zvt', () => {
     expect(help.stdout).toMatch(/monitor --protocol zvt --between PORT_A PORT_B\|pty/);
     expect(help.stdout).toMatch(/probe --protocol zvt PORT\|tcp:\/\/HOST:PORT \[--register\]/);
     const wrong = await run(['bridge', 'probe', '--protocol', 'opi', '/dev/null']);
-    expect(wrong.code).toBe(1);
-    expect(wrong.stderr).toBe("tps: --protocol is native or zvt, not 'opi'\n");
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toMatch(
+      /^tps bridge probe: --protocol is native or zvt, not 'opi'\n\nUsage: tps bridge/,
+    );
   });
 
   it('emulate --tcp listens and says where; probe --register finds the terminal there; Ctrl-C stops it', async () => {
@@ -77,7 +79,7 @@ describe('tps bridge --protocol zvt', () => {
     const probe = await probeZvt([`tcp://127.0.0.1:${await closedPort()}`, '--json']);
     expect(probe.code).toBe(1);
     expect(probe.stderr).toMatch(
-      /^tps: cannot connect to tcp:\/\/127\.0\.0\.1:\d+: .*ECONNREFUSED/,
+      /^tps bridge probe: cannot connect to tcp:\/\/127\.0\.0\.1:\d+: .*ECONNREFUSED/,
     );
   });
 

@@ -6,7 +6,7 @@
  * With ZVT, `tcp://HOST:PORT` is a terminal speaking ZVT over TCP (plain APDUs), not a
  * serial-to-network bridge; serial lines run at 9600 baud, 2 stop bits, unless `--baud`.
  */
-import { parseArgs } from 'node:util';
+import { UsageError, parseCommandLine, withUsage } from '../../common/cli.js';
 import type { ApduChannel } from '../zvt/channel.js';
 import { ZvtSerialLink } from '../zvt/serial-link.js';
 import { connectZvtTcp } from '../zvt/tcp-channel.js';
@@ -19,36 +19,42 @@ import { parseListenAddress, startZvtEmulator, ZVT_BAUD_RATE } from './zvt-emula
 import { monitorZvtBetween, monitorZvtPort, relayZvtTcp } from './zvt-monitor.js';
 import { resultCodeText } from './zvt-names.js';
 import { probeZvtTerminal, zvtProbeText } from './zvt-probe.js';
-import { ZVT_USAGE } from './zvt-usage.js';
+import { ZVT_EMULATE_USAGE, ZVT_MONITOR_USAGE, ZVT_PROBE_USAGE } from './zvt-usage.js';
 
 const PASSWORD = /^[0-9]{6}$/;
 
 function checkPassword(password: string | undefined): string | undefined {
   if (password !== undefined && !PASSWORD.test(password)) {
-    throw new Error(`--password is 6 digits, not '${password}'`);
+    throw new UsageError(`--password is 6 digits, not '${password}'`);
   }
   return password;
 }
 
-export async function runZvtEmulate(argv: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      state: { type: 'string' },
-      'delay-ms': { type: 'string' },
-      password: { type: 'string' },
-      tcp: { type: 'string' },
-      port: { type: 'string' },
-      baud: { type: 'string' },
-      serial: { type: 'string' },
-      'terminal-id': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
+export const runZvtEmulate = withUsage(ZVT_EMULATE_USAGE, async (argv: string[]) => {
+  const { values } = parseCommandLine(
+    {
+      args: argv,
+      options: {
+        state: { type: 'string' },
+        'delay-ms': { type: 'string' },
+        password: { type: 'string' },
+        tcp: { type: 'string' },
+        port: { type: 'string' },
+        baud: { type: 'string' },
+        serial: { type: 'string' },
+        'terminal-id': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
     },
-    strict: true,
-  });
-  if (values.help) return void process.stdout.write(ZVT_USAGE);
+    ZVT_EMULATE_USAGE,
+  );
+  if (values.help) return void process.stdout.write(ZVT_EMULATE_USAGE);
   if (values.tcp !== undefined && values.port !== undefined) {
-    throw new Error('emulate takes --tcp or --port, not both');
+    throw new UsageError('emulate takes --tcp or --port, not both');
+  }
+  const terminalId = values['terminal-id'];
+  if (terminalId !== undefined && !/^[0-9]{8}$/.test(terminalId)) {
+    throw new UsageError(`--terminal-id is 8 digits, not '${terminalId}'`);
   }
   const emulator = await startZvtEmulator({
     state: values.state,
@@ -58,7 +64,7 @@ export async function runZvtEmulate(argv: string[]): Promise<void> {
     port: values.port,
     baudRate: integer('--baud', values.baud, 1),
     serial: integer('--serial', values.serial, 0),
-    terminalId: values['terminal-id'],
+    terminalId,
   });
   process.stdout.write(`${emulator.address}\n`);
   process.stderr.write(
@@ -76,27 +82,30 @@ export async function runZvtEmulate(argv: string[]): Promise<void> {
   });
   await untilStopped();
   await emulator.close();
-}
+});
 
-export async function runZvtMonitor(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: {
-      between: { type: 'boolean' },
-      baud: { type: 'string' },
-      full: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
+export const runZvtMonitor = withUsage(ZVT_MONITOR_USAGE, async (argv: string[]) => {
+  const { values, positionals } = parseCommandLine(
+    {
+      args: argv,
+      options: {
+        between: { type: 'boolean' },
+        baud: { type: 'string' },
+        full: { type: 'boolean' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      allowPositionals: true,
     },
-    allowPositionals: true,
-    strict: true,
-  });
-  if (values.help) return void process.stdout.write(ZVT_USAGE);
+    ZVT_MONITOR_USAGE,
+  );
+  if (values.help) return void process.stdout.write(ZVT_MONITOR_USAGE);
   const baudRate = integer('--baud', values.baud, 1) ?? ZVT_BAUD_RATE;
   const print = (line: string) => process.stdout.write(`${line}\n`);
   const log = (line: string) => process.stderr.write(`tps bridge monitor: ${line}\n`);
   const want = values.between ? 2 : 1;
   if (positionals.length !== want) {
-    throw new Error(
+    throw new UsageError(
       values.between
         ? 'monitor --between needs two ports'
         : 'monitor needs one PORT (or --between A B)',
@@ -106,14 +115,18 @@ export async function runZvtMonitor(argv: string[]): Promise<void> {
   const tcpFirst = parseTcpAddress(first);
   if (values.between && second?.startsWith('listen:')) {
     if (!tcpFirst) {
-      throw new Error('monitor --between … listen:HOST:PORT needs the terminal as tcp://HOST:PORT');
+      throw new UsageError(
+        'monitor --between … listen:HOST:PORT needs the terminal as tcp://HOST:PORT',
+      );
     }
     const relay = await relayZvtTcp(parseListenAddress(second.slice('listen:'.length)), tcpFirst, {
       print,
       full: values.full,
+      json: values.json,
       log,
     });
-    process.stdout.write(`tcp://${relay.host}:${relay.port}\n`);
+    const listening = `tcp://${relay.host}:${relay.port}`;
+    print(values.json ? JSON.stringify({ listening }) : listening);
     log(
       `forwarding ECR connections on tcp://${relay.host}:${relay.port} to ${first}; Ctrl-C stops it.`,
     );
@@ -122,7 +135,7 @@ export async function runZvtMonitor(argv: string[]): Promise<void> {
     return;
   }
   if (values.between && positionals.some((spec) => parseTcpAddress(spec))) {
-    throw new Error(
+    throw new UsageError(
       'ZVT over TCP has no serial framing: forward it with --between tcp://PT_HOST:PORT listen:HOST:PORT',
     );
   }
@@ -136,15 +149,19 @@ export async function runZvtMonitor(argv: string[]): Promise<void> {
           ? await openPty()
           : await openSerialPort(spec, { baudRate, stopBits: 2 });
       ports.push(port);
-      if ('path' in port) process.stdout.write(`${port.path}\n`);
+      if ('path' in port) {
+        const path = String(port.path);
+        print(values.json ? JSON.stringify({ pty: path }) : path);
+      }
     }
     const [a, b] = ports as [OpenPort, OpenPort | undefined];
     const framing = tcpFirst ? 'tcp' : 'serial';
     log(
       `${b ? `forwarding between ${a.description} and ${b.description}` : `listening on ${a.description}`} (ZVT ${framing === 'tcp' ? 'over TCP' : 'serial framing'}); Ctrl-C stops it.`,
     );
-    if (b) monitorZvtBetween(a.stream, b.stream, { print, full: values.full, names: ['A', 'B'] });
-    else monitorZvtPort(a.stream, { print, full: values.full, framing });
+    const options = { print, full: values.full, json: values.json };
+    if (b) monitorZvtBetween(a.stream, b.stream, { ...options, names: ['A', 'B'] });
+    else monitorZvtPort(a.stream, { ...options, framing });
     const closed = Promise.race(
       ports.map(
         (port) =>
@@ -161,25 +178,28 @@ export async function runZvtMonitor(argv: string[]): Promise<void> {
   } finally {
     for (const port of ports) await port.close();
   }
-}
+});
 
-export async function runZvtProbe(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: {
-      register: { type: 'boolean' },
-      password: { type: 'string' },
-      'timeout-ms': { type: 'string' },
-      baud: { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
+export const runZvtProbe = withUsage(ZVT_PROBE_USAGE, async (argv: string[]) => {
+  const { values, positionals } = parseCommandLine(
+    {
+      args: argv,
+      options: {
+        register: { type: 'boolean' },
+        password: { type: 'string' },
+        'timeout-ms': { type: 'string' },
+        baud: { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      allowPositionals: true,
     },
-    allowPositionals: true,
-    strict: true,
-  });
-  if (values.help) return void process.stdout.write(ZVT_USAGE);
+    ZVT_PROBE_USAGE,
+  );
+  if (values.help) return void process.stdout.write(ZVT_PROBE_USAGE);
   const [spec] = positionals;
-  if (!spec || positionals.length > 1) throw new Error('probe needs one PORT or tcp://HOST:PORT');
+  if (!spec || positionals.length > 1)
+    throw new UsageError('probe needs one PORT or tcp://HOST:PORT');
   const password = checkPassword(values.password);
   const timeoutMs = integer('--timeout-ms', values['timeout-ms'], 1);
   const baudRate = integer('--baud', values.baud, 1) ?? ZVT_BAUD_RATE;
@@ -207,4 +227,4 @@ export async function runZvtProbe(argv: string[]): Promise<void> {
   } finally {
     await port.close();
   }
-}
+});

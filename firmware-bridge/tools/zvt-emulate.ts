@@ -7,6 +7,7 @@
  * On a pty the terminal keeps serving when the ECR closes and reopens the device: the
  * emulator keeps the pty's other end, so its link never sees the line go away.
  */
+import { UsageError } from '../../common/cli.js';
 import { FileTerminalMemory, InMemoryTerminalMemory } from '../emulator/zvt/terminal-memory.js';
 import { listenTcp, serveSerial, type ZvtTcpListener } from '../emulator/zvt/terminal-server.js';
 import { ZvtTerminalEmulator } from '../emulator/zvt/zvt-terminal.js';
@@ -106,7 +107,7 @@ export function parseListenAddress(text: string): { host: string; port: number }
   const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text);
   const port = match ? Number(match[3]) : NaN;
   if (!match || port > 65_535) {
-    throw new Error(`--tcp takes HOST:PORT (e.g. 127.0.0.1:${ZVT_TCP_PORT}), not '${text}'`);
+    throw new UsageError(`--tcp takes HOST:PORT (e.g. 127.0.0.1:${ZVT_TCP_PORT}), not '${text}'`);
   }
   return { host: match[1] ?? (match[2] || '127.0.0.1'), port };
 }

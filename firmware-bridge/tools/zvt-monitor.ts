@@ -18,7 +18,7 @@ import type { EcrCommand } from '../zvt/message-types.js';
 import { isCommand } from '../zvt/messages.js';
 import { ZvtFrameDecoder, type DropInfo, type SerialUnit } from '../zvt/serial-frame-decoder.js';
 import { ApduSplitter, type SplitterDrop } from '../zvt/tcp-splitter.js';
-import { clock } from './frame-text.js';
+import { clock, monitorJsonLine } from './frame-text.js';
 import { apduText, type ZvtSender } from './zvt-frame-text.js';
 
 export type ZvtFraming = 'serial' | 'tcp';
@@ -29,6 +29,8 @@ export interface ZvtMonitorOptions {
   framing?: ZvtFraming;
   /** Print long texts whole (default: cut at 60 characters). */
   full?: boolean;
+  /** Print each line as a JSON object ({at, from, to, route, text}) instead of text. */
+  json?: boolean;
   now?: () => Date;
 }
 
@@ -125,9 +127,16 @@ export class ZvtLineTap {
   }
 
   private print(text: string): void {
-    const who = this.sender ? `${this.sender}→${this.sender === 'ecr' ? 'pt' : 'ecr'}` : 'peer';
-    const at = clock((this.options.now ?? (() => new Date()))());
-    this.options.print(`${at}  ${who.padEnd(6)}${this.route ? `  ${this.route}` : ''}  ${text}`);
+    const to = this.sender && (this.sender === 'ecr' ? 'pt' : 'ecr');
+    const now = (this.options.now ?? (() => new Date()))();
+    if (this.options.json) {
+      const line = { at: now, from: this.sender, to, route: this.route, text };
+      return this.options.print(monitorJsonLine(line));
+    }
+    const who = this.sender ? `${this.sender}→${to}` : 'peer';
+    this.options.print(
+      `${clock(now)}  ${who.padEnd(6)}${this.route ? `  ${this.route}` : ''}  ${text}`,
+    );
   }
 }
 

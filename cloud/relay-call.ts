@@ -1,0 +1,102 @@
+/** The account's calls to a running relay, for the commands that make them (docs/cli.md). */
+import { z } from 'zod';
+import { UsageError } from '../common/cli.js';
+import { unreachableText } from '../common/network-error.js';
+
+/** How long a call to the relay may take before the command gives up (docs/cli.md). */
+export const RELAY_CALL_TIMEOUT_MS = 30_000;
+
+const RelayAccess = z.object({
+  baseUrl: z.url().default('http://127.0.0.1:8080/pos'),
+  username: z
+    .string({ error: 'an account username is needed (--username or TPS_ACCOUNT_USERNAME)' })
+    .min(1, 'an account username is needed (--username or TPS_ACCOUNT_USERNAME)'),
+  password: z
+    .string({ error: 'an account password is needed (--password or TPS_ACCOUNT_PASSWORD)' })
+    .min(1, 'an account password is needed (--password or TPS_ACCOUNT_PASSWORD)'),
+});
+
+export const accessOptions = {
+  json: { type: 'boolean' },
+  'base-url': { type: 'string' },
+  username: { type: 'string' },
+  password: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/**
+ * Calls an account-level operation of a running relay. A missing or wrong credential or
+ * address is a UsageError (with `usage`); no answer names the address and the cause.
+ */
+export async function callRelay(
+  values: { 'base-url'?: string; username?: string; password?: string },
+  operation: string,
+  body: object,
+  usage?: string,
+): Promise<unknown> {
+  const parsed = RelayAccess.safeParse({
+    baseUrl: values['base-url'] ?? process.env.TPS_BASE_URL,
+    username: values.username ?? process.env.TPS_ACCOUNT_USERNAME,
+    password: values.password ?? process.env.TPS_ACCOUNT_PASSWORD,
+  });
+  if (!parsed.success) {
+    throw new UsageError(
+      parsed.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`).join('\n'),
+      usage,
+    );
+  }
+  const { baseUrl, username, password } = parsed.data;
+  const url = `${baseUrl.replace(/\/$/, '')}/v1${operation}`;
+  let response: Response;
+  let text: string;
+  try {
+    response = await fetch(url, {
+      method: 'POST',
+      headers: {
+        authorization: `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`,
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(RELAY_CALL_TIMEOUT_MS),
+    });
+    text = await response.text();
+  } catch (error) {
+    // A request that left but got no answer in time may have been carried out.
+    const maybeDone =
+      error instanceof Error && error.name === 'TimeoutError'
+        ? '; it may have been done all the same: look before running this again'
+        : '';
+    throw new Error(`cannot reach the relay: ${unreachableText(url, error)}${maybeDone}`, {
+      cause: error,
+    });
+  }
+  let answer: unknown;
+  try {
+    answer = JSON.parse(text);
+  } catch {
+    throw new Error(`the relay at ${url} answered ${response.status} without JSON: is it a relay?`);
+  }
+  if (!response.ok) {
+    throw new Error(`the relay answered ${response.status}: ${JSON.stringify(answer)}`);
+  }
+  return answer;
+}
+
+/** The one subcommand a group takes (`create`), or a UsageError naming what was given. */
+export function subcommand(
+  positionals: string[],
+  allowed: readonly string[],
+  usage: string,
+): string {
+  const [name, ...extra] = positionals;
+  if (name === undefined || !allowed.includes(name)) {
+    throw new UsageError(
+      name === undefined
+        ? `a command is needed: ${allowed.join(' or ')}`
+        : `unknown command '${name}'`,
+      usage,
+    );
+  }
+  if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`, usage);
+  return name;
+}
