@@ -59,6 +59,7 @@ async function tps(args: string[], env: Record<string, string>) {
 }
 
 describe.concurrent('tps pos', () => {
+  // Four CLI processes in a row, each loading the sources through tsx: about 15 s alone.
   it('purchase shows the screen, the result and the receipt, and confirms; then refunds, human and --json', async () => {
     const env = terminals.chain;
     const run = await tps(
@@ -110,7 +111,7 @@ describe.concurrent('tps pos', () => {
     });
     const left = await tps(['get', '--external-id', 'cli-buy', '--extra-amounts', '--json'], env);
     expect(JSON.parse(left.stdout).extra_amounts).toEqual({ refundable_amount: 0 });
-  });
+  }, 60_000);
 
   it('purchase --json prints only the final transaction', async () => {
     const env = terminals.json;
