@@ -79,9 +79,16 @@ export function resolveUpdateAtBoot(root: string, now: () => Date): BootDecision
 function startTrial(root: string, trial: Trial): BootDecision {
   const boots = trial.boots + 1;
   if (boots > MAX_TRIAL_BOOTS) {
-    const reason = `did not prove healthy in ${MAX_TRIAL_BOOTS} starts`;
-    writeUpdateState(root, { ...trial, phase: 'rolling_back', reason });
-    return rollBack(root, { ...trial, phase: 'rolling_back', reason }, () => new Date());
+    const { order_id, from, to } = trial;
+    const rolling = {
+      phase: 'rolling_back' as const,
+      order_id,
+      from,
+      to,
+      reason: `did not prove healthy in ${MAX_TRIAL_BOOTS} starts`,
+    };
+    writeUpdateState(root, rolling);
+    return rollBack(root, rolling, () => new Date());
   }
   const next: Trial = { ...trial, boots };
   writeUpdateState(root, next);

@@ -15,15 +15,16 @@ const Switch = {
   to: ReleaseVersion,
 };
 
+/** Members a newer release adds are tolerated: an older release may read its state after a roll-back. */
 export const UpdateState = z.discriminatedUnion('phase', [
   /** Nothing under way; `last` is how the last order ended. */
-  z.strictObject({ phase: z.literal('idle'), last: UpdateOutcome.optional() }),
+  z.object({ phase: z.literal('idle'), last: UpdateOutcome.optional() }),
   /** About to move `current` from `from` to `to`. */
-  z.strictObject({ phase: z.literal('switching'), ...Switch }),
+  z.object({ phase: z.literal('switching'), ...Switch }),
   /** `current` is `to`; it has `boots` starts to prove itself healthy. */
-  z.strictObject({ phase: z.literal('trial'), ...Switch, boots: z.int().min(0) }),
+  z.object({ phase: z.literal('trial'), ...Switch, boots: z.int().min(0) }),
   /** `to` failed; `current` goes back to `from`. */
-  z.strictObject({ phase: z.literal('rolling_back'), ...Switch, reason: z.string().max(500) }),
+  z.object({ phase: z.literal('rolling_back'), ...Switch, reason: z.string().max(500) }),
 ]);
 export type UpdateState = z.infer<typeof UpdateState>;
 

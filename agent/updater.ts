@@ -61,6 +61,8 @@ export class Updater {
   private readonly stop = new AbortController();
   private phase: UpdateStatusMessage['phase'] = 'idle';
   private working: UpdateOrderMessage | undefined;
+  /** Without an update config there is no state file: the last refusal is kept here. */
+  private lastWithoutConfig: UpdateOutcome | undefined;
 
   constructor(private readonly options: UpdaterOptions) {}
 
@@ -214,8 +216,6 @@ export class Updater {
     if (failing.length === 0) {
       stepReached('healthy');
       logger.info({ version: trial.to }, 'update: healthy, confirmed');
-      this.phase = 'idle';
-      this.working = undefined;
       this.finish({ order_id: trial.order_id, version: trial.to, result: 'installed' });
       pruneReleases(config.root, [trial.to, trial.from]);
       void this.next();
@@ -224,14 +224,18 @@ export class Updater {
     const reason = `not healthy within ${config.health_deadline_s} s: ${failing.join('; ')}`;
     logger.error({ version: trial.to, back_to: trial.from, reason }, 'update: rolling back');
     this.setPhase('rolling_back');
-    const rolling = { ...trial, phase: 'rolling_back' as const, reason };
+    const { order_id, from, to } = trial;
+    const rolling = { phase: 'rolling_back' as const, order_id, from, to, reason };
     writeUpdateState(config.root, rolling);
     rollBack(config.root, rolling, () => clock.now());
     await this.options.restart(`rolled back from ${trial.to}: ${reason}`);
   }
 
+  /** Records how an order ended; the updater is idle again. */
   private finish(outcome: Omit<UpdateOutcome, 'at'>): void {
     const { config } = this.options;
+    this.phase = 'idle';
+    this.working = undefined;
     const last = {
       ...outcome,
       ...(outcome.reason === undefined ? {} : { reason: outcome.reason.slice(0, 500) }),
@@ -241,8 +245,6 @@ export class Updater {
     else this.lastWithoutConfig = last;
     this.report();
   }
-
-  private lastWithoutConfig: UpdateOutcome | undefined;
 
   private setPhase(phase: UpdateStatusMessage['phase']): void {
     this.phase = phase;

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { TimestampV1 } from './fields.js';
-import type { ReleaseArch} from './release.js';
+import type { ReleaseArch } from './release.js';
 import { ReleaseVersion } from './release.js';
 
 /** Names one order (a rollout and its wave, or an operator's single update). */

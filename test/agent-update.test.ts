@@ -1,0 +1,176 @@
+/**
+ * Updates of real agent processes under a supervisor that restarts them as systemd does:
+ * a good release is installed and confirmed, an unhealthy one rolls back by itself, a
+ * tampered one is refused before anything is installed (docs/fleet.md, "The updater").
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { generateReleaseKeyPair } from '../common/release-signature.js';
+import { startAedes, tempDir, writeConfig, type TestBroker } from './agent-harness.js';
+import {
+  Supervisor,
+  UpdateDesk,
+  buildRelease,
+  installFirst,
+  serveArchives,
+} from './support/agent-releases.js';
+
+const TERMINAL = 't-update-1';
+const credential = { username: TERMINAL, password: 'agent-secret' };
+const keys = generateReleaseKeyPair();
+
+describe('agent updates', () => {
+  let broker: TestBroker;
+  let desk: UpdateDesk;
+  let archives: Awaited<ReturnType<typeof serveArchives>>;
+  let dir: string;
+  let supervisor: Supervisor | undefined;
+
+  beforeAll(async () => {
+    broker = await startAedes();
+    desk = new UpdateDesk(broker.url);
+    archives = await serveArchives(credential);
+    dir = tempDir('update');
+    const build = (version: string, extra: object = {}) =>
+      buildRelease(dir, { version, privateKeyPem: keys.privateKeyPem, ...extra });
+    archives.archives.set('1.0.0', await build('1.0.0'));
+    archives.archives.set('1.1.0', await build('1.1.0'));
+    archives.archives.set('1.2.0', await build('1.2.0', { health: 'unhealthy' }));
+    archives.archives.set(
+      '1.3.0',
+      await buildRelease(dir, {
+        version: '1.3.0',
+        privateKeyPem: generateReleaseKeyPair().privateKeyPem,
+      }),
+    );
+    archives.archives.set('1.4.0', await build('1.4.0', { tamperFile: true }));
+  });
+
+  afterEach(async () => {
+    await supervisor?.stop();
+    supervisor = undefined;
+  });
+
+  afterAll(async () => {
+    await desk?.close();
+    await archives?.close();
+    await broker?.stop();
+  });
+
+  /** A terminal on release 1.0.0, its agent started by the supervisor. */
+  async function terminalOn100(name: string, env: Record<string, string> = {}) {
+    const root = path.join(dir, name);
+    fs.mkdirSync(root);
+    fs.writeFileSync(path.join(root, 'release-key.pem'), keys.publicKeyPem);
+    await installFirst(root, archives.archives.get('1.0.0')!, '1.0.0', keys.publicKeyPem);
+    const configFile = writeConfig(root, {
+      terminal_id: TERMINAL,
+      broker: { url: broker.url, ...credential },
+      reader: { emulated: { state_file: 'reader.json', delay_ms: 100 } },
+      data_dir: 'data',
+      log_level: 'info',
+      update: {
+        root,
+        public_key: 'release-key.pem',
+        relay: archives.url,
+        health_deadline_s: 5,
+      },
+    });
+    // An order left from another test must not be taken for this one's.
+    desk.client.publish(`tps/v1/t/${TERMINAL}/update`, '', { qos: 1, retain: true });
+    supervisor = new Supervisor(root, configFile, env);
+    supervisor.start();
+    return { root, configFile, supervisor };
+  }
+
+  const releases = (root: string) => fs.readdirSync(path.join(root, 'releases')).sort();
+  const current = (root: string) => fs.readlinkSync(path.join(root, 'current'));
+
+  it('a good release: installed beside the running one, switched to, confirmed healthy', async () => {
+    const { root, supervisor } = await terminalOn100('good');
+    desk.order(TERMINAL, { order_id: 'good-1', version: '1.1.0' });
+    const status = await desk.outcome(TERMINAL, 'good-1');
+    expect(status).toMatchObject({
+      running_version: '1.1.0',
+      last: { order_id: 'good-1', version: '1.1.0', result: 'installed' },
+    });
+    expect(current(root)).toBe(path.join('releases', '1.1.0'));
+    expect(releases(root)).toEqual(['1.0.0', '1.1.0']);
+    // It restarted once, asking for it with its exit code, and told the relay its new version.
+    expect(supervisor.exits).toEqual([{ code: 75, signal: null }]);
+    expect(desk.presence.filter((p) => p.connected).at(-1)?.agent_version).toBe('1.1.0');
+  });
+
+  it('a release that fails its health check: the agent switches back by itself and says why', async () => {
+    const { root, supervisor } = await terminalOn100('unhealthy');
+    desk.order(TERMINAL, { order_id: 'bad-1', version: '1.2.0' });
+    const status = await desk.outcome(TERMINAL, 'bad-1');
+    expect(status).toMatchObject({
+      running_version: '1.0.0',
+      last: { order_id: 'bad-1', version: '1.2.0', result: 'rolled_back' },
+    });
+    expect(status.last?.reason).toMatch(/not healthy within 5 s: .*reader does not answer/);
+    expect(current(root)).toBe(path.join('releases', '1.0.0'));
+    // Restarted into 1.2.0, then back into 1.0.0; the same order is not tried again.
+    expect(supervisor.exits.map((e) => e.code)).toEqual([75, 75]);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(supervisor.starts).toBe(3);
+  });
+
+  // Power loss at each step (SIGKILL, once): the agent comes back runnable on one of the
+  // two releases, the update finished or undone, never half-way.
+  it.each([
+    ['downloaded', '1.1.0', 'installed', '1.1.0'],
+    ['unpacked', '1.1.0', 'installed', '1.1.0'],
+    ['verified', '1.1.0', 'installed', '1.1.0'],
+    ['installed', '1.1.0', 'installed', '1.1.0'],
+    ['switching', '1.1.0', 'failed', '1.0.0'],
+    ['switched', '1.1.0', 'installed', '1.1.0'],
+    ['trial-started', '1.1.0', 'installed', '1.1.0'],
+    ['healthy', '1.1.0', 'installed', '1.1.0'],
+    ['rolling-back', '1.2.0', 'rolled_back', '1.0.0'],
+    ['rolled-back', '1.2.0', 'rolled_back', '1.0.0'],
+  ])(
+    'killed at "%s" (to %s): comes back runnable, the update %s, on %s',
+    async (step, version, result, endsOn) => {
+      const marker = path.join(dir, `killed-${step}`);
+      const { root, supervisor } = await terminalOn100(`kill-${step}`, {
+        TPS_TEST_UPDATE_KILL_AT: `${step}:${marker}`,
+      });
+      const order = `kill-${step}`;
+      desk.order(TERMINAL, { order_id: order, version });
+      const status = await desk.outcome(TERMINAL, order, 40_000);
+      expect(fs.existsSync(marker), 'killed at the step').toBe(true);
+      expect(supervisor.exits.some((e) => e.signal === 'SIGKILL')).toBe(true);
+      expect(status).toMatchObject({ running_version: endsOn, last: { version, result } });
+      expect(current(root)).toBe(path.join('releases', endsOn));
+      for (const file of ['manifest.json', 'bin/tps-agent.js']) {
+        expect(fs.existsSync(path.join(root, 'current', file))).toBe(true);
+      }
+      expect(
+        JSON.parse(fs.readFileSync(path.join(root, 'update-state.json'), 'utf8')),
+      ).toMatchObject({ phase: 'idle' });
+    },
+    60_000,
+  );
+
+  it.each([
+    ['signed with another key', '1.3.0', /signature does not verify/],
+    ['a file changed after signing', '1.4.0', /bin\/tps-agent.js does not match its hash/],
+  ])('a tampered release (%s) is refused before install', async (_what, version, reason) => {
+    const { root, supervisor } = await terminalOn100(`tampered-${version}`);
+    desk.order(TERMINAL, { order_id: `tampered-${version}`, version });
+    const status = await desk.outcome(TERMINAL, `tampered-${version}`);
+    expect(status).toMatchObject({
+      running_version: '1.0.0',
+      last: { version, result: 'refused' },
+    });
+    expect(status.last?.reason).toMatch(reason);
+    expect(releases(root)).toEqual(['1.0.0']);
+    expect(fs.existsSync(path.join(root, 'incoming'))).toBe(false);
+    expect(current(root)).toBe(path.join('releases', '1.0.0'));
+    expect(supervisor.starts).toBe(1);
+    expect(supervisor.exits).toEqual([]);
+  });
+});
