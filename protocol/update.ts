@@ -6,8 +6,7 @@
  */
 import { z } from 'zod';
 import { TimestampV1 } from './fields.js';
-import type { ReleaseArch } from './release.js';
-import { ReleaseVersion } from './release.js';
+import { ReleaseArch, ReleaseVersion } from './release.js';
 
 /** Names one order (a rollout and its wave, or an operator's single update). */
 export const UpdateOrderId = z.string().regex(/^[0-9A-Za-z_.-]{1,64}$/);
@@ -59,10 +58,24 @@ export const UpdateStatusMessage = z.object({
 });
 export type UpdateStatusMessage = z.infer<typeof UpdateStatusMessage>;
 
-/** Where an agent downloads a release's archive, under the relay's API base address. */
+/** Where an agent downloads a release's archive, under the relay's API base address (…/pos). */
 export function releaseArchivePath(version: string, arch: ReleaseArch): string {
-  return `/fleet/v0/releases/${encodeURIComponent(version)}/${arch}/archive`;
+  return `/v1/fleet/releases/${encodeURIComponent(version)}/${arch}/archive`;
 }
+
+/** Where a release archive is published (POST, application/gzip), under the API base. */
+export const RELEASE_PUBLISH_PATH = '/v1/fleet/releases';
+
+/** What the relay answers for a published release. */
+export const ReleaseView = z.object({
+  version: ReleaseVersion,
+  arch: ReleaseArch,
+  archive_sha256: z.string(),
+  archive_size: z.number().int(),
+  files: z.number().int(),
+  published_at: TimestampV1,
+});
+export type ReleaseView = z.infer<typeof ReleaseView>;
 
 /** The archive's file name, as the packager writes it. */
 export const releaseArchiveName = (version: string, arch: ReleaseArch): string =>
