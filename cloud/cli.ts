@@ -181,12 +181,8 @@ export const accessOptions = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-/** Calls an account-level operation of a running relay. */
-export async function callRelay(
-  values: { 'base-url'?: string; username?: string; password?: string },
-  operation: string,
-  body: object,
-): Promise<unknown> {
+/** The relay's address and the account credential, from the options or the environment. */
+export function relayAccess(values: { 'base-url'?: string; username?: string; password?: string }) {
   const parsed = RelayAccess.safeParse({
     baseUrl: values['base-url'] ?? process.env.TPS_BASE_URL,
     username: values.username ?? process.env.TPS_ACCOUNT_USERNAME,
@@ -197,7 +193,16 @@ export async function callRelay(
       parsed.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`).join('\n'),
     );
   }
-  const { baseUrl, username, password } = parsed.data;
+  return parsed.data;
+}
+
+/** Calls an account-level operation of a running relay. */
+export async function callRelay(
+  values: { 'base-url'?: string; username?: string; password?: string },
+  operation: string,
+  body: object,
+): Promise<unknown> {
+  const { baseUrl, username, password } = relayAccess(values);
   const response = await fetch(`${baseUrl.replace(/\/$/, '')}/v1${operation}`, {
     method: 'POST',
     headers: {

@@ -3,7 +3,9 @@
  * itself, checked against the relay's release key before anything is kept, served to the
  * agents of the account's terminals alone.
  */
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import { promisify } from 'node:util';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateReleaseKeyPair } from '../common/release-signature.js';
@@ -113,5 +115,32 @@ describe('releases on the relay', () => {
     expect((await fetch(`${relay.baseUrl}${releaseArchivePath('3.1.0', ARCH)}`)).status).toBe(401);
     expect((await download('9.9.9', agent)).status).toBe(404);
     expect((await download('3.1.0', relay.account)).status).toBe(200);
+  });
+
+  it('tps fleet release publish FILE publishes from the command line, and says why it refuses', async () => {
+    const archive = await buildRelease(dir, {
+      version: '3.4.0',
+      privateKeyPem: keys.privateKeyPem,
+    });
+    const tps = (...args: string[]) =>
+      promisify(execFile)(
+        process.execPath,
+        ['--import', 'tsx', 'bin/tps.ts', 'fleet', 'release', 'publish', ...args],
+        {
+          cwd: path.resolve(import.meta.dirname, '..'),
+          env: {
+            ...process.env,
+            TPS_BASE_URL: relay.baseUrl,
+            TPS_ACCOUNT_USERNAME: relay.account.username,
+            TPS_ACCOUNT_PASSWORD: relay.account.password,
+          },
+        },
+      );
+    const { stdout } = await tps(archive, '--json');
+    expect(JSON.parse(stdout)).toMatchObject({ version: '3.4.0', arch: ARCH, files: 2 });
+    const again = await tps(archive).catch((error: { code: number; stderr: string }) => error);
+    expect(again).toMatchObject({ code: 1 });
+    expect((again as { stderr: string }).stderr).toContain('RELEASE_EXISTS');
+    expect((await download('3.4.0', agent)).status).toBe(200);
   });
 });
