@@ -7,14 +7,23 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { generateReleaseKeyPair } from '../common/release-signature.js';
-import { startAedes, tempDir, writeConfig, type TestBroker } from './agent-harness.js';
+import {
+  TestRelay,
+  startAedes,
+  startCommand,
+  tempDir,
+  writeConfig,
+  type TestBroker,
+} from './agent-harness.js';
 import {
   Supervisor,
   UpdateDesk,
   buildRelease,
   installFirst,
   serveArchives,
+  until,
 } from './support/agent-releases.js';
+import { post, startTestRelay } from './support/relay.js';
 
 const TERMINAL = 't-update-1';
 const credential = { username: TERMINAL, password: 'agent-secret' };
@@ -59,26 +68,36 @@ describe('agent updates', () => {
   });
 
   /** A terminal on release 1.0.0, its agent started by the supervisor. */
-  async function terminalOn100(name: string, env: Record<string, string> = {}) {
+  async function terminalOn100(
+    name: string,
+    env: Record<string, string> = {},
+    over: {
+      readerDelayMs?: number;
+      terminalId?: string;
+      agentCredential?: typeof credential;
+      relay?: string;
+    } = {},
+  ) {
+    const terminalId = over.terminalId ?? TERMINAL;
     const root = path.join(dir, name);
     fs.mkdirSync(root);
     fs.writeFileSync(path.join(root, 'release-key.pem'), keys.publicKeyPem);
     await installFirst(root, archives.archives.get('1.0.0')!, '1.0.0', keys.publicKeyPem);
     const configFile = writeConfig(root, {
-      terminal_id: TERMINAL,
-      broker: { url: broker.url, ...credential },
-      reader: { emulated: { state_file: 'reader.json', delay_ms: 100 } },
+      terminal_id: terminalId,
+      broker: { url: broker.url, ...(over.agentCredential ?? credential) },
+      reader: { emulated: { state_file: 'reader.json', delay_ms: over.readerDelayMs ?? 100 } },
       data_dir: 'data',
       log_level: 'info',
       update: {
         root,
         public_key: 'release-key.pem',
-        relay: archives.url,
+        relay: over.relay ?? archives.url,
         health_deadline_s: 5,
       },
     });
     // An order left from another test must not be taken for this one's.
-    desk.client.publish(`tps/v1/t/${TERMINAL}/update`, '', { qos: 1, retain: true });
+    desk.client.publish(`tps/v1/t/${terminalId}/update`, '', { qos: 1, retain: true });
     supervisor = new Supervisor(root, configFile, env);
     supervisor.start();
     return { root, configFile, supervisor };
@@ -116,6 +135,75 @@ describe('agent updates', () => {
     expect(supervisor.exits.map((e) => e.code)).toEqual([75, 75]);
     await new Promise((resolve) => setTimeout(resolve, 1500));
     expect(supervisor.starts).toBe(3);
+  });
+
+  it('never switches during a payment: the update waits until the payment has ended', async () => {
+    const { supervisor } = await terminalOn100('payment', {}, { readerDelayMs: 3000 });
+    const relay = new TestRelay(broker.url);
+    try {
+      await relay.connected();
+      await until(() => desk.latest(TERMINAL)?.phase === 'idle', 10_000, 'the agent up');
+      const start = startCommand('tx-during-update');
+      relay.send(TERMINAL, start);
+      await relay.until(() => relay.ack(start.command_id) !== undefined, 5000, 'the start taken');
+      const startedAt = Date.now();
+      desk.order(TERMINAL, { order_id: 'during-payment', version: '1.1.0' });
+      await desk.outcome(TERMINAL, 'during-payment');
+      const switching = desk.statuses.find(
+        (s) => s.order_id === 'during-payment' && s.phase === 'switching',
+      );
+      expect(desk.statuses.some((s) => s.phase === 'waiting')).toBe(true);
+      // The payment takes 3 s; the release was ready long before, the switch waited for it.
+      expect(Date.parse(switching!.at) - startedAt).toBeGreaterThanOrEqual(2500);
+      await relay.until(() => relay.final('tx-during-update') !== undefined, 10_000, 'its end');
+      expect(relay.final('tx-during-update')).toMatchObject({
+        phase: 'COMPLETED',
+        result_code: 'SUCCESS',
+      });
+      expect(supervisor.exits).toEqual([{ code: 75, signal: null }]);
+    } finally {
+      await relay.close();
+    }
+  });
+
+  it('from the relay itself: published there, downloaded with the agent’s own credential', async () => {
+    const keyFile = path.join(dir, 'relay-release-key.pem');
+    fs.writeFileSync(keyFile, keys.publicKeyPem);
+    const relay = await startTestRelay({ releasePublicKey: keyFile });
+    try {
+      const published = await fetch(`${relay.baseUrl}/v1/fleet/releases`, {
+        method: 'POST',
+        headers: {
+          authorization: `Basic ${Buffer.from(`${relay.account.username}:${relay.account.password}`).toString('base64')}`,
+          'content-type': 'application/gzip',
+        },
+        body: fs.readFileSync(archives.archives.get('1.1.0')!),
+      });
+      expect(published.status).toBe(200);
+      const created = await post(relay.baseUrl, 'v1', '/terminal/create', {}, relay.account);
+      const { agent } = created.body as { agent: typeof credential };
+      const { supervisor } = await terminalOn100(
+        'from-relay',
+        {},
+        {
+          terminalId: agent.username,
+          agentCredential: { username: agent.username, password: agent.password },
+          relay: relay.baseUrl,
+        },
+      );
+      const standInRequests = archives.requests.length;
+      desk.order(agent.username, { order_id: 'from-relay', version: '1.1.0' });
+      const status = await desk.outcome(agent.username, 'from-relay');
+      expect(status).toMatchObject({
+        running_version: '1.1.0',
+        last: { order_id: 'from-relay', result: 'installed' },
+      });
+      expect(supervisor.exits).toEqual([{ code: 75, signal: null }]);
+      // Not from the stand-in archive server: from the relay.
+      expect(archives.requests.length).toBe(standInRequests);
+    } finally {
+      await relay.close();
+    }
   });
 
   // Power loss at each step (SIGKILL, once): the agent comes back runnable on one of the
