@@ -61,8 +61,8 @@ export class Updater {
   private readonly stop = new AbortController();
   private phase: UpdateStatusMessage['phase'] = 'idle';
   private working: UpdateOrderMessage | undefined;
-  /** Without an update config there is no state file: the last refusal is kept here. */
-  private lastWithoutConfig: UpdateOutcome | undefined;
+  /** The last outcome, also when it could not be recorded in the state file. */
+  private lastInMemory: UpdateOutcome | undefined;
 
   constructor(private readonly options: UpdaterOptions) {}
 
@@ -72,7 +72,7 @@ export class Updater {
     if (trial) {
       this.phase = 'trial';
       this.working = { order_id: trial.order_id, version: trial.to };
-      void this.watchTrial(trial);
+      this.guard(this.watchTrial(trial));
     }
     this.report();
   }
@@ -85,23 +85,22 @@ export class Updater {
   /** An order from the relay (retained: it comes again at every connect). */
   order(order: UpdateOrderMessage): void {
     this.pending = order;
-    void this.next();
+    this.guard(this.next());
   }
 
   private async next(): Promise<void> {
     const order = this.pending;
     if (!order || this.busy || this.stopped || this.phase === 'trial') return;
     const { config, running, logger } = this.options;
-    const state = readUpdateState(config?.root ?? '');
+    const done = this.lastOutcome()?.order_id === order.order_id;
     if (order.version === running) {
-      if (state.phase === 'idle' && state.last?.order_id !== order.order_id) {
+      if (!done) {
         this.finish({ order_id: order.order_id, version: order.version, result: 'installed' });
       }
       return this.report();
     }
-    if (state.phase === 'idle' && state.last?.order_id === order.order_id) {
-      return this.report(); // done with this order already: a new order id tries again
-    }
+    // Done with this order already (refused, failed, rolled back): a new order id tries again.
+    if (done) return this.report();
     const arch = thisArch();
     const refusal = !config
       ? 'updates are not configured on this terminal (the update section of its config)'
@@ -144,7 +143,7 @@ export class Updater {
       this.working = undefined;
       this.phase = 'idle';
     }
-    if (this.pending !== order) void this.next();
+    if (this.pending !== order) this.guard(this.next());
   }
 
   private async install(
@@ -218,7 +217,7 @@ export class Updater {
       logger.info({ version: trial.to }, 'update: healthy, confirmed');
       this.finish({ order_id: trial.order_id, version: trial.to, result: 'installed' });
       pruneReleases(config.root, [trial.to, trial.from]);
-      void this.next();
+      this.guard(this.next());
       return;
     }
     const reason = `not healthy within ${config.health_deadline_s} s: ${failing.join('; ')}`;
@@ -231,6 +230,11 @@ export class Updater {
     await this.options.restart(`rolled back from ${trial.to}: ${reason}`);
   }
 
+  /** A failure of the updater is logged, never left to crash the agent. */
+  private guard(work: Promise<void>): void {
+    work.catch((error: unknown) => this.options.logger.error({ err: error }, 'update failed'));
+  }
+
   /** Records how an order ended; the updater is idle again. */
   private finish(outcome: Omit<UpdateOutcome, 'at'>): void {
     const { config } = this.options;
@@ -241,8 +245,15 @@ export class Updater {
       ...(outcome.reason === undefined ? {} : { reason: outcome.reason.slice(0, 500) }),
       at: this.options.clock.now().toISOString(),
     };
-    if (config) writeUpdateState(config.root, { phase: 'idle', last });
-    else this.lastWithoutConfig = last;
+    this.lastInMemory = last;
+    if (config) {
+      try {
+        writeUpdateState(config.root, { phase: 'idle', last });
+      } catch (error) {
+        // A root that is missing or read-only: the outcome is still reported.
+        this.options.logger.error({ err: error }, 'update: cannot record the outcome');
+      }
+    }
     this.report();
   }
 
@@ -251,10 +262,16 @@ export class Updater {
     this.report();
   }
 
-  private report(): void {
-    const { config, running } = this.options;
+  /** How the last order ended, from the state file (idle), else as kept in memory. */
+  private lastOutcome(): UpdateOutcome | undefined {
+    const { config } = this.options;
     const state = config ? readUpdateState(config.root) : undefined;
-    const last = state?.phase === 'idle' ? state.last : this.lastWithoutConfig;
+    return (state?.phase === 'idle' ? state.last : undefined) ?? this.lastInMemory;
+  }
+
+  private report(): void {
+    const { running } = this.options;
+    const last = this.lastOutcome();
     this.options.publish({
       ...(running ? { running_version: running } : {}),
       phase: this.phase,

@@ -97,6 +97,13 @@ describe('releases on the relay', () => {
       status: 400,
       body: { error: { code: 'RELEASE_INVALID' } },
     });
+    // A real release is megabytes: the API's 512 KiB body limit does not apply here.
+    const large = path.join(dir, 'large.tar.gz');
+    fs.writeFileSync(large, Buffer.alloc(3 * 1024 * 1024, 7));
+    expect(await publish(large)).toMatchObject({
+      status: 400,
+      body: { error: { code: 'RELEASE_INVALID' } },
+    });
     expect((await download('3.2.0', agent)).status).toBe(404);
     const kept = fs.readdirSync(path.join(relay.dataDir, 'releases'));
     expect(kept.filter((f) => f.startsWith('upload-'))).toEqual([]);
