@@ -3,6 +3,7 @@
  * a good release is installed and confirmed, an unhealthy one rolls back by itself, a
  * tampered one is refused before anything is installed (docs/fleet.md, "The updater").
  */
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -203,6 +204,32 @@ describe('agent updates', () => {
       expect(archives.requests.length).toBe(standInRequests);
     } finally {
       await relay.close();
+    }
+  });
+
+  it('an agent without an update section refuses orders and says why', async () => {
+    const root = path.join(dir, 'no-updates');
+    fs.mkdirSync(root);
+    const configFile = writeConfig(root, {
+      terminal_id: 't-update-none',
+      broker: { url: broker.url, ...credential },
+      reader: { emulated: { state_file: 'reader.json', delay_ms: 100 } },
+      data_dir: 'data',
+    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'bin/tps.ts', 'agent', '--config', configFile],
+      { cwd: path.resolve(import.meta.dirname, '..'), stdio: 'ignore' },
+    );
+    try {
+      desk.order('t-update-none', { order_id: 'no-updates', version: '1.1.0' });
+      const status = await desk.outcome('t-update-none', 'no-updates');
+      expect(status.running_version).toBeUndefined();
+      expect(status.last).toMatchObject({ result: 'refused', version: '1.1.0' });
+      expect(status.last?.reason).toMatch(/updates are not configured/);
+      expect(child.exitCode).toBeNull();
+    } finally {
+      child.kill('SIGKILL');
     }
   });
 
