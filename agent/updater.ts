@@ -123,13 +123,13 @@ export class Updater {
     try {
       await this.install(order, config, running, arch);
     } catch (error) {
-      const problem =
-        error instanceof ReleaseProblem
-          ? error
-          : new ReleaseProblem('failed', (error as Error).message);
-      logger.warn({ version: order.version, reason: problem.message }, 'update not installed');
       clearIncoming(config.root);
-      if (problem.message !== 'superseded') {
+      if (!(error instanceof Superseded)) {
+        const problem =
+          error instanceof ReleaseProblem
+            ? error
+            : new ReleaseProblem('failed', (error as Error).message);
+        logger.warn({ version: order.version, reason: problem.message }, 'update not installed');
         fs.rmSync(releaseDir(config.root, order.version), { recursive: true, force: true });
         this.finish({
           order_id: order.order_id,
@@ -192,8 +192,8 @@ export class Updater {
   /** Until no payment is under way and the clock is inside the maintenance window. */
   private async waitForTheMoment(order: UpdateOrderMessage, config: UpdateConfig): Promise<void> {
     for (;;) {
-      if (this.stopped) throw new ReleaseProblem('failed', 'superseded');
-      if (this.pending !== order) throw new ReleaseProblem('failed', 'superseded');
+      // Stopping, or a newer order came: this one is dropped, the newer one runs next.
+      if (this.stopped || this.pending !== order) throw new Superseded();
       const now = this.options.clock.now();
       if (this.options.idle() && inWindow(config.maintenance_window, now)) return;
       await sleep(WAIT_POLL_MS, this.stop.signal, this.options.timers);
@@ -283,6 +283,9 @@ export class Updater {
     });
   }
 }
+
+/** A staged update given up while it waited: the agent stops, or a newer order came. */
+class Superseded extends Error {}
 
 /** Whether `at` (UTC) is inside the window; no window is any time. */
 export function inWindow(window: UpdateConfig['maintenance_window'], at: Date): boolean {
