@@ -23,6 +23,8 @@ import { Heartbeat } from './heartbeat.js';
 import { Journal } from './journal.js';
 import { AgentLink } from './link.js';
 import type { PrinterPort, ReaderPort } from './ports.js';
+import type { TerminalTransactionState } from '../protocol/terminal-status.js';
+import type { UpdateOrderMessage } from '../protocol/update.js';
 import { partLogger } from '../common/logging.js';
 
 export const AGENT_VERSION = VERSION;
@@ -43,6 +45,10 @@ export interface AgentDeps {
    * hosted simulators join its embedded broker inside the process.
    */
   openBrokerStream?: () => Duplex;
+  /** The release version told to the relay (default: this package's version). */
+  agentVersion?: string;
+  /** Update orders from the relay (agent/updater.ts); without it the agent takes none. */
+  onUpdateOrder?: (order: UpdateOrderMessage) => void;
   /** Knobs for tests and benches; the defaults suit the field. */
   tuning?: {
     /** Broker reconnect back-off (default 500 ms doubling to 60 s, jittered). */
@@ -63,6 +69,8 @@ export interface RunningAgent {
   /** For tests and doctor-like tools. */
   readonly journal: Journal;
   readonly link: AgentLink;
+  /** READY when no payment is under way (an update waits for it). */
+  readonly transactionState: TerminalTransactionState;
 }
 
 export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<RunningAgent> {
@@ -111,7 +119,8 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     logger: partLogger(logger, 'link'),
     clock,
     timers,
-    agentVersion: AGENT_VERSION,
+    agentVersion: deps.agentVersion ?? AGENT_VERSION,
+    ...(deps.onUpdateOrder ? { onUpdateOrder: deps.onUpdateOrder } : {}),
     ...(deps.openBrokerStream ? { openStream: deps.openBrokerStream } : {}),
     readerCapabilities: deps.readerCapabilities ?? NATIVE_READER_CAPABILITIES,
     ...(tuning.reconnect ? { backoff: tuning.reconnect } : {}),
@@ -127,6 +136,9 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
   return {
     journal,
     link,
+    get transactionState() {
+      return executor.transactionState;
+    },
     stop: () =>
       (stopping ??= (async () => {
         heartbeat.stop();

@@ -9,6 +9,7 @@ import { systemClock } from '../common/clock.js';
 import { AgentConfigError, loadAgentConfig } from './config.js';
 import { mkdirSync } from 'node:fs';
 import { createAgentLogger } from './logging.js';
+import { RESTART_EXIT_CODE, prepareUpdates } from './update-wiring.js';
 
 export const AGENT_USAGE = `Usage: tps agent --config FILE
        tps agent doctor --config FILE
@@ -148,6 +149,12 @@ async function runDaemon(file: string): Promise<void> {
     config.terminal_id,
     logDestination(format.data),
   );
+  // First: a half-done update is finished or undone before anything opens.
+  const updates = prepareUpdates(config, logger);
+  if (updates.restart !== undefined) {
+    process.exitCode = RESTART_EXIT_CODE;
+    return;
+  }
   // Before the reader: a ZVT driver keeps its record there, and the directory is private.
   mkdirSync(config.data_dir, { recursive: true, mode: 0o700 });
   const [{ openHardware }, { startAgent }] = await Promise.all([
@@ -161,21 +168,32 @@ async function runDaemon(file: string): Promise<void> {
     readerCapabilities: hardware.capabilities,
     ...(hardware.printer ? { printer: hardware.printer } : {}),
     logger,
+    ...(updates.agentVersion ? { agentVersion: updates.agentVersion } : {}),
+    onUpdateOrder: updates.onUpdateOrder,
   });
   logger.info({ terminalId: config.terminal_id, config: file }, 'agent started');
-  const shutdown = (signal: string) => {
-    logger.info({ signal }, 'stopping');
+  let stopping = false;
+  const shutdown = (why: string, code: number) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ why }, 'stopping');
+    updater.close();
     agent
       .stop()
       .then(() => hardware.close())
       .then(
-        () => process.exit(0),
+        () => process.exit(code),
         (error: unknown) => {
           logger.error({ err: error }, 'stopping failed');
           process.exit(1);
         },
       );
   };
-  process.once('SIGINT', shutdown);
-  process.once('SIGTERM', shutdown);
+  // An update restarts through the supervisor (systemd's Restart=), which starts `current`.
+  const updater = updates.attach(agent, hardware.reader, async (reason) => {
+    shutdown(reason, RESTART_EXIT_CODE);
+    await new Promise<never>(() => {});
+  });
+  process.once('SIGINT', () => shutdown('SIGINT', 0));
+  process.once('SIGTERM', () => shutdown('SIGTERM', 0));
 }

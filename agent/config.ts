@@ -147,6 +147,32 @@ export const PrinterConfig = z.discriminatedUnion('type', [
   }),
 ]);
 
+/** `HH:MM`, 00:00 to 23:59. */
+const TimeOfDay = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be HH:MM, e.g. 02:30');
+
+/**
+ * Updates of the agent itself (docs/fleet.md, "The updater"). Without this section the
+ * agent refuses update orders: it does not know where its releases live nor whom to trust.
+ */
+export const UpdateConfig = z.strictObject({
+  /** Holds `releases/<version>/`, the `current` symlink and the update's state file. */
+  root: FilePath.default('/opt/tps-agent'),
+  /** PEM file of the ed25519 key every release's manifest must be signed with. */
+  public_key: FilePath,
+  /** The relay's API base address the archives come from, e.g. https://relay.example.com/pos */
+  relay: z.string().refine(isReleaseSource, {
+    message: 'must be an https:// URL (http:// only to this machine)',
+  }),
+  /**
+   * When an update may switch and restart, in UTC; `end` before `start` spans midnight.
+   * Absent: any time (a payment in progress always waits).
+   */
+  maintenance_window: z.strictObject({ start: TimeOfDay, end: TimeOfDay }).optional(),
+  /** How long a freshly started release has to prove itself healthy before it is rolled back. */
+  health_deadline_s: z.int().min(5).max(3600).default(90),
+});
+export type UpdateConfig = z.infer<typeof UpdateConfig>;
+
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export const AgentConfigSchema = z.strictObject({
@@ -159,6 +185,7 @@ export const AgentConfigSchema = z.strictObject({
   /** Where the journal lives (agent.sqlite): it must survive reboots and updates. */
   data_dir: FilePath.default('/var/lib/tps-agent'),
   log_level: z.enum(LOG_LEVELS).default('info'),
+  update: UpdateConfig.optional(),
 });
 
 export type AgentConfig = z.infer<typeof AgentConfigSchema>;
@@ -221,7 +248,7 @@ export function parseAgentConfig(raw: unknown, baseDir: string): ParsedConfig {
 /** Every relative path is taken from the config file's directory. */
 function resolvePaths(config: AgentConfig, baseDir: string): AgentConfig {
   const at = (p: string | undefined) => (p === undefined ? undefined : path.resolve(baseDir, p));
-  const { broker, reader } = config;
+  const { broker, reader, update } = config;
   const emulated = reader.emulated && {
     ...reader.emulated,
     state_file: path.resolve(baseDir, reader.emulated.state_file),
@@ -236,6 +263,15 @@ function resolvePaths(config: AgentConfig, baseDir: string): AgentConfig {
     }),
     reader: emulated ? { ...reader, emulated } : reader,
     data_dir: path.resolve(baseDir, config.data_dir),
+    ...(update
+      ? {
+          update: {
+            ...update,
+            root: path.resolve(baseDir, update.root),
+            public_key: path.resolve(baseDir, update.public_key),
+          },
+        }
+      : {}),
   };
 }
 
@@ -248,6 +284,13 @@ function unreadableFiles(config: AgentConfig): string[] {
       accessSync(file, constants.R_OK);
     } catch {
       problems.push(`broker.${field}: cannot read ${file}`);
+    }
+  }
+  if (config.update) {
+    try {
+      accessSync(config.update.public_key, constants.R_OK);
+    } catch {
+      problems.push(`update.public_key: cannot read ${config.update.public_key}`);
     }
   }
   return problems;
@@ -265,6 +308,17 @@ function isBrokerUrl(value: string): boolean {
   try {
     const url = new URL(value);
     return (url.protocol === 'mqtt:' || url.protocol === 'mqtts:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+/** Releases come over HTTPS, or plain HTTP from this machine itself (tests, a local relay). */
+function isReleaseSource(value: string): boolean {
+  try {
+    const url = new URL(value);
+    const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
+    return url.protocol === 'https:' || (url.protocol === 'http:' && loopback);
   } catch {
     return false;
   }

@@ -12,6 +12,8 @@
  *   report leaves the outbox only on the relay's report-ack. When no report-ack comes for
  *   a whole `resendMs` while reports wait, it publishes them all again: a broker that
  *   restarted, or a relay without a persistent session, may have dropped them;
+ * - with `onUpdateOrder`, also subscribes to its `update` topic (retained: the release it
+ *   should run) and keeps its retained `update-status` published (agent/updater.ts);
  * - reconnects itself with capped, jittered exponential back-off (mqtt.js would retry at
  *   a fixed period: every terminal at once after a relay restart).
  */
@@ -27,6 +29,7 @@ import {
   type PresenceMessage,
   type ReportMessage,
 } from '../protocol/mqtt.js';
+import { UpdateOrderMessage, type UpdateStatusMessage } from '../protocol/update.js';
 import type { ReaderCapabilities } from '../protocol/reader-capabilities.js';
 import { Backoff, type BackoffOptions } from '../common/backoff.js';
 import { openBrokerSocket } from './broker-socket.js';
@@ -41,6 +44,8 @@ export interface AgentLinkOptions {
   /** Journals (and acts on) a valid command; called before the broker's PUBACK. */
   onCommand: (message: CommandMessage) => void;
   onConnectionChange?: (connected: boolean) => void;
+  /** A valid update order (agent/updater.ts); without it the `update` topic is not subscribed. */
+  onUpdateOrder?: (order: UpdateOrderMessage) => void;
   logger: Logger;
   clock: Clock;
   timers: Timers;
@@ -78,6 +83,8 @@ export class AgentLink {
   /** Highest seq published on the current connection. */
   private sentUpTo = 0;
   private stopped = false;
+  /** The updater's last status, published again at every connect (retained). */
+  private updateStatus: string | undefined;
   /** Sent with every report, so the relay tells this journal's seqs from an earlier one's. */
   private readonly journalId: string;
 
@@ -125,6 +132,17 @@ export class AgentLink {
 
   get connected(): boolean {
     return this.client.connected;
+  }
+
+  /** Publishes the updater's status, retained, now if connected and again at every connect. */
+  publishUpdateStatus(status: UpdateStatusMessage): void {
+    this.updateStatus = JSON.stringify(status);
+    if (this.client.connected && !this.stopped) this.publishUpdateStatusNow();
+  }
+
+  private publishUpdateStatusNow(): void {
+    if (this.updateStatus === undefined) return;
+    this.client.publish(this.topics.updateStatus, this.updateStatus, { qos: 1, retain: true });
   }
 
   /** Tells the relay a command is journaled (ACCEPTED) or refused as expired. */
@@ -197,7 +215,11 @@ export class AgentLink {
       ...(this.options.readerCapabilities ? { reader: this.options.readerCapabilities } : {}),
     };
     this.client.subscribe(
-      { [this.topics.command]: { qos: 1 }, [this.topics.reportAck]: { qos: 1 } },
+      {
+        [this.topics.command]: { qos: 1 },
+        [this.topics.reportAck]: { qos: 1 },
+        ...(this.options.onUpdateOrder ? { [this.topics.update]: { qos: 1 as const } } : {}),
+      },
       (error, granted) => {
         if (error) logger.error({ err: error }, 'subscribing failed');
         const refused = (granted ?? []).filter((g) => g.qos === 128).map((g) => g.topic);
@@ -211,6 +233,7 @@ export class AgentLink {
           qos: 1,
           retain: true,
         });
+        this.publishUpdateStatusNow();
       },
     );
     for (const [commandId, payload] of this.pendingAcks) this.publishAck(commandId, payload);
@@ -256,6 +279,8 @@ export class AgentLink {
 
   private onPublish(packet: IPublishPacket): void {
     const { logger } = this.options;
+    // An empty retained message clears an update order: nothing to do.
+    if (packet.topic === this.topics.update && packet.payload.length === 0) return;
     let value: unknown;
     try {
       value = JSON.parse(packet.payload.toString());
@@ -285,6 +310,16 @@ export class AgentLink {
         }
         this.acksSinceCheck++;
         this.options.journal.dropReport(parsed.data.seq);
+      } else if (packet.topic === this.topics.update && this.options.onUpdateOrder) {
+        const parsed = UpdateOrderMessage.safeParse(value);
+        if (!parsed.success) {
+          logger.warn(
+            { topic: packet.topic, issues: issues(parsed.error) },
+            'ignored an invalid update order',
+          );
+          return;
+        }
+        this.options.onUpdateOrder(parsed.data);
       } else {
         logger.warn({ topic: packet.topic }, 'ignored a message on an unexpected topic');
       }

@@ -29,6 +29,10 @@ export const CloudConfigSchema = z
     startTtlS: seconds.min(1).max(86_400).default(60),
     gracePeriodS: seconds.max(7 * 86_400).default(3600),
     tlsCert: optionalPath,
+    /** PEM of the ed25519 key agent releases must be signed with (docs/fleet.md). */
+    releasePublicKey: optionalPath,
+    /** Where published release archives are kept (default: <data dir>/releases). */
+    releaseDir: optionalPath,
     tlsKey: optionalPath,
     /** The API base address without the version segment, for links and events. */
     publicUrl: z.url().optional(),
@@ -280,6 +284,16 @@ export const CLOUD_SETTINGS = {
     env: 'TPS_GRACE_PERIOD_S',
     flag: 'grace-period-s',
     doc: 'Seconds a CONFIRMED transaction can still be confirmed as failed; then it commits.',
+  },
+  releasePublicKey: {
+    env: 'TPS_RELEASE_PUBLIC_KEY',
+    flag: 'release-public-key',
+    doc: 'PEM file of the ed25519 public key agent releases must be signed with; unset: no release is accepted.',
+  },
+  releaseDir: {
+    env: 'TPS_RELEASE_DIR',
+    flag: 'release-dir',
+    doc: 'Folder of published release archives (default: the data dir’s releases/); shared by every relay.',
   },
   tlsCert: {
     env: 'TPS_TLS_CERT',

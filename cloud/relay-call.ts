@@ -25,15 +25,13 @@ export const accessOptions = {
 } as const;
 
 /**
- * Calls an account-level operation of a running relay. A missing or wrong credential or
- * address is a UsageError (with `usage`); no answer names the address and the cause.
+ * The relay's address and the account credential, from the options or the environment;
+ * a missing or malformed one is a UsageError (with `usage`).
  */
-export async function callRelay(
+export function relayAccess(
   values: { 'base-url'?: string; username?: string; password?: string },
-  operation: string,
-  body: object,
   usage?: string,
-): Promise<unknown> {
+) {
   const parsed = RelayAccess.safeParse({
     baseUrl: values['base-url'] ?? process.env.TPS_BASE_URL,
     username: values.username ?? process.env.TPS_ACCOUNT_USERNAME,
@@ -45,7 +43,20 @@ export async function callRelay(
       usage,
     );
   }
-  const { baseUrl, username, password } = parsed.data;
+  return parsed.data;
+}
+
+/**
+ * Calls an account-level operation of a running relay. A missing or wrong credential or
+ * address is a UsageError (with `usage`); no answer names the address and the cause.
+ */
+export async function callRelay(
+  values: { 'base-url'?: string; username?: string; password?: string },
+  operation: string,
+  body: object,
+  usage?: string,
+): Promise<unknown> {
+  const { baseUrl, username, password } = relayAccess(values, usage);
   const url = `${baseUrl.replace(/\/$/, '')}/v1${operation}`;
   let response: Response;
   let text: string;

@@ -6,6 +6,7 @@
  * reverse (docs/architecture.md).
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import type { TerminalCommand, TerminalReport } from '../protocol/index.js';
@@ -40,6 +41,7 @@ import {
 import { MqttTerminalLink } from './mqtt/mqtt-link.js';
 import { RelayMetrics } from './ops/metrics.js';
 import { relayReadiness } from './ops/readiness.js';
+import { Releases } from './releases/releases.js';
 import type { SimulatorFleet } from './simulator/fleet.js';
 import { SimulatorHost } from './simulator/host.js';
 import { SimulatorPlacement } from './simulator/placement.js';
@@ -395,6 +397,17 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         ? { tls: { certFile: config.tlsCert, keyFile: config.tlsKey } }
         : {}),
       ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
+      releases: {
+        store,
+        releases: new Releases({
+          store,
+          dir: config.releaseDir ?? path.join(config.dataDir, 'releases'),
+          publicKeyPem: config.releasePublicKey
+            ? fs.readFileSync(config.releasePublicKey, 'utf8')
+            : undefined,
+          clock,
+        }),
+      },
     });
     await app.listen({ host: config.host, port: config.port });
     const port = (app.server.address() as AddressInfo).port;

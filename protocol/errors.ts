@@ -101,6 +101,20 @@ export const ERROR_CATALOGUE = {
       'The pairing code expired before it was claimed (or the paired agent came too late for its credential); pair again.',
   },
   PAIRING_CODE_USED: { status: 409, meaning: 'The pairing code was claimed already.' },
+  RELEASE_INVALID: {
+    status: 400,
+    meaning:
+      'The release archive is not a release: its paths, entries, size, manifest or file hashes are wrong.',
+  },
+  RELEASE_SIGNATURE_INVALID: {
+    status: 400,
+    meaning: 'The release manifest is not signed by the relay’s release key.',
+  },
+  RELEASE_EXISTS: {
+    status: 409,
+    meaning: 'The account has published this version for this architecture already.',
+  },
+  RELEASE_NOT_FOUND: { status: 404, meaning: 'No such release for this credential.' },
   TOO_MANY_WEBHOOKS: {
     status: 400,
     meaning: 'The credential has as many webhooks as allowed; delete one first.',

@@ -14,3 +14,4 @@ export * from './currencies.js';
 export * from './pairing.js';
 export * from './print-image.js';
 export * from './release.js';
+export * from './update.js';

@@ -25,6 +25,10 @@ export function terminalTopics(terminalId: string) {
     reportAck: `${base}/report-ack`,
     /** agent → relay, retained; the agent's last will says `connected: false`. */
     presence: `${base}/presence`,
+    /** relay → agent, retained: the release the terminal should run (protocol/update.ts). */
+    update: `${base}/update`,
+    /** agent → relay, retained: the release it runs and how its last update ended. */
+    updateStatus: `${base}/update-status`,
   };
 }
 
@@ -46,7 +50,7 @@ export const RELAY_SUBSCRIPTIONS = {
 } as const;
 
 const TOPIC_PATTERN =
-  /^tps\/v1\/t\/([0-9a-zA-Z-]{1,63})\/(cmd|cmd-ack|report|report-ack|presence)$/;
+  /^tps\/v1\/t\/([0-9a-zA-Z-]{1,63})\/(cmd|cmd-ack|report|report-ack|presence|update|update-status)$/;
 
 /** The terminal and kind of a topic, or undefined for a topic outside the link. */
 export function parseTopic(topic: string) {
@@ -54,7 +58,8 @@ export function parseTopic(topic: string) {
   if (!match) return undefined;
   return {
     terminalId: match[1]!,
-    kind: match[2] as 'cmd' | 'cmd-ack' | 'report' | 'report-ack' | 'presence',
+    kind: match[2] as
+      'cmd' | 'cmd-ack' | 'report' | 'report-ack' | 'presence' | 'update' | 'update-status',
   };
 }
 

@@ -15,6 +15,7 @@ export const ReleaseVersion = z
   );
 
 export const ReleaseArch = z.enum(['linux-x64', 'linux-arm64']);
+export type ReleaseArch = z.infer<typeof ReleaseArch>;
 
 /** A path inside a release: relative, forward slashes, no `..`, no hidden escape. */
 export const ReleaseFilePath = z

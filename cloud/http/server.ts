@@ -26,6 +26,7 @@ import { handleClientError, handleError, sendError } from './errors.js';
 import { openApiDocument } from './openapi.js';
 import { operationHandlers, type OperationDeps } from './operations.js';
 import { registerPairingRoutes } from './pairing-routes.js';
+import { registerReleaseRoutes, type ReleaseRouteOptions } from './release-routes.js';
 
 export interface HttpServerOptions extends OperationDeps {
   authenticator: Authenticator;
@@ -45,6 +46,8 @@ export interface HttpServerOptions extends OperationDeps {
   limits?: HttpLimits;
   /** The web console at /console/, whose session cookie also authenticates the API. */
   console?: ConsoleOptions;
+  /** Agent releases: publishing and downloading (docs/fleet.md, "Releases"). */
+  releases?: Omit<ReleaseRouteOptions, 'authenticator'>;
 }
 
 export interface HttpLimits {
@@ -136,6 +139,9 @@ export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
 
   if (options.ops) registerOpsRoutes(app, options.ops);
   registerPairingRoutes(app, options.pairings, options.defaultWaitSeconds);
+  if (options.releases) {
+    registerReleaseRoutes(app, { ...options.releases, authenticator: options.authenticator });
+  }
   if (options.console) registerConsole(app, options.console);
   const sessions = options.console?.sessions;
 

@@ -10,8 +10,13 @@ import { agentClientId, doctorClientId, parseTopic } from '../../protocol/index.
 export type MqttIdentity = { role: 'relay' } | { role: 'agent'; terminalId: string };
 
 /** The topic kinds (protocol/mqtt.ts) an agent publishes to, and subscribes to, for its own terminal. */
-export const AGENT_PUBLISHES: ReadonlySet<string> = new Set(['cmd-ack', 'report', 'presence']);
-export const AGENT_SUBSCRIBES: ReadonlySet<string> = new Set(['cmd', 'report-ack']);
+export const AGENT_PUBLISHES: ReadonlySet<string> = new Set([
+  'cmd-ack',
+  'report',
+  'presence',
+  'update-status',
+]);
+export const AGENT_SUBSCRIBES: ReadonlySet<string> = new Set(['cmd', 'report-ack', 'update']);
 
 export function mayPublish(identity: MqttIdentity, topic: string): boolean {
   if (identity.role === 'relay') return true;

@@ -51,8 +51,8 @@ export function mosquittoAclFile(relayUsername: string): string {
   return [
     '# Written by `tps broker mosquitto` from cloud/mqtt/acl.ts; it is replaced on every run.',
     '# Each agent signs in with its terminal id (%u) and reaches only its own topics, in its',
-    '# own direction: it publishes acknowledgements, reports and presence, and reads commands',
-    '# and report acknowledgements. What no line allows is refused.',
+    '# own direction: it publishes acknowledgements, reports, presence and update status, and',
+    '# reads commands, report acknowledgements and update orders. What no line allows is refused.',
     ...[...AGENT_PUBLISHES].map((kind) => `pattern write ${own(kind)}`),
     ...[...AGENT_SUBSCRIBES].map((kind) => `pattern read ${own(kind)}`),
     '',

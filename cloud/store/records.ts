@@ -115,6 +115,21 @@ export interface WebhookRecord {
  * A pairing an agent asked for: found by the hash of the agent's secret (never the secret),
  * claimed once by its code before it expires.
  */
+/** A published agent release of one account (docs/fleet.md, "Releases"). */
+export interface ReleaseRecord {
+  accountId: string;
+  version: string;
+  arch: string;
+  /** The manifest's exact bytes, as signed, and the signature (base64). */
+  manifest: string;
+  signature: string;
+  archiveSha256: string;
+  archiveSize: number;
+  /** The archive's file name in the relay's release folder. */
+  file: string;
+  publishedAt: string;
+}
+
 export interface PairingRecord {
   /** SHA-256 (hex) of the agent's pairing secret. */
   secretHash: string;

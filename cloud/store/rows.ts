@@ -7,9 +7,54 @@ import type {
   EventRecord,
   PairingClaimOutcome,
   PairingRecord,
+  ReleaseRecord,
   TerminalRecord,
   TransactionRecord,
 } from './records.js';
+
+/** A row of `releases`, in either store. */
+export interface ReleaseRow {
+  account_id: string;
+  version: string;
+  arch: string;
+  manifest: string;
+  signature: string;
+  archive_sha256: string;
+  archive_size: number | string;
+  file: string;
+  published_at: string;
+}
+
+export function toRelease(row: ReleaseRow): ReleaseRecord {
+  return {
+    accountId: row.account_id,
+    version: row.version,
+    arch: row.arch,
+    manifest: row.manifest,
+    signature: row.signature,
+    archiveSha256: row.archive_sha256,
+    archiveSize: Number(row.archive_size),
+    file: row.file,
+    publishedAt: row.published_at,
+  };
+}
+
+export function releaseValues(r: ReleaseRecord) {
+  return [
+    r.accountId,
+    r.version,
+    r.arch,
+    r.manifest,
+    r.signature,
+    r.archiveSha256,
+    r.archiveSize,
+    r.file,
+    r.publishedAt,
+  ] as const;
+}
+
+export const RELEASE_COLUMNS =
+  'account_id, version, arch, manifest, signature, archive_sha256, archive_size, file, published_at';
 
 export const UNCONFIRMED_STATES = `('PROCESSING','AWAITING_CONTINUE','AWAITING_CONFIRM')`;
 export const ACTIVE_STATES = `('PROCESSING','AWAITING_CONTINUE')`;

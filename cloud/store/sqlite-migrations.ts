@@ -132,4 +132,22 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> 
       CREATE INDEX transactions_by_account ON transactions (account_id, id);
     `,
   },
+  {
+    version: 8,
+    sql: `
+      -- Agent releases an account published; the archive itself is a file in the data dir.
+      CREATE TABLE releases (
+        account_id TEXT NOT NULL,
+        version TEXT NOT NULL,
+        arch TEXT NOT NULL,
+        manifest TEXT NOT NULL,
+        signature TEXT NOT NULL,
+        archive_sha256 TEXT NOT NULL,
+        archive_size INTEGER NOT NULL,
+        file TEXT NOT NULL,
+        published_at TEXT NOT NULL,
+        PRIMARY KEY (account_id, version, arch)
+      );
+    `,
+  },
 ];

@@ -16,6 +16,7 @@ import type {
   NewEvent,
   PairingClaimOutcome,
   PairingRecord,
+  ReleaseRecord,
   TerminalRecord,
   TransactionRecord,
   WebhookRecord,
@@ -28,6 +29,8 @@ import {
   pairingClaimOutcome,
   terminalValues,
   type PairingRow,
+  RELEASE_COLUMNS,
+  releaseValues,
 } from './rows.js';
 import { ReportOutOfOrder, checkReport, type ReportPosition } from '../delivery/report-order.js';
 import type { ChangeKey } from './store.js';
@@ -333,6 +336,16 @@ export function sqliteWrites(db: Database.Database) {
       db.prepare(
         'INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at) VALUES (?, ?, ?, ?, ?, ?)',
       ).run(terminalValues(t));
+    },
+
+    addRelease(r: ReleaseRecord): boolean {
+      const { changes } = db
+        .prepare(
+          `INSERT INTO releases (${RELEASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT DO NOTHING`,
+        )
+        .run(...releaseValues(r));
+      return changes === 1;
     },
 
     putAgentCredential(a: { terminalId: string; secretHash: string; createdAt: string }): void {

@@ -22,6 +22,7 @@ import type {
   NewEvent,
   PairingClaimOutcome,
   PairingRecord,
+  ReleaseRecord,
   TerminalRecord,
   TransactionQuery,
   TransactionRecord,
@@ -43,6 +44,8 @@ import {
   type PairingRow,
   type TerminalRow,
   type TransactionRow,
+  toRelease,
+  type ReleaseRow,
 } from './rows.js';
 import { SqliteChanges } from './sqlite-changes.js';
 import { refuseNewerSchema } from '../../common/schema-version.js';
@@ -383,6 +386,32 @@ export class SqliteStore implements Store {
     event: NewEvent,
   ): Promise<PairingClaimOutcome> {
     return this.writer.write({ op: 'claimPairing', arg: { code, claim, terminal, event } });
+  }
+
+  addRelease(release: ReleaseRecord): Promise<boolean> {
+    return this.writer.write({ op: 'addRelease', arg: release });
+  }
+
+  async findRelease(
+    accountId: string,
+    version: string,
+    arch: string,
+  ): Promise<ReleaseRecord | undefined> {
+    const row = this.db
+      .prepare<[string, string, string], ReleaseRow>(
+        'SELECT * FROM releases WHERE account_id = ? AND version = ? AND arch = ?',
+      )
+      .get(accountId, version, arch);
+    return row ? toRelease(row) : undefined;
+  }
+
+  async listReleases(accountId: string): Promise<ReleaseRecord[]> {
+    return this.db
+      .prepare<[string], ReleaseRow>(
+        'SELECT * FROM releases WHERE account_id = ? ORDER BY published_at DESC, version DESC',
+      )
+      .all(accountId)
+      .map(toRelease);
   }
 
   async getSetting(key: string): Promise<string | undefined> {

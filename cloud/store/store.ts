@@ -21,6 +21,7 @@ import type {
   NewEvent,
   PairingClaimOutcome,
   PairingRecord,
+  ReleaseRecord,
   PendingCommand,
   WebhookRecord,
   TerminalRecord,
@@ -139,6 +140,12 @@ export interface Store {
     terminal: TerminalRecord,
     event: NewEvent,
   ): Promise<PairingClaimOutcome>;
+
+  /** Stores a release unless the account has that version for that arch (answers false). */
+  addRelease(release: ReleaseRecord): Promise<boolean>;
+  findRelease(accountId: string, version: string, arch: string): Promise<ReleaseRecord | undefined>;
+  /** The account's releases, newest published first. */
+  listReleases(accountId: string): Promise<ReleaseRecord[]>;
 
   getSetting(key: string): Promise<string | undefined>;
   putSetting(key: string, value: string): Promise<void>;

@@ -120,6 +120,24 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }
       CREATE INDEX transactions_by_account ON transactions (account_id, id);
     `,
   },
+  {
+    version: 4,
+    sql: `
+      -- Agent releases an account published; the archive itself is a file in the data dir.
+      CREATE TABLE releases (
+        account_id text COLLATE "C" NOT NULL,
+        version text COLLATE "C" NOT NULL,
+        arch text COLLATE "C" NOT NULL,
+        manifest text NOT NULL,
+        signature text NOT NULL,
+        archive_sha256 text NOT NULL,
+        archive_size bigint NOT NULL,
+        file text NOT NULL,
+        published_at text COLLATE "C" NOT NULL,
+        PRIMARY KEY (account_id, version, arch)
+      );
+    `,
+  },
 ];
 
 /**

@@ -32,6 +32,7 @@ import type {
   NewEvent,
   PairingClaimOutcome,
   PairingRecord,
+  ReleaseRecord,
   PendingCommand,
   TerminalRecord,
   TransactionQuery,
@@ -49,6 +50,10 @@ import {
   type CredentialRow,
   type EventRow,
   type TransactionRow,
+  RELEASE_COLUMNS,
+  releaseValues,
+  toRelease,
+  type ReleaseRow,
 } from '../rows.js';
 import type { ReportPosition } from '../../delivery/report-order.js';
 import type { ChangeKey, Store } from '../store.js';
@@ -458,6 +463,35 @@ export class PostgresStore implements Store {
         event,
       }),
     );
+  }
+
+  async addRelease(release: ReleaseRecord): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      `INSERT INTO releases (${RELEASE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+       ON CONFLICT DO NOTHING`,
+      [...releaseValues(release)],
+    );
+    return rowCount === 1;
+  }
+
+  async findRelease(
+    accountId: string,
+    version: string,
+    arch: string,
+  ): Promise<ReleaseRecord | undefined> {
+    const { rows } = await this.pool.query<ReleaseRow>(
+      'SELECT * FROM releases WHERE account_id = $1 AND version = $2 AND arch = $3',
+      [accountId, version, arch],
+    );
+    return rows[0] ? toRelease(rows[0]) : undefined;
+  }
+
+  async listReleases(accountId: string): Promise<ReleaseRecord[]> {
+    const { rows } = await this.pool.query<ReleaseRow>(
+      'SELECT * FROM releases WHERE account_id = $1 ORDER BY published_at DESC, version DESC',
+      [accountId],
+    );
+    return rows.map(toRelease);
   }
 
   async getSetting(key: string): Promise<string | undefined> {

@@ -8,6 +8,7 @@ import { changeCases } from './store-conformance-changes.js';
 import { pairingCases } from './store-conformance-pairings.js';
 import { peerCases } from './store-conformance-peers.js';
 import { recordCases } from './store-conformance-records.js';
+import { releaseCases } from './store-conformance-releases.js';
 import type { StoreFactory } from './store-fixtures.js';
 
 export type { StoreFactory } from './store-fixtures.js';
@@ -18,6 +19,7 @@ export function storeConformance(name: string, factory: StoreFactory): void {
     changeCases(factory);
     recordCases(factory);
     pairingCases(factory);
+    releaseCases(factory);
     if (factory.peer) {
       const peer = factory.peer;
       describe('across processes (a second handle on the same data)', () => {

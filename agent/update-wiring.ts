@@ -1,0 +1,99 @@
+/**
+ * The updater in the running agent: at start, a half-done update is finished or undone
+ * (update-boot.ts) before anything opens; then orders from the link go to the updater,
+ * which checks health (broker, journal, reader) for a trial.
+ */
+import type { Logger } from 'pino';
+import { systemClock, systemTimers } from '../common/clock.js';
+import { partLogger } from '../common/logging.js';
+import type { UpdateOrderMessage } from '../protocol/index.js';
+import type { RunningAgent } from './agent.js';
+import type { AgentConfig } from './config.js';
+import type { ReaderPort } from './ports.js';
+import { resolveUpdateAtBoot, type BootDecision } from './update-boot.js';
+import { Updater } from './updater.js';
+
+/** The exit code that asks the supervisor (systemd's Restart=) to start `current` again. */
+export const RESTART_EXIT_CODE = 75;
+
+const READER_ANSWER_MS = 5000;
+
+export interface PreparedUpdates {
+  /** Set when the agent must exit at once for the supervisor to start the release before. */
+  restart?: string;
+  agentVersion?: string;
+  onUpdateOrder: (order: UpdateOrderMessage) => void;
+  attach(
+    agent: RunningAgent,
+    reader: ReaderPort,
+    restart: (reason: string) => Promise<void>,
+  ): Updater;
+}
+
+export function prepareUpdates(config: AgentConfig, logger: Logger): PreparedUpdates {
+  const log = partLogger(logger, 'updater');
+  let decision: BootDecision = { restart: false, running: undefined };
+  if (config.update) decision = resolveUpdateAtBoot(config.update.root, () => systemClock.now());
+  // Orders that come before the agent is wired wait here (the retained one comes at once).
+  let early: UpdateOrderMessage | undefined;
+  let updater: Updater | undefined;
+  const prepared: PreparedUpdates = {
+    onUpdateOrder: (order) => (updater ? updater.order(order) : (early = order)),
+    attach(agent, reader, restart) {
+      const { broker } = config;
+      updater = new Updater({
+        config: config.update,
+        running: decision.restart ? undefined : decision.running,
+        ...(!decision.restart && decision.trial ? { trial: decision.trial } : {}),
+        ...(broker.username !== undefined && broker.password !== undefined
+          ? { credential: { username: broker.username, password: broker.password } }
+          : {}),
+        health: () => failingChecks(agent, reader),
+        idle: () => agent.transactionState === 'READY',
+        publish: (status) => agent.link.publishUpdateStatus(status),
+        restart,
+        logger: log,
+        clock: systemClock,
+        timers: systemTimers,
+      });
+      updater.start();
+      if (early) updater.order(early);
+      return updater;
+    },
+  };
+  if (decision.restart) {
+    log.warn({ reason: decision.reason }, 'update: restarting on the release before');
+    prepared.restart = decision.reason;
+  } else if (decision.running) {
+    prepared.agentVersion = decision.running;
+    if (decision.trial) {
+      log.info({ version: decision.running, start: decision.trial.boots }, 'update: on trial');
+    }
+  }
+  return prepared;
+}
+
+/** The health a new release must show: broker connected, journal open, reader answers. */
+async function failingChecks(agent: RunningAgent, reader: ReaderPort): Promise<string[]> {
+  const failing: string[] = [];
+  if (!agent.link.connected) failing.push('the broker is not connected');
+  try {
+    agent.journal.lastSeq();
+  } catch (error) {
+    failing.push(`the journal is not open: ${(error as Error).message}`);
+  }
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      reader.status(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error('no answer')), READER_ANSWER_MS);
+      }),
+    ]);
+  } catch (error) {
+    failing.push(`the reader does not answer: ${(error as Error).message}`);
+  } finally {
+    clearTimeout(timer);
+  }
+  return failing;
+}

@@ -1,0 +1,85 @@
+/**
+ * Agent releases over HTTP (docs/api.md, "Extensions: releases"): publishing takes the
+ * archive itself as the body (application/gzip), not JSON; downloading answers it. An
+ * agent downloads with its broker credential (username: its terminal id), an account
+ * credential may too; each reaches its own account's releases alone.
+ */
+import fs from 'node:fs';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Readable } from 'node:stream';
+import { RELEASE_PUBLISH_PATH, ReleaseArch, ReleaseVersion } from '../../protocol/index.js';
+import type { Authenticator } from '../accounts/authenticator.js';
+import type { Principal } from '../accounts/principal.js';
+import { verifyAgentSecret } from '../accounts/mosquitto-hash.js';
+import { sourceOf } from '../accounts/sign-in-throttle.js';
+import { ApiError } from '../errors.js';
+import type { Releases } from '../releases/releases.js';
+import type { Store } from '../store/store.js';
+
+export interface ReleaseRouteOptions {
+  releases: Releases;
+  authenticator: Authenticator;
+  store: Pick<Store, 'findAgentCredential' | 'getTerminal'>;
+}
+
+export function registerReleaseRoutes(app: FastifyInstance, options: ReleaseRouteOptions): void {
+  const { releases, authenticator } = options;
+  // Encapsulated: the gzip body parser serves these routes alone, the operations stay JSON.
+  void app.register(async (scope) => {
+    scope.addContentTypeParser('application/gzip', (_request, payload, done) =>
+      done(null, payload),
+    );
+    scope.post(`/pos${RELEASE_PUBLISH_PATH}`, async (request) => {
+      const principal = await authenticator.authenticate(
+        request.headers.authorization,
+        sourceOf(request.ip),
+      );
+      if (request.headers['content-type'] !== 'application/gzip') {
+        throw new ApiError(
+          'UNSUPPORTED_MEDIA_TYPE',
+          'send the release archive (tps-agent-VERSION-ARCH.tar.gz) as application/gzip',
+        );
+      }
+      return { release: await releases.publish(principal, request.body as Readable) };
+    });
+    scope.get(`/pos${RELEASE_PUBLISH_PATH}/:version/:arch/archive`, async (request, reply) => {
+      const principal = await downloader(request, options);
+      const params = request.params as { version: string; arch: string };
+      const version = ReleaseVersion.safeParse(params.version);
+      const arch = ReleaseArch.safeParse(params.arch);
+      if (!version.success || !arch.success) {
+        throw new ApiError('RELEASE_NOT_FOUND', 'no such release');
+      }
+      const archive = await releases.archive(principal, version.data, arch.data);
+      return reply
+        .header('content-type', 'application/gzip')
+        .header('content-length', archive.size)
+        .header('x-archive-sha256', archive.sha256)
+        .send(fs.createReadStream(archive.file));
+    });
+  });
+}
+
+/** An agent by its broker credential, else an API credential. */
+async function downloader(
+  request: FastifyRequest,
+  { authenticator, store }: ReleaseRouteOptions,
+): Promise<Principal> {
+  const header = request.headers.authorization;
+  const decoded = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header ?? '')?.[1];
+  const text = decoded ? Buffer.from(decoded, 'base64').toString('utf8') : '';
+  const colon = text.indexOf(':');
+  if (colon > 0) {
+    const terminalId = text.slice(0, colon);
+    const stored = await store.findAgentCredential(terminalId);
+    if (stored !== undefined) {
+      // Agent secrets are 192 random bits (cloud/ids.ts): guessing needs no limit here.
+      const terminal = await store.getTerminal(terminalId);
+      if (terminal && (await verifyAgentSecret(text.slice(colon + 1), stored))) {
+        return { accountId: terminal.accountId, terminalId };
+      }
+      throw new ApiError('UNAUTHORIZED', 'wrong username or password');
+    }
+  }
+  return authenticator.authenticate(header, sourceOf(request.ip));
+}

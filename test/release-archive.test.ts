@@ -1,0 +1,98 @@
+/** The relay's check of an uploaded release archive, fed hostile archives. */
+import fs from 'node:fs';
+import path from 'node:path';
+import * as tar from 'tar';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { generateReleaseKeyPair } from '../common/release-signature.js';
+import { checkReleaseArchive } from '../cloud/releases/archive.js';
+import { tempDir } from './agent-harness.js';
+import { ARCH, buildRelease } from './support/agent-releases.js';
+
+const keys = generateReleaseKeyPair();
+
+describe('release archive check', () => {
+  let dir: string;
+  let good: string;
+
+  beforeAll(async () => {
+    dir = tempDir('release-archive');
+    good = await buildRelease(dir, { version: '2.0.0', privateKeyPem: keys.privateKeyPem });
+  });
+
+  /** The good release's files, unpacked, changed by `change`, packed again. */
+  async function repacked(name: string, change: (folder: string) => void, extra: object = {}) {
+    const folder = path.join(dir, name);
+    fs.mkdirSync(folder);
+    await tar.x({ file: good, cwd: folder });
+    change(folder);
+    const file = path.join(dir, `${name}.tar.gz`);
+    const entries = fs.readdirSync(folder);
+    await tar.c({ gzip: true, file, cwd: folder, ...extra }, entries);
+    return file;
+  }
+
+  it('reads the manifest of a good release, with the archive’s own hash and size', async () => {
+    const checked = await checkReleaseArchive(good, keys.publicKeyPem);
+    expect(checked.manifest).toMatchObject({ name: 'tps-agent', version: '2.0.0', arch: ARCH });
+    expect(checked.archiveSize).toBe(fs.statSync(good).size);
+    expect(checked.archiveSha256).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('refuses a signature of another key', async () => {
+    await expect(
+      checkReleaseArchive(good, generateReleaseKeyPair().publicKeyPem),
+    ).rejects.toMatchObject({ code: 'RELEASE_SIGNATURE_INVALID' });
+  });
+
+  it.each<[string, (folder: string) => void, RegExp]>([
+    [
+      'a file changed after signing',
+      (f) => fs.appendFileSync(path.join(f, 'bin/tps-agent.js'), '//'),
+      /bin\/tps-agent.js does not match its hash/,
+    ],
+    [
+      'a file the manifest does not list',
+      (f) => fs.writeFileSync(path.join(f, 'bin/extra.js'), 'x'),
+      /bin\/extra.js is in the archive but not in the manifest/,
+    ],
+    [
+      'a listed file missing',
+      (f) => fs.rmSync(path.join(f, 'package.json')),
+      /package.json is in the manifest but not in the archive/,
+    ],
+    [
+      'a symbolic link',
+      (f) => fs.symlinkSync('/etc/passwd', path.join(f, 'bin/link')),
+      /SymbolicLink entry/,
+    ],
+    ['no signature', (f) => fs.rmSync(path.join(f, 'manifest.sig')), /no manifest.sig/],
+  ])('refuses an archive with %s', async (name, change, reason) => {
+    const file = await repacked(name.replace(/\W+/g, '-'), change);
+    const refused = checkReleaseArchive(file, keys.publicKeyPem);
+    await expect(refused).rejects.toMatchObject({ code: 'RELEASE_INVALID' });
+    await expect(refused).rejects.toThrow(reason);
+  });
+
+  it('refuses a path out of the release and an archive over its limits', async () => {
+    const outside = path.join(dir, 'outside');
+    fs.mkdirSync(path.join(outside, 'inner'), { recursive: true });
+    fs.writeFileSync(path.join(outside, 'evil'), 'x');
+    const file = path.join(dir, 'outside.tar.gz');
+    await tar.c({ gzip: true, file, cwd: path.join(outside, 'inner'), preservePaths: true }, [
+      '../evil',
+    ]);
+    await expect(checkReleaseArchive(file, keys.publicKeyPem)).rejects.toThrow(
+      /a path a release may not hold/,
+    );
+    await expect(
+      checkReleaseArchive(good, keys.publicKeyPem, { maxArchiveBytes: 100, maxUnpackedBytes: 1e9 }),
+    ).rejects.toThrow(/larger than 100 bytes/);
+    await expect(
+      checkReleaseArchive(good, keys.publicKeyPem, { maxArchiveBytes: 1e9, maxUnpackedBytes: 100 }),
+    ).rejects.toThrow(/unpacks to more than 100 bytes/);
+    fs.writeFileSync(path.join(dir, 'not.tar.gz'), 'not an archive');
+    await expect(
+      checkReleaseArchive(path.join(dir, 'not.tar.gz'), keys.publicKeyPem),
+    ).rejects.toMatchObject({ code: 'RELEASE_INVALID' });
+  });
+});
