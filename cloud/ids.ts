@@ -35,5 +35,7 @@ export const newSecret = (): string => randomBytes(24).toString('base64url');
 export const newAccountId = (): string => `acct-${ulid().toLowerCase()}`;
 export const newEventId = (): string => `evt-${ulid()}`;
 export const newWebhookId = (): string => `wh-${ulid()}`;
+/** A rollout, also the `order_id` of its update orders. */
+export const newRolloutId = (): string => `ro-${ulid().toLowerCase()}`;
 /** The group of all terminals of an account, as an event subject. */
 export const cohortOf = (accountId: string): string => `cohort-${accountId.replace(/^acct-/, '')}`;

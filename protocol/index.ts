@@ -15,3 +15,4 @@ export * from './pairing.js';
 export * from './print-image.js';
 export * from './release.js';
 export * from './update.js';
+export * from './rollout.js';

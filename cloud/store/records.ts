@@ -150,3 +150,37 @@ export interface PairingRecord {
 
 /** What a claim of a code found: only `claimed` changed anything. */
 export type PairingClaimOutcome = 'claimed' | 'unknown' | 'expired' | 'used';
+
+/** One terminal a rollout ordered to update, and how it ended once its agent said. */
+export interface RolloutTerminalRecord {
+  terminalId: string;
+  wave: number;
+  orderedAt: string;
+  result?: string;
+  reason?: string;
+  reportedAt?: string;
+}
+
+/** A release version assigned to a cohort in waves (docs/fleet.md, "Rollouts"). */
+export interface RolloutRecord {
+  /** Also the `order_id` of its update orders. */
+  id: string;
+  accountId: string;
+  cohort: string;
+  version: string;
+  arch: string;
+  sharePercent: number;
+  maxFailurePercent: number;
+  deadlineS: number;
+  state: 'running' | 'paused' | 'completed' | 'superseded';
+  /** 0 before the first wave is ordered; 1 one terminal, 2 the share, 3 the rest. */
+  wave: number;
+  waveStartedAt: string;
+  pausedReason?: string;
+  supersededBy?: string;
+  createdAt: string;
+  updatedAt: string;
+  /** Bumped on every update: two relays never both move a rollout from one state. */
+  revision: number;
+  terminals: RolloutTerminalRecord[];
+}

@@ -150,4 +150,40 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> 
       );
     `,
   },
+  {
+    version: 9,
+    sql: `
+      -- Rollouts of a release to a cohort in waves, and each terminal they ordered.
+      CREATE TABLE rollouts (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL,
+        cohort TEXT NOT NULL,
+        version TEXT NOT NULL,
+        arch TEXT NOT NULL,
+        share_percent INTEGER NOT NULL,
+        max_failure_percent INTEGER NOT NULL,
+        deadline_s INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        wave INTEGER NOT NULL,
+        wave_started_at TEXT NOT NULL,
+        paused_reason TEXT,
+        superseded_by TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        revision INTEGER NOT NULL
+      );
+      CREATE INDEX rollouts_by_account ON rollouts (account_id, created_at);
+      CREATE INDEX rollouts_by_state ON rollouts (state);
+      CREATE TABLE rollout_terminals (
+        rollout_id TEXT NOT NULL REFERENCES rollouts(id),
+        terminal_id TEXT NOT NULL,
+        wave INTEGER NOT NULL,
+        ordered_at TEXT NOT NULL,
+        result TEXT,
+        reason TEXT,
+        reported_at TEXT,
+        PRIMARY KEY (rollout_id, terminal_id)
+      );
+    `,
+  },
 ];

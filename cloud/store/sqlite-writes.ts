@@ -32,6 +32,7 @@ import {
   RELEASE_COLUMNS,
   releaseValues,
 } from './rows.js';
+import { rolloutWrites } from './sqlite-rollouts.js';
 import { ReportOutOfOrder, checkReport, type ReportPosition } from '../delivery/report-order.js';
 import type { ChangeKey } from './store.js';
 
@@ -241,6 +242,7 @@ export function sqliteWrites(db: Database.Database) {
   }
 
   return {
+    ...rolloutWrites(db),
     applyChange(change: DecidedChange): void {
       const { key } = change;
       const check = () => checkDecidedOn(key, change.decidedOn);

@@ -23,6 +23,7 @@ import type {
   PairingClaimOutcome,
   PairingRecord,
   ReleaseRecord,
+  RolloutRecord,
   TerminalRecord,
   TransactionQuery,
   TransactionRecord,
@@ -50,6 +51,7 @@ import {
 import { SqliteChanges } from './sqlite-changes.js';
 import { refuseNewerSchema } from '../../common/schema-version.js';
 import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
+import { rolloutReads } from './sqlite-rollouts.js';
 import { SqliteWriter, type WriterThreadUse } from './sqlite-writer.js';
 import { SHARED_SQL, openSqliteFile, toLastReport, type LastReportRow } from './sqlite-writes.js';
 
@@ -69,6 +71,7 @@ export class SqliteStore implements Store {
   private readonly writer: SqliteWriter;
   private readonly statements;
   private readonly changes: SqliteChanges;
+  private readonly rollouts: ReturnType<typeof rolloutReads>;
 
   constructor(file: string, options: { writerThread?: WriterThreadUse; logger?: Logger } = {}) {
     // Reads and the writer thread use separate connections: they must reach the same file.
@@ -83,6 +86,7 @@ export class SqliteStore implements Store {
     }
     this.writer = new SqliteWriter(file, this.db, options);
     this.changes = new SqliteChanges(this.db, this.writer);
+    this.rollouts = rolloutReads(this.db);
     const db = this.db;
     this.statements = {
       transactionById: db.prepare<[string], TransactionRow>(
@@ -412,6 +416,43 @@ export class SqliteStore implements Store {
       )
       .all(accountId)
       .map(toRelease);
+  }
+
+  createRollout(rollout: RolloutRecord): Promise<void> {
+    return this.writer.write({ op: 'createRollout', arg: rollout });
+  }
+
+  async getRollout(id: string): Promise<RolloutRecord | undefined> {
+    return this.rollouts.getRollout(id);
+  }
+
+  async listRollouts(filter: {
+    accountId?: string;
+    state?: RolloutRecord['state'];
+  }): Promise<RolloutRecord[]> {
+    return this.rollouts.listRollouts(filter);
+  }
+
+  updateRollout(rollout: RolloutRecord, revision: number): Promise<boolean> {
+    return this.writer.write({ op: 'updateRollout', arg: { rollout, revision } });
+  }
+
+  recordRolloutOutcome(
+    rolloutId: string,
+    terminalId: string,
+    outcome: { result: string; reason?: string; at: string },
+  ): Promise<boolean> {
+    return this.writer.write({
+      op: 'recordRolloutOutcome',
+      arg: { rolloutId, terminalId, ...outcome },
+    });
+  }
+
+  async cohortTerminals(
+    accountId: string,
+    cohort: string,
+  ): Promise<Array<{ id: string; connected: boolean }>> {
+    return this.rollouts.cohortTerminals(accountId, cohort);
   }
 
   async getSetting(key: string): Promise<string | undefined> {

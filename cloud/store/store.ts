@@ -22,6 +22,7 @@ import type {
   PairingClaimOutcome,
   PairingRecord,
   ReleaseRecord,
+  RolloutRecord,
   PendingCommand,
   WebhookRecord,
   TerminalRecord,
@@ -146,6 +147,34 @@ export interface Store {
   findRelease(accountId: string, version: string, arch: string): Promise<ReleaseRecord | undefined>;
   /** The account's releases, newest published first. */
   listReleases(accountId: string): Promise<ReleaseRecord[]>;
+
+  /**
+   * Stores a new rollout; in the same commit, the running or paused rollouts of its
+   * account's cohort become superseded by it.
+   */
+  createRollout(rollout: RolloutRecord): Promise<void>;
+  getRollout(id: string): Promise<RolloutRecord | undefined>;
+  /** Newest first: an account's, or those in one state, or both. */
+  listRollouts(filter: {
+    accountId?: string;
+    state?: RolloutRecord['state'];
+  }): Promise<RolloutRecord[]>;
+  /**
+   * Writes the rollout's state and the terminals it has not written yet, if its revision
+   * is still `revision` (else answers false and changes nothing); the revision goes up by one.
+   */
+  updateRollout(rollout: RolloutRecord, revision: number): Promise<boolean>;
+  /** Keeps how a terminal's update ended; false when the rollout never ordered that terminal. */
+  recordRolloutOutcome(
+    rolloutId: string,
+    terminalId: string,
+    outcome: { result: string; reason?: string; at: string },
+  ): Promise<boolean>;
+  /** The terminals of an account's cohort, oldest id first, and whether each is connected. */
+  cohortTerminals(
+    accountId: string,
+    cohort: string,
+  ): Promise<Array<{ id: string; connected: boolean }>>;
 
   getSetting(key: string): Promise<string | undefined>;
   putSetting(key: string, value: string): Promise<void>;

@@ -137,6 +137,41 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }
         PRIMARY KEY (account_id, version, arch)
       );
     `,
+  },  {
+    version: 5,
+    sql: `
+      -- Rollouts of a release to a cohort in waves, and each terminal they ordered.
+      CREATE TABLE rollouts (
+        id text COLLATE "C" PRIMARY KEY,
+        account_id text NOT NULL,
+        cohort text NOT NULL,
+        version text NOT NULL,
+        arch text NOT NULL,
+        share_percent integer NOT NULL,
+        max_failure_percent integer NOT NULL,
+        deadline_s integer NOT NULL,
+        state text NOT NULL,
+        wave integer NOT NULL,
+        wave_started_at text NOT NULL,
+        paused_reason text,
+        superseded_by text,
+        created_at text NOT NULL,
+        updated_at text NOT NULL,
+        revision integer NOT NULL
+      );
+      CREATE INDEX rollouts_by_account ON rollouts (account_id, created_at);
+      CREATE INDEX rollouts_by_state ON rollouts (state);
+      CREATE TABLE rollout_terminals (
+        rollout_id text NOT NULL REFERENCES rollouts(id),
+        terminal_id text NOT NULL,
+        wave integer NOT NULL,
+        ordered_at text NOT NULL,
+        result text,
+        reason text,
+        reported_at text,
+        PRIMARY KEY (rollout_id, terminal_id)
+      );
+    `,
   },
 ];
 

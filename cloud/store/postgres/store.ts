@@ -33,6 +33,7 @@ import type {
   PairingClaimOutcome,
   PairingRecord,
   ReleaseRecord,
+  RolloutRecord,
   PendingCommand,
   TerminalRecord,
   TransactionQuery,
@@ -61,6 +62,7 @@ import { encodeNotice, type Sender } from './change-bus.js';
 import { withClient, type Logger } from './connection.js';
 import { GroupCommit } from './group-commit.js';
 import * as pairings from './pairings.js';
+import * as rollouts from './rollouts.js';
 import {
   TERMINAL_COLUMNS,
   TX_COLUMNS,
@@ -463,6 +465,40 @@ export class PostgresStore implements Store {
         event,
       }),
     );
+  }
+
+  createRollout(rollout: RolloutRecord): Promise<void> {
+    return this.withClient((client) => rollouts.createRollout(client, rollout));
+  }
+
+  getRollout(id: string): Promise<RolloutRecord | undefined> {
+    return rollouts.getRollout(this.pool, id);
+  }
+
+  listRollouts(filter: {
+    accountId?: string;
+    state?: RolloutRecord['state'];
+  }): Promise<RolloutRecord[]> {
+    return rollouts.listRollouts(this.pool, filter);
+  }
+
+  updateRollout(rollout: RolloutRecord, revision: number): Promise<boolean> {
+    return this.withClient((client) => rollouts.updateRollout(client, rollout, revision));
+  }
+
+  recordRolloutOutcome(
+    rolloutId: string,
+    terminalId: string,
+    outcome: { result: string; reason?: string; at: string },
+  ): Promise<boolean> {
+    return rollouts.recordRolloutOutcome(this.pool, rolloutId, terminalId, outcome);
+  }
+
+  cohortTerminals(
+    accountId: string,
+    cohort: string,
+  ): Promise<Array<{ id: string; connected: boolean }>> {
+    return rollouts.cohortTerminals(this.pool, accountId, cohort);
   }
 
   async addRelease(release: ReleaseRecord): Promise<boolean> {

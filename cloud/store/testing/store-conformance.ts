@@ -9,6 +9,7 @@ import { pairingCases } from './store-conformance-pairings.js';
 import { peerCases } from './store-conformance-peers.js';
 import { recordCases } from './store-conformance-records.js';
 import { releaseCases } from './store-conformance-releases.js';
+import { rolloutCases } from './store-conformance-rollouts.js';
 import type { StoreFactory } from './store-fixtures.js';
 
 export type { StoreFactory } from './store-fixtures.js';
@@ -20,6 +21,7 @@ export function storeConformance(name: string, factory: StoreFactory): void {
     recordCases(factory);
     pairingCases(factory);
     releaseCases(factory);
+    rolloutCases(factory);
     if (factory.peer) {
       const peer = factory.peer;
       describe('across processes (a second handle on the same data)', () => {
