@@ -115,6 +115,13 @@ export const ERROR_CATALOGUE = {
     meaning: 'The account has published this version for this architecture already.',
   },
   RELEASE_NOT_FOUND: { status: 404, meaning: 'No such release for this credential.' },
+  COHORT_NOT_FOUND: { status: 404, meaning: 'No terminal of this account is in that cohort.' },
+  ROLLOUT_NOT_FOUND: { status: 404, meaning: 'No such rollout for this credential.' },
+  ROLLOUT_STATE_CONFLICT: {
+    status: 409,
+    meaning:
+      'The rollout is not in a state that allows this: pause a running one, resume a paused one.',
+  },
   TOO_MANY_WEBHOOKS: {
     status: 400,
     meaning: 'The credential has as many webhooks as allowed; delete one first.',

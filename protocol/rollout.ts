@@ -28,7 +28,12 @@ export const RolloutStartRequest = z
     arch: ReleaseArch.optional(),
     share_percent: z.number().int().min(1).max(100).optional(),
     max_failure_percent: z.number().int().min(0).max(100).optional(),
-    deadline_s: z.number().int().min(10).max(7 * 86_400).optional(),
+    deadline_s: z
+      .number()
+      .int()
+      .min(10)
+      .max(7 * 86_400)
+      .optional(),
   })
   .strict();
 export type RolloutStartRequest = z.infer<typeof RolloutStartRequest>;

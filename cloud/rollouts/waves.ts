@@ -11,9 +11,7 @@ export const LAST_WAVE = 3;
 export const SUCCESS = 'installed';
 
 export type GateVerdict =
-  | { kind: 'wait'; deadline: number }
-  | { kind: 'pass' }
-  | { kind: 'fail'; reason: string };
+  { kind: 'wait'; deadline: number } | { kind: 'pass' } | { kind: 'fail'; reason: string };
 
 /**
  * The health gate of the wave under way: every terminal of it reported `installed`
@@ -44,7 +42,8 @@ export function gate(rollout: RolloutRecord, now: number): GateVerdict {
 }
 
 function failure(terminal: RolloutTerminalRecord, deadlineS: number): string {
-  if (terminal.result === undefined) return `${terminal.terminalId}: no report within ${deadlineS} s`;
+  if (terminal.result === undefined)
+    return `${terminal.terminalId}: no report within ${deadlineS} s`;
   const reason = terminal.reason ? `: ${terminal.reason}` : '';
   return `${terminal.terminalId}: ${terminal.result}${reason}`;
 }
@@ -110,7 +109,12 @@ export function step(
   const verdict = gate(rollout, now.getTime());
   if (verdict.kind === 'wait') return undefined;
   if (verdict.kind === 'fail') {
-    return { ...rollout, state: 'paused', pausedReason: verdict.reason, updatedAt: now.toISOString() };
+    return {
+      ...rollout,
+      state: 'paused',
+      pausedReason: verdict.reason,
+      updatedAt: now.toISOString(),
+    };
   }
   return advance(rollout, cohort, now);
 }

@@ -137,7 +137,8 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }
         PRIMARY KEY (account_id, version, arch)
       );
     `,
-  },  {
+  },
+  {
     version: 5,
     sql: `
       -- Rollouts of a release to a cohort in waves, and each terminal they ordered.

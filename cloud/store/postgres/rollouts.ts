@@ -22,7 +22,8 @@ const INSERT_TERMINAL = `INSERT INTO rollout_terminals
   VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`;
 
 async function addTerminals(client: Queryable, r: RolloutRecord): Promise<void> {
-  for (const t of r.terminals) await client.query(INSERT_TERMINAL, [...rolloutTerminalValues(r.id, t)]);
+  for (const t of r.terminals)
+    await client.query(INSERT_TERMINAL, [...rolloutTerminalValues(r.id, t)]);
 }
 
 /** Runs inside a transaction the caller opened on `client`, and commits it. */

@@ -39,7 +39,14 @@ async function paired(store: Store, terminalId: string, cohort: string, code: st
   });
   await store.claimPairing(
     code,
-    { accountId: 'acct-1', terminalId, name: terminalId, cohort, claimedBy: 'u-1', claimedAt: LATER },
+    {
+      accountId: 'acct-1',
+      terminalId,
+      name: terminalId,
+      cohort,
+      claimedBy: 'u-1',
+      claimedAt: LATER,
+    },
     terminalRecord(terminalId),
     {
       id: `ev-${terminalId}`,
@@ -107,9 +114,11 @@ export function rolloutCases(factory: StoreFactory): void {
     expect(await store.recordRolloutOutcome('ro-1', 't-1', outcome)).toBe(true);
     expect(await store.recordRolloutOutcome('ro-1', 't-2', outcome)).toBe(false);
     expect(await store.recordRolloutOutcome('ro-9', 't-1', outcome)).toBe(false);
-    expect((await store.getRollout('ro-1'))?.terminals).toEqual([
-      { terminalId: 't-1', wave: 1, orderedAt: NOW, ...outcome, reportedAt: LATER },
-    ].map(({ at: _at, ...t }) => t));
+    expect((await store.getRollout('ro-1'))?.terminals).toEqual(
+      [{ terminalId: 't-1', wave: 1, orderedAt: NOW, ...outcome, reportedAt: LATER }].map(
+        ({ at: _at, ...t }) => t,
+      ),
+    );
     await store.close();
   });
 

@@ -1,0 +1,299 @@
+/**
+ * Rollout waves on fake time, against a real SQLite store: one terminal, then the share,
+ * then the rest, each after its health gate; failures over the threshold (or silence past
+ * the deadline) pause; pause, resume and a newer rollout for the cohort.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { UpdateOrderMessage, UpdateStatusMessage } from '../../protocol/index.js';
+import { ManualTimers } from '../../common/testing/manual-timers.js';
+import { ApiError } from '../errors.js';
+import { SqliteStore } from '../store/sqlite.js';
+import { terminalRecord } from '../store/testing/store-fixtures.js';
+import { Rollouts } from './rollouts.js';
+
+const ACCOUNT = { accountId: 'acct-1' };
+const START = Date.parse('2026-11-24T03:00:00.000Z');
+
+describe('rollouts', () => {
+  let store: SqliteStore;
+  let timers: ManualTimers;
+  let orders: Array<{ terminalId: string } & UpdateOrderMessage>;
+  let rollouts: Rollouts;
+
+  beforeEach(async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-rollouts-'));
+    store = new SqliteStore(path.join(dir, 'relay.sqlite'));
+    await store.ensureAccount('acct-1', new Date(START).toISOString());
+    await store.addRelease({
+      accountId: 'acct-1',
+      version: '1.4.2',
+      arch: 'linux-x64',
+      manifest: '{}',
+      signature: 'c2ln',
+      archiveSha256: 'a'.repeat(64),
+      archiveSize: 1,
+      file: 'x.tar.gz',
+      publishedAt: new Date(START).toISOString(),
+    });
+    timers = new ManualTimers(START);
+    orders = [];
+    rollouts = new Rollouts({
+      store,
+      clock: timers.clock,
+      timers,
+      publishOrder: (terminalId, order) => {
+        orders.push({ terminalId, ...order });
+        return true;
+      },
+      logger: pino({ level: 'silent' }),
+    });
+    await rollouts.lead();
+  });
+
+  afterEach(async () => {
+    rollouts.unlead();
+    await store.close();
+  });
+
+  /** `count` terminals paired into `cohort`: t-01, t-02, … */
+  async function cohortOf(count: number, cohort = 'cohort-north') {
+    const at = new Date(START).toISOString();
+    for (let i = 1; i <= count; i++) {
+      const id = `t-${cohort}-${String(i).padStart(2, '0')}`;
+      const code = `${cohort.slice(7, 9).toUpperCase()}${String(i).padStart(6, '0')}`;
+      await store.createPairing({
+        secretHash: id.padEnd(64, '0'),
+        code,
+        createdAt: at,
+        expiresAt: new Date(START + 600_000).toISOString(),
+      });
+      await store.claimPairing(
+        code,
+        { accountId: 'acct-1', terminalId: id, name: id, cohort, claimedBy: 'u', claimedAt: at },
+        terminalRecord(id),
+        {
+          id: `ev-${id}`,
+          accountId: 'acct-1',
+          subject: id,
+          kind: 'TerminalPaired',
+          time: at,
+          data: { terminal_id: id, name: id, claimed_by: 'u', paired_at: at },
+        },
+      );
+    }
+  }
+
+  const report = (terminalId: string, orderId: string, result: string, reason?: string) =>
+    rollouts.statusReported(terminalId, {
+      phase: 'idle',
+      last: {
+        order_id: orderId,
+        version: '1.4.2',
+        result,
+        ...(reason ? { reason } : {}),
+        at: new Date(timers.now).toISOString(),
+      },
+      at: new Date(timers.now).toISOString(),
+    } satisfies UpdateStatusMessage);
+
+  /** Lets `ms` pass on the fake clock, then waits for the leader's check it caused. */
+  async function later(ms: number) {
+    timers.advance(ms);
+    await rollouts.check();
+  }
+
+  const ordered = (id: string) => orders.filter((o) => o.order_id === id).map((o) => o.terminalId);
+
+  it('orders one terminal, then the share, then the rest, each after its gate passed', async () => {
+    await cohortOf(20);
+    const started = await rollouts.start(ACCOUNT, { version: '1.4.2', cohort: 'cohort-north' });
+    expect(started).toMatchObject({ state: 'running', wave: 1, share_percent: 10 });
+    expect(ordered(started.id)).toEqual(['t-cohort-north-01']);
+    expect(orders[0]).toMatchObject({ order_id: started.id, version: '1.4.2' });
+    // Nothing moves while the first terminal has not said how its update ended.
+    await later(60_000);
+    expect(ordered(started.id)).toHaveLength(1);
+    await report('t-cohort-north-01', started.id, 'installed');
+    await later(0);
+    // 10 % of 20: two more.
+    expect(ordered(started.id)).toEqual([
+      't-cohort-north-01',
+      't-cohort-north-02',
+      't-cohort-north-03',
+    ]);
+    await report('t-cohort-north-02', started.id, 'installed');
+    await later(0);
+    expect((await rollouts.get(ACCOUNT, started.id)).wave).toBe(2);
+    await report('t-cohort-north-03', started.id, 'installed');
+    await later(0);
+    expect(ordered(started.id)).toHaveLength(20);
+    for (const terminalId of ordered(started.id).slice(3)) {
+      await report(terminalId, started.id, 'installed');
+    }
+    await later(0);
+    const done = await rollouts.get(ACCOUNT, started.id);
+    expect(done).toMatchObject({ state: 'completed', wave: 3 });
+    expect(done.terminals.every((t) => t.result === 'installed')).toBe(true);
+  });
+
+  it('a failure in the first wave pauses at once, with the terminal’s reason; nobody else is ordered', async () => {
+    await cohortOf(3);
+    const { id } = await rollouts.start(ACCOUNT, { version: '1.4.2', cohort: 'cohort-north' });
+    await report(
+      't-cohort-north-01',
+      id,
+      'rolled_back',
+      'not healthy within 90 s: the reader does not answer',
+    );
+    await later(0);
+    const paused = await rollouts.get(ACCOUNT, id);
+    expect(paused.state).toBe('paused');
+    expect(paused.paused_reason).toBe(
+      'wave 1: 1 of 1 failed (at most 0 allowed): t-cohort-north-01: rolled_back: not healthy within 90 s: the reader does not answer',
+    );
+    await later(3_600_000);
+    expect(ordered(id)).toEqual(['t-cohort-north-01']);
+  });
+
+  it('a terminal silent past the deadline is a failure', async () => {
+    await cohortOf(3);
+    const { id } = await rollouts.start(ACCOUNT, {
+      version: '1.4.2',
+      cohort: 'cohort-north',
+      deadline_s: 60,
+    });
+    await later(59_000);
+    expect((await rollouts.get(ACCOUNT, id)).state).toBe('running');
+    await later(1_000);
+    expect(await rollouts.get(ACCOUNT, id)).toMatchObject({
+      state: 'paused',
+      paused_reason:
+        'wave 1: 1 of 1 failed (at most 0 allowed): t-cohort-north-01: no report within 60 s',
+    });
+  });
+
+  it('after the first wave, failures up to the threshold pass and more pause', async () => {
+    await cohortOf(30);
+    const { id } = await rollouts.start(ACCOUNT, {
+      version: '1.4.2',
+      cohort: 'cohort-north',
+      share_percent: 34,
+      max_failure_percent: 10,
+    });
+    await report(ordered(id)[0]!, id, 'installed');
+    await later(0);
+    const second = ordered(id).slice(1);
+    // 34 % of 30: 11 terminals, of which 10 % (one) may fail.
+    expect(second).toHaveLength(11);
+    await report(second[0]!, id, 'refused', 'signature does not verify');
+    for (const terminalId of second.slice(1)) await report(terminalId, id, 'installed');
+    await later(0);
+    expect((await rollouts.get(ACCOUNT, id)).wave).toBe(3);
+    const third = ordered(id).slice(12);
+    expect(third).toHaveLength(18);
+    await report(third[0]!, id, 'failed', 'download: disk full');
+    await report(third[1]!, id, 'rolled_back');
+    await later(0);
+    const paused = await rollouts.get(ACCOUNT, id);
+    expect(paused.state).toBe('paused');
+    expect(paused.paused_reason).toMatch(/^wave 3: 2 of 18 failed \(at most 1 allowed\): /);
+    expect(paused.paused_reason).toContain(`${third[0]}: failed: download: disk full`);
+  });
+
+  it('pause holds the next wave, resume goes on; resuming a gate’s pause accepts that wave', async () => {
+    await cohortOf(3);
+    const { id } = await rollouts.start(ACCOUNT, {
+      version: '1.4.2',
+      cohort: 'cohort-north',
+      deadline_s: 60,
+    });
+    expect(await rollouts.pause(ACCOUNT, id)).toMatchObject({
+      state: 'paused',
+      paused_reason: 'paused by an operator',
+    });
+    await report('t-cohort-north-01', id, 'installed');
+    await later(120_000);
+    expect(ordered(id)).toHaveLength(1);
+    await expect(rollouts.pause(ACCOUNT, id)).rejects.toMatchObject({
+      code: 'ROLLOUT_STATE_CONFLICT',
+    });
+    expect(await rollouts.resume(ACCOUNT, id)).toMatchObject({ state: 'running', wave: 1 });
+    await later(0);
+    expect(ordered(id)).toHaveLength(2);
+    // The second terminal stays silent: the gate pauses at its deadline.
+    await later(60_000);
+    expect((await rollouts.get(ACCOUNT, id)).state).toBe('paused');
+    // The operator accepts it: the last wave is ordered; the silent one is not ordered again.
+    expect(await rollouts.resume(ACCOUNT, id)).toMatchObject({ state: 'running', wave: 3 });
+    expect(ordered(id)).toEqual(['t-cohort-north-01', 't-cohort-north-02', 't-cohort-north-03']);
+    await report('t-cohort-north-03', id, 'installed');
+    await later(0);
+    expect((await rollouts.get(ACCOUNT, id)).state).toBe('completed');
+  });
+
+  it('a newer rollout for the cohort supersedes the running one', async () => {
+    await cohortOf(3);
+    const first = await rollouts.start(ACCOUNT, { version: '1.4.2', cohort: 'cohort-north' });
+    const second = await rollouts.start(ACCOUNT, { version: '1.4.2', cohort: 'cohort-north' });
+    expect(await rollouts.get(ACCOUNT, first.id)).toMatchObject({
+      state: 'superseded',
+      superseded_by: second.id,
+    });
+    await report('t-cohort-north-01', first.id, 'installed');
+    await later(0);
+    expect(ordered(first.id)).toHaveLength(1);
+    expect((await rollouts.list(ACCOUNT)).map((r) => r.id)).toEqual([second.id, first.id]);
+    await expect(rollouts.resume(ACCOUNT, first.id)).rejects.toMatchObject({
+      code: 'ROLLOUT_STATE_CONFLICT',
+    });
+  });
+
+  it('refuses what cannot be rolled out, and reaches its own account’s rollouts only', async () => {
+    await cohortOf(1);
+    const refusal = (promise: Promise<unknown>) =>
+      promise.then(
+        () => undefined,
+        (error: unknown) => (error instanceof ApiError ? error.code : error),
+      );
+    expect(
+      await refusal(rollouts.start(ACCOUNT, { version: '9.9.9', cohort: 'cohort-north' })),
+    ).toBe('RELEASE_NOT_FOUND');
+    expect(
+      await refusal(
+        rollouts.start(ACCOUNT, { version: '1.4.2', cohort: 'cohort-north', arch: 'linux-arm64' }),
+      ),
+    ).toBe('RELEASE_NOT_FOUND');
+    expect(
+      await refusal(rollouts.start(ACCOUNT, { version: '1.4.2', cohort: 'cohort-south' })),
+    ).toBe('COHORT_NOT_FOUND');
+    expect(
+      await refusal(
+        rollouts.start(
+          { accountId: 'acct-1', terminalId: 't-cohort-north-01' },
+          {
+            version: '1.4.2',
+            cohort: 'cohort-north',
+          },
+        ),
+      ),
+    ).toBe('FORBIDDEN');
+    const { id } = await rollouts.start(ACCOUNT, { version: '1.4.2', cohort: 'cohort-north' });
+    expect(await refusal(rollouts.get({ accountId: 'acct-2' }, id))).toBe('ROLLOUT_NOT_FOUND');
+    // A report of an order this rollout did not give that terminal changes nothing.
+    await report('t-other', id, 'rolled_back');
+    await later(0);
+    expect((await rollouts.get(ACCOUNT, id)).state).toBe('running');
+  });
+
+  it('a cohort of one: its one wave passed, the rollout is complete', async () => {
+    await cohortOf(1);
+    const { id } = await rollouts.start(ACCOUNT, { version: '1.4.2', cohort: 'cohort-north' });
+    await report('t-cohort-north-01', id, 'installed');
+    await later(0);
+    expect((await rollouts.get(ACCOUNT, id)).state).toBe('completed');
+  });
+});
