@@ -53,7 +53,7 @@ export function relayAccess(
 export async function callRelay(
   values: { 'base-url'?: string; username?: string; password?: string },
   operation: string,
-  body: object,
+  body: object | undefined,
   usage?: string,
 ): Promise<unknown> {
   const { baseUrl, username, password } = relayAccess(values, usage);
@@ -61,13 +61,15 @@ export async function callRelay(
   let response: Response;
   let text: string;
   try {
+    const authorization = `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
+    // Without a body: a read (GET), as the rollouts' and releases' resources are read.
     response = await fetch(url, {
-      method: 'POST',
-      headers: {
-        authorization: `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`,
-        'content-type': 'application/json',
-      },
-      body: JSON.stringify(body),
+      method: body === undefined ? 'GET' : 'POST',
+      headers:
+        body === undefined
+          ? { authorization }
+          : { authorization, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       signal: AbortSignal.timeout(RELAY_CALL_TIMEOUT_MS),
     });
     text = await response.text();

@@ -42,6 +42,7 @@ import { MqttTerminalLink } from './mqtt/mqtt-link.js';
 import { RelayMetrics } from './ops/metrics.js';
 import { relayReadiness } from './ops/readiness.js';
 import { Releases } from './releases/releases.js';
+import { Rollouts } from './rollouts/rollouts.js';
 import type { SimulatorFleet } from './simulator/fleet.js';
 import { SimulatorHost } from './simulator/host.js';
 import { SimulatorPlacement } from './simulator/placement.js';
@@ -235,7 +236,21 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       onOutcome: (outcome) => metrics.reportsApplied.inc({ outcome }),
       logger: partLogger(logger, 'inbox'),
     });
+    // Rollouts of agent releases: orders out on the retained `update` topics, outcomes in.
+    const rollouts = new Rollouts({
+      store,
+      clock,
+      timers: systemTimers,
+      publishOrder: (terminalId, order) => mqttLink.publishUpdateOrder(terminalId, order),
+      logger: partLogger(logger, 'rollouts'),
+    });
     link.listen({
+      updateStatus: (terminalId, status) =>
+        void rollouts
+          .statusReported(terminalId, status)
+          .catch((error: unknown) =>
+            logger.error({ err: error, terminalId }, 'could not keep an update outcome'),
+          ),
       commandAcked: (terminalId, commandId) => void outbox.acknowledged(terminalId, commandId),
       report: (terminalId, report, sequenced) => inbox.receive(terminalId, report, sequenced),
       reachable: (terminalId) => outbox.republish(terminalId),
@@ -245,7 +260,12 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
           .catch((error: unknown) =>
             logger.error({ err: error, terminalId }, 'could not keep the reader capabilities'),
           ),
-      reconnected: () => outbox.republish(),
+      reconnected: () => {
+        outbox.republish();
+        void rollouts
+          .republish()
+          .catch((error: unknown) => logger.error({ err: error }, 'update orders not republished'));
+      },
     });
     const closeDelivery = async () => {
       outbox.close();
@@ -305,6 +325,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         { name: 'outbox', start: () => outbox.lead(), stop: () => outbox.unlead() },
         { name: 'webhooks', start: () => webhooks.start(), stop: () => webhooks.stop() },
         { name: 'retention', start: () => retention.start(), stop: () => retention.stop() },
+        { name: 'rollouts', start: () => rollouts.lead(), stop: () => rollouts.unlead() },
         {
           name: 'simulators',
           start: () => placement.reconcile(),
@@ -397,6 +418,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         ? { tls: { certFile: config.tlsCert, keyFile: config.tlsKey } }
         : {}),
       ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
+      rollouts,
       releases: {
         store,
         releases: new Releases({

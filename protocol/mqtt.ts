@@ -47,6 +47,7 @@ export const RELAY_SUBSCRIPTIONS = {
   commandAck: `${TOPIC_ROOT}/+/cmd-ack`,
   report: `${TOPIC_ROOT}/+/report`,
   presence: `${TOPIC_ROOT}/+/presence`,
+  updateStatus: `${TOPIC_ROOT}/+/update-status`,
 } as const;
 
 const TOPIC_PATTERN =

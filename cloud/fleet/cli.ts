@@ -5,6 +5,7 @@ export const FLEET_USAGE = `Usage: tps fleet <command> [options]
 
 Commands:
   release publish FILE   publish an agent release archive to the relay
+  rollout start|status|pause|resume   roll a release out to a cohort in waves
 
 Run 'tps fleet <command> --help' for its options. The relay's address and the account
 credential come from --base-url, --username, --password or TPS_BASE_URL,
@@ -13,6 +14,7 @@ TPS_ACCOUNT_USERNAME, TPS_ACCOUNT_PASSWORD.
 
 const commands: Record<string, (argv: string[]) => Promise<void>> = {
   release: async (argv) => (await import('./release-cli.js')).runRelease(argv),
+  rollout: async (argv) => (await import('./rollout-cli.js')).runRollout(argv),
 };
 
 export async function runFleet(argv: string[]): Promise<void> {

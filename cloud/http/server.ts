@@ -27,6 +27,8 @@ import { openApiDocument } from './openapi.js';
 import { operationHandlers, type OperationDeps } from './operations.js';
 import { registerPairingRoutes } from './pairing-routes.js';
 import { registerReleaseRoutes, type ReleaseRouteOptions } from './release-routes.js';
+import { registerRolloutRoutes } from './rollout-routes.js';
+import type { Rollouts } from '../rollouts/rollouts.js';
 
 export interface HttpServerOptions extends OperationDeps {
   authenticator: Authenticator;
@@ -48,6 +50,8 @@ export interface HttpServerOptions extends OperationDeps {
   console?: ConsoleOptions;
   /** Agent releases: publishing and downloading (docs/fleet.md, "Releases"). */
   releases?: Omit<ReleaseRouteOptions, 'authenticator'>;
+  /** Rollouts of releases to cohorts (docs/fleet.md, "Rollouts"). */
+  rollouts?: Rollouts;
 }
 
 export interface HttpLimits {
@@ -142,6 +146,7 @@ export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
   if (options.releases) {
     registerReleaseRoutes(app, { ...options.releases, authenticator: options.authenticator });
   }
+  if (options.rollouts) registerRolloutRoutes(app, options.rollouts, options.authenticator);
   if (options.console) registerConsole(app, options.console);
   const sessions = options.console?.sessions;
 

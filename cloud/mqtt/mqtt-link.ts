@@ -14,9 +14,11 @@ import {
   PresenceMessage,
   RELAY_SUBSCRIPTIONS,
   ReportMessage,
+  UpdateStatusMessage,
   parseTopic,
   terminalTopics,
   type TerminalCommand,
+  type UpdateOrderMessage,
 } from '../../protocol/index.js';
 import type { Clock } from '../../common/clock.js';
 import type { LinkEvents, TerminalLink } from '../terminals/link.js';
@@ -109,6 +111,20 @@ export class MqttTerminalLink implements TerminalLink {
     });
   }
 
+  /**
+   * Publishes a terminal's update order, retained (docs/mqtt.md): the agent gets it when
+   * it connects, however long it was away. False when not connected: the rollouts'
+   * leader publishes every order again after a reconnect.
+   */
+  publishUpdateOrder(terminalId: string, order: UpdateOrderMessage): boolean {
+    if (!this.client?.connected) return false;
+    this.client.publish(terminalTopics(terminalId).update, JSON.stringify(order), {
+      qos: 1,
+      retain: true,
+    });
+    return true;
+  }
+
   private receive(topic: string, payload: Buffer): void {
     const parsed = parseTopic(topic.replace(/^\$share\/[^/]+\//, ''));
     const events = this.events;
@@ -152,6 +168,14 @@ export class MqttTerminalLink implements TerminalLink {
           events.readerReported(terminalId, presence.data.reader);
           events.reachable(terminalId);
         }
+        return;
+      }
+      case 'update-status': {
+        // An empty retained message clears the topic: nothing to take in.
+        if (payload.length === 0) return;
+        const status = UpdateStatusMessage.safeParse(json);
+        if (!status.success) return this.invalid(terminalId, kind);
+        events.updateStatus?.(terminalId, status.data);
         return;
       }
     }

@@ -5,7 +5,12 @@
  * outbox and the report inbox (cloud/delivery/). Kept narrow, so that an in-process
  * simulator and the MQTT link to real agents are interchangeable.
  */
-import type { ReaderCapabilities, TerminalCommand, TerminalReport } from '../../protocol/index.js';
+import type {
+  ReaderCapabilities,
+  TerminalCommand,
+  TerminalReport,
+  UpdateStatusMessage,
+} from '../../protocol/index.js';
 import type { Sequenced } from '../delivery/inbox.js';
 
 /** What a transport tells of the terminals' messages, as they arrive. */
@@ -26,6 +31,8 @@ export interface LinkEvents {
   readerReported(terminalId: string, reader: ReaderCapabilities | undefined): void;
   /** The transport (re)connected: everything waiting may be sent again now. */
   reconnected(): void;
+  /** The agent's retained `update-status`: where its updates stand (protocol/update.ts). */
+  updateStatus?(terminalId: string, status: UpdateStatusMessage): void;
 }
 
 export interface TerminalLink {

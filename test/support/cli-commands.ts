@@ -40,6 +40,10 @@ export const CLI_COMMANDS: CliCommand[] = [
   { argv: ['agent', 'doctor'], page: 'docs/agent.md' },
   { argv: ['agent', 'pair'], page: 'docs/fleet.md' },
   { argv: ['fleet', 'release', 'publish'], page: 'docs/fleet.md' },
+  ...['start', 'status', 'pause', 'resume'].map((command) => ({
+    argv: ['fleet', 'rollout', command],
+    page: 'docs/fleet.md',
+  })),
   { argv: ['bridge', 'emulate'], page: 'docs/bench-tools.md' },
   { argv: ['bridge', 'monitor'], page: 'docs/bench-tools.md' },
   { argv: ['bridge', 'probe'], page: 'docs/bench-tools.md' },
