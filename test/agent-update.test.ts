@@ -20,8 +20,8 @@ import {
   Supervisor,
   UpdateDesk,
   buildRelease,
-  installFirst,
   serveArchives,
+  startUpdatableTerminal,
   until,
 } from './support/agent-releases.js';
 import { post, startTestRelay } from './support/relay.js';
@@ -80,28 +80,20 @@ describe('agent updates', () => {
     } = {},
   ) {
     const terminalId = over.terminalId ?? TERMINAL;
-    const root = path.join(dir, name);
-    fs.mkdirSync(root);
-    fs.writeFileSync(path.join(root, 'release-key.pem'), keys.publicKeyPem);
-    await installFirst(root, archives.archives.get('1.0.0')!, '1.0.0', keys.publicKeyPem);
-    const configFile = writeConfig(root, {
-      terminal_id: terminalId,
-      broker: { url: broker.url, ...(over.agentCredential ?? credential) },
-      reader: { emulated: { state_file: 'reader.json', delay_ms: over.readerDelayMs ?? 100 } },
-      data_dir: 'data',
-      log_level: 'info',
-      update: {
-        root,
-        public_key: 'release-key.pem',
-        relay: over.relay ?? archives.url,
-        health_deadline_s: 5,
-      },
-    });
     // An order left from another test must not be taken for this one's.
     desk.client.publish(`tps/v1/t/${terminalId}/update`, '', { qos: 1, retain: true });
-    supervisor = new Supervisor(root, configFile, env);
-    supervisor.start();
-    return { root, configFile, supervisor };
+    const started = await startUpdatableTerminal({
+      root: path.join(dir, name),
+      terminalId,
+      broker: { url: broker.url, ...(over.agentCredential ?? credential) },
+      first: { archive: archives.archives.get('1.0.0')!, version: '1.0.0' },
+      publicKeyPem: keys.publicKeyPem,
+      relay: over.relay ?? archives.url,
+      env,
+      ...(over.readerDelayMs !== undefined ? { readerDelayMs: over.readerDelayMs } : {}),
+    });
+    supervisor = started.supervisor;
+    return started;
   }
 
   const releases = (root: string) => fs.readdirSync(path.join(root, 'releases')).sort();

@@ -271,3 +271,43 @@ export function until(check: () => boolean, ms: number, what: string): Promise<v
     }, 25);
   });
 }
+
+export interface UpdatableTerminal {
+  /** A new folder for the terminal: its releases, config, journal. */
+  root: string;
+  terminalId: string;
+  broker: { url: string; username: string; password: string };
+  /** The archive installed first, and its version. */
+  first: { archive: string; version: string };
+  publicKeyPem: string;
+  /** Where the agent downloads releases (a relay's API base, …/pos). */
+  relay: string;
+  readerDelayMs?: number;
+  env?: Record<string, string>;
+}
+
+/**
+ * A terminal as installed on hardware: its first release in `releases/`, `current`
+ * pointing at it, a config with an update section (5 s to prove health), and its agent
+ * started by a supervisor.
+ */
+export async function startUpdatableTerminal(t: UpdatableTerminal) {
+  fs.mkdirSync(t.root, { recursive: true });
+  fs.writeFileSync(path.join(t.root, 'release-key.pem'), t.publicKeyPem);
+  await installFirst(t.root, t.first.archive, t.first.version, t.publicKeyPem);
+  const configFile = path.join(t.root, 'agent.json');
+  fs.writeFileSync(
+    configFile,
+    JSON.stringify({
+      terminal_id: t.terminalId,
+      broker: t.broker,
+      reader: { emulated: { state_file: 'reader.json', delay_ms: t.readerDelayMs ?? 100 } },
+      data_dir: 'data',
+      log_level: 'info',
+      update: { root: t.root, public_key: 'release-key.pem', relay: t.relay, health_deadline_s: 5 },
+    }),
+  );
+  const supervisor = new Supervisor(t.root, configFile, t.env);
+  supervisor.start();
+  return { root: t.root, configFile, supervisor };
+}
