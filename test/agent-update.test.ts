@@ -16,8 +16,8 @@ import {
   writeConfig,
   type TestBroker,
 } from './agent-harness.js';
+import type { Supervisor } from './support/agent-releases.js';
 import {
-  Supervisor,
   UpdateDesk,
   buildRelease,
   serveArchives,

@@ -11,12 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateReleaseKeyPair } from '../common/release-signature.js';
 import { RolloutView } from '../protocol/index.js';
 import { tempDir } from './agent-harness.js';
-import {
-  ARCH,
-  Supervisor,
-  buildRelease,
-  startUpdatableTerminal,
-} from './support/agent-releases.js';
+import type { Supervisor } from './support/agent-releases.js';
+import { ARCH, buildRelease, startUpdatableTerminal } from './support/agent-releases.js';
 import { runEach } from './support/cli-commands.js';
 import { basicAuth, post, startTestRelay, type TestRelay } from './support/relay.js';
 
