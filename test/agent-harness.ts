@@ -200,7 +200,7 @@ export class TestRelay {
 
   private receive(topic: string, payload: Buffer): void {
     const parsed = parseTopic(topic);
-    if (!parsed) return;
+    if (!parsed || payload.length === 0) return;
     const json: unknown = JSON.parse(payload.toString());
     if (parsed.kind === 'cmd-ack') {
       const ack = CommandAckMessage.parse(json);
