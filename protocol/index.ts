@@ -14,3 +14,5 @@ export * from './currencies.js';
 export * from './pairing.js';
 export * from './print-image.js';
 export * from './release.js';
+export * from './fleet-config.js';
+export * from './fleet-diagnostics.js';

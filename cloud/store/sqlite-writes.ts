@@ -26,11 +26,13 @@ import {
   PAIRING_KEPT_MS,
   TRIMMED_SETTING,
   pairingClaimOutcome,
+  insertTerminalSql,
   terminalValues,
   type PairingRow,
 } from './rows.js';
 import { ReportOutOfOrder, checkReport, type ReportPosition } from '../delivery/report-order.js';
 import type { ChangeKey } from './store.js';
+import { fleetWrites } from './sqlite-fleet.js';
 
 /** The page size of a new store file (see openSqliteFile). */
 export const PAGE_SIZE = 16_384;
@@ -238,6 +240,7 @@ export function sqliteWrites(db: Database.Database) {
   }
 
   return {
+    ...fleetWrites(db),
     applyChange(change: DecidedChange): void {
       const { key } = change;
       const check = () => checkDecidedOn(key, change.decidedOn);
@@ -330,9 +333,7 @@ export function sqliteWrites(db: Database.Database) {
     },
 
     createTerminal(t: TerminalRecord): void {
-      db.prepare(
-        'INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-      ).run(terminalValues(t));
+      db.prepare(insertTerminalSql(() => '?')).run(terminalValues(t));
     },
 
     putAgentCredential(a: { terminalId: string; secretHash: string; createdAt: string }): void {
@@ -410,9 +411,7 @@ export function sqliteWrites(db: Database.Database) {
         JSON.stringify(a.claim),
         a.code,
       );
-      db.prepare(
-        'INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-      ).run(terminalValues(a.terminal));
+      db.prepare(insertTerminalSql(() => '?')).run(terminalValues(a.terminal));
       appendEvent(toEventWrite(a.event));
       return outcome;
     },
