@@ -8,6 +8,10 @@ import { runDoctor } from './doctor.js';
 import { openHardware } from './hardware.js';
 import { mkdirSync } from 'node:fs';
 import { createAgentLogger } from './logging.js';
+import pino from 'pino';
+import { overlay, readKeptConfig } from './fleet-config.js';
+import { LogLevels, LogRing, keepingLines } from './fleet-logs.js';
+import { LineTrace } from './fleet-trace.js';
 import { PairingFailed, pairAgent } from './pair.js';
 
 export const AGENT_USAGE = `Usage: tps agent --config FILE
@@ -125,9 +129,9 @@ export async function runAgent(argv: string[]): Promise<void> {
 }
 
 async function runDaemon(file: string): Promise<void> {
-  let config;
+  let base;
   try {
-    config = loadAgentConfig(file);
+    base = loadAgentConfig(file);
   } catch (error) {
     if (!(error instanceof AgentConfigError)) throw error;
     process.stderr.write(`tps agent: ${error.message}\n`);
@@ -140,27 +144,67 @@ async function runDaemon(file: string): Promise<void> {
     process.exitCode = 2;
     return;
   }
+  // The newest lines stay in memory for remote diagnostics; the fleet may set the level.
+  const logs = new LogRing();
+  const levels = new LogLevels();
   const logger = createAgentLogger(
-    config.log_level,
-    config.terminal_id,
-    logDestination(format.data),
+    base.log_level,
+    base.terminal_id,
+    keepingLines(logs, logDestination(format.data) ?? pino.destination({ dest: 1, sync: false })),
+    levels.onChild,
   );
+  levels.root = logger;
   // Before the reader: a ZVT driver keeps its record there, and the directory is private.
-  mkdirSync(config.data_dir, { recursive: true, mode: 0o700 });
-  const hardware = openHardware(config, logger);
-  hardware.reader.connect().catch(() => undefined); // logged; retried on use
-  const agent = await startAgent(config, {
-    reader: hardware.reader,
-    readerCapabilities: hardware.capabilities,
-    ...(hardware.printer ? { printer: hardware.printer } : {}),
-    logger,
-  });
-  logger.info({ terminalId: config.terminal_id, config: file }, 'agent started');
+  mkdirSync(base.data_dir, { recursive: true, mode: 0o700 });
+  const trace = new LineTrace(systemClock);
+
+  /** The agent and its hardware under the configuration the fleet last gave (fleet-config.ts). */
+  const start = async () => {
+    const kept = readKeptConfig(base.data_dir);
+    const overlaid = kept ? overlay(base, kept.config) : undefined;
+    const config = overlaid?.ok ? overlaid.config : base;
+    const hardware = openHardware(config, logger, { trace });
+    hardware.reader.connect().catch(() => undefined); // logged; retried on use
+    const agent = await startAgent(config, {
+      reader: hardware.reader,
+      readerCapabilities: hardware.capabilities,
+      ...(hardware.printer ? { printer: hardware.printer } : {}),
+      logger,
+      fleet: {
+        base,
+        restart: () => void restart(),
+        setLogLevel: (level) => levels.set(level),
+        reader: { model: hardware.model },
+        logs,
+        trace,
+      },
+    });
+    return { agent, hardware };
+  };
+  let running = await start();
+  let changing: Promise<void> | undefined;
+  // Idle, by the fleet's configuration: the agent stops taking commands, the hardware closes
+  // and both start again with the new settings, in this process (no payment runs meanwhile).
+  const restart = () =>
+    (changing ??= (async () => {
+      logger.info('restarting the agent with the new reader and printer settings');
+      await running.agent.stop();
+      await running.hardware.close();
+      running = await start();
+    })()
+      .catch((error: unknown) => {
+        logger.fatal({ err: error }, 'restarting the agent failed');
+        process.exit(1);
+      })
+      .finally(() => {
+        changing = undefined;
+      }));
+  logger.info({ terminalId: base.terminal_id, config: file }, 'agent started');
   const shutdown = (signal: string) => {
     logger.info({ signal }, 'stopping');
-    agent
-      .stop()
-      .then(() => hardware.close())
+    Promise.resolve(changing)
+      .then(() => running.agent.stop())
+      .then(() => running.hardware.close())
       .then(
         () => process.exit(0),
         (error: unknown) => {

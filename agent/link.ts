@@ -59,7 +59,19 @@ export interface AgentLinkOptions {
   clientId?: string;
   /** The byte stream to the broker; default a connection to `broker.url`. */
   openStream?: () => Duplex;
+  /** Fleet traffic (docs/mqtt.md, "Fleet topics"): subscribed to only when given. */
+  fleet?: FleetHandlers;
 }
+
+/** What the link hands on of the fleet's messages; values are JSON, unchecked. */
+export interface FleetHandlers {
+  config(value: unknown): void;
+  diagnostic(value: unknown): void;
+  /** Connected and subscribed: time to say what the relay should know. */
+  connected(): void;
+}
+
+type FleetTopic = 'configReport' | 'facts' | 'diagnosticReply';
 
 /** Outbox rows read per batch when flushing. */
 const FLUSH_BATCH = 500;
@@ -148,6 +160,15 @@ export class AgentLink {
     }
   }
 
+  /**
+   * A fleet message to the relay, QoS 1; retained for reports the relay reads at its own
+   * (re)connect. Dropped while disconnected: `fleet.connected` says it again.
+   */
+  publishFleet(topic: FleetTopic, message: object, retain: boolean): void {
+    if (!this.client.connected || this.stopped) return;
+    this.client.publish(this.topics[topic], JSON.stringify(message), { qos: 1, retain });
+  }
+
   /** Says `connected: false` (retained) when it can, then closes the session's connection. */
   async stop(): Promise<void> {
     if (this.stopped) return;
@@ -193,8 +214,15 @@ export class AgentLink {
       ...(this.options.agentVersion ? { agent_version: this.options.agentVersion } : {}),
       ...(this.options.readerCapabilities ? { reader: this.options.readerCapabilities } : {}),
     };
+    const fleet = this.options.fleet;
     this.client.subscribe(
-      { [this.topics.command]: { qos: 1 }, [this.topics.reportAck]: { qos: 1 } },
+      {
+        [this.topics.command]: { qos: 1 },
+        [this.topics.reportAck]: { qos: 1 },
+        ...(fleet
+          ? { [this.topics.config]: { qos: 1 }, [this.topics.diagnostic]: { qos: 1 } }
+          : {}),
+      },
       (error, granted) => {
         if (error) logger.error({ err: error }, 'subscribing failed');
         const refused = (granted ?? []).filter((g) => g.qos === 128).map((g) => g.topic);
@@ -208,6 +236,7 @@ export class AgentLink {
           qos: 1,
           retain: true,
         });
+        fleet?.connected();
       },
     );
     for (const [commandId, payload] of this.pendingAcks) this.publishAck(commandId, payload);
@@ -282,6 +311,10 @@ export class AgentLink {
         }
         this.acksSinceCheck++;
         this.options.journal.dropReport(parsed.data.seq);
+      } else if (packet.topic === this.topics.config && this.options.fleet) {
+        this.options.fleet.config(value);
+      } else if (packet.topic === this.topics.diagnostic && this.options.fleet) {
+        this.options.fleet.diagnostic(value);
       } else {
         logger.warn({ topic: packet.topic }, 'ignored a message on an unexpected topic');
       }

@@ -1,0 +1,161 @@
+/**
+ * `tps fleet config get|set`: a layer of desired configuration, and for each terminal it
+ * reaches, desired, reported and whether they agree (docs/fleet.md, "Configuration").
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import {
+  FleetConfigResponse,
+  type FleetConfig,
+  type ConfigScope,
+  type TerminalConfigView,
+} from '../../protocol/index.js';
+import { accessOptions, callRelay } from '../cli.js';
+
+export const CONFIG_USAGE = `Usage: tps fleet config get (--terminal ID | --cohort cohort-NAME | --account) [--json]
+       tps fleet config set (--terminal ID | --cohort cohort-NAME | --account) [settings] [--json]
+
+Shows or changes the desired configuration of one level: a terminal's own, its cohort's,
+or the account's. A terminal's effective configuration is the account's, overlaid by its
+cohort's, overlaid by its own. Both commands then list, for each terminal the level
+reaches, the desired version, what its agent reported and whether they agree.
+
+'set' changes only the settings given (and --unset ones); --replace makes the level
+exactly what is given, --file FILE.json reads the whole level from a file.
+
+Settings:
+  --heartbeat-s N              seconds between status heartbeats (1-3600)
+  --log-level LEVEL            fatal, error, warn, info, debug, trace or silent
+  --printer-head-width DOTS    384 (58 mm paper), 576 (80 mm): a multiple of 8
+  --idle-screen-text TEXT      what the terminal shows while it waits (up to 64 characters)
+  --reader-baud-rate N         the card reader's line speed
+  --reader-profile NAME        a ZVT terminal's vendor profile (docs/zvt.md)
+  --maintenance-window HH:MM-HH:MM   when updates may run (UTC)
+  --unset NAME                 no longer set at this level (e.g. --unset log_level); repeatable
+  --replace                    the level becomes exactly the settings given
+  --file FILE                  the whole level as JSON, e.g. {"heartbeat_s": 60}
+
+Options:
+  --json                       print the relay's answer as JSON
+  --base-url, --username, --password   the relay and the account credential
+                               (TPS_BASE_URL, TPS_ACCOUNT_USERNAME, TPS_ACCOUNT_PASSWORD)
+`;
+
+const settingOptions = {
+  'heartbeat-s': { type: 'string' },
+  'log-level': { type: 'string' },
+  'printer-head-width': { type: 'string' },
+  'idle-screen-text': { type: 'string' },
+  'reader-baud-rate': { type: 'string' },
+  'reader-profile': { type: 'string' },
+  'maintenance-window': { type: 'string' },
+  unset: { type: 'string', multiple: true },
+  replace: { type: 'boolean' },
+  file: { type: 'string' },
+} as const;
+
+export async function runFleetConfig(argv: string[]): Promise<void> {
+  const [action, ...rest] = argv;
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      ...accessOptions,
+      ...settingOptions,
+      terminal: { type: 'string' },
+      cohort: { type: 'string' },
+      account: { type: 'boolean' },
+    },
+  });
+  const scopes: ConfigScope[] = [
+    ...(values.terminal !== undefined ? [{ terminal_id: values.terminal }] : []),
+    ...(values.cohort !== undefined ? [{ cohort: values.cohort }] : []),
+    ...(values.account ? [{ account: true as const }] : []),
+  ];
+  if (values.help || (action !== 'get' && action !== 'set') || scopes.length !== 1) {
+    process.stdout.write(CONFIG_USAGE);
+    if (!values.help) process.exitCode = 2;
+    return;
+  }
+  const scope = scopes[0]!;
+  let answer = FleetConfigResponse.parse(await callRelay(values, '/fleet/config/get', { scope }));
+  if (action === 'set') {
+    // Checked by the relay, which names what it refuses.
+    const config = layerFrom(values, answer.layer);
+    answer = FleetConfigResponse.parse(
+      await callRelay(values, '/fleet/config/set', { scope, config }),
+    );
+  }
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify(answer, null, 2)}\n`);
+    return;
+  }
+  process.stdout.write(render(scope, answer));
+}
+
+/** The layer `set` sends: the current one changed by the options, or what they replace it with. */
+function layerFrom(
+  values: {
+    [K in keyof typeof settingOptions]?: K extends 'unset'
+      ? string[]
+      : K extends 'replace'
+        ? boolean
+        : string;
+  },
+  current: FleetConfig,
+): Record<string, unknown> {
+  if (values.file !== undefined)
+    return JSON.parse(readFileSync(values.file, 'utf8')) as Record<string, unknown>;
+  const layer: Record<string, unknown> = values.replace ? {} : structuredClone(current);
+  const reader: Record<string, unknown> = (layer.reader as Record<string, unknown>) ?? {};
+  const int = (text: string) => (/^\d+$/.test(text) ? Number(text) : text);
+  if (values['heartbeat-s'] !== undefined) layer.heartbeat_s = int(values['heartbeat-s']);
+  if (values['log-level'] !== undefined) layer.log_level = values['log-level'];
+  if (values['printer-head-width'] !== undefined) {
+    layer.printer_head_width = int(values['printer-head-width']);
+  }
+  if (values['idle-screen-text'] !== undefined) layer.idle_screen_text = values['idle-screen-text'];
+  if (values['reader-baud-rate'] !== undefined) reader.baud_rate = int(values['reader-baud-rate']);
+  if (values['reader-profile'] !== undefined) reader.profile = values['reader-profile'];
+  if (values['maintenance-window'] !== undefined) {
+    const [start, end] = values['maintenance-window'].split('-');
+    layer.maintenance_window = { start, end };
+  }
+  layer.reader = reader;
+  for (const name of values.unset ?? []) {
+    if (name.startsWith('reader.')) delete reader[name.slice('reader.'.length)];
+    else delete layer[name.replaceAll('-', '_')];
+  }
+  if (Object.keys(reader).length === 0) delete layer.reader;
+  return layer;
+}
+
+function render(scope: ConfigScope, answer: FleetConfigResponse): string {
+  const level =
+    'terminal_id' in scope
+      ? `terminal ${scope.terminal_id}`
+      : 'cohort' in scope
+        ? `cohort ${scope.cohort}`
+        : 'the account';
+  const lines = [
+    `Configuration set for ${level}${answer.updated_at ? ` (changed ${answer.updated_at})` : ''}:`,
+    `  ${Object.keys(answer.layer).length ? JSON.stringify(answer.layer) : '(nothing set at this level)'}`,
+    '',
+    `${answer.terminals.length} terminal(s):`,
+    ...answer.terminals.map(terminalLine),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+function terminalLine(view: TerminalConfigView): string {
+  const { reported } = view;
+  const state = !reported
+    ? 'not reported yet'
+    : reported.status === 'REJECTED'
+      ? `REJECTED ${reported.version}: ${reported.reason ?? ''} (in force: ${reported.applied_version ?? 'its file alone'})`
+      : `${reported.status} ${reported.version}`;
+  return [
+    `  ${view.terminal_id}  ${view.in_sync ? 'in sync' : 'NOT in sync'}`,
+    `    desired  ${view.desired.version}  ${JSON.stringify(view.desired.config)}`,
+    `    reported ${state}`,
+  ].join('\n');
+}
