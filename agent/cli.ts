@@ -1,15 +1,15 @@
 /** `tps agent --config FILE`, `tps agent doctor --config FILE` and `tps agent pair`. */
 import { LogFormat, logDestination } from '../common/logging.js';
 import { parseArgs } from 'node:util';
-import { startAgent } from './agent.js';
+import { startAgent, type RunningAgent } from './agent.js';
 import { systemClock } from '../common/clock.js';
 import { AgentConfigError, loadAgentConfig } from './config.js';
 import { runDoctor } from './doctor.js';
-import { openHardware } from './hardware.js';
+import { openHardware, type Hardware } from './hardware.js';
 import { mkdirSync } from 'node:fs';
 import { createAgentLogger } from './logging.js';
 import pino from 'pino';
-import { overlay, readKeptConfig } from './fleet-config.js';
+import { confirmKept, overlay, readKeptConfig, refuseKept } from './fleet-config.js';
 import { LogLevels, LogRing, keepingLines } from './fleet-logs.js';
 import { LineTrace } from './fleet-trace.js';
 import { PairingFailed, pairAgent } from './pair.js';
@@ -128,6 +128,27 @@ export async function runAgent(argv: string[]): Promise<void> {
   await runDaemon(values.config);
 }
 
+/** How long a reader has to answer after its settings changed. */
+const READER_TRIAL_MS = 10_000;
+
+/** Why the reader does not answer a status request within `ms`; undefined when it does. */
+async function readerFailure(hardware: Hardware, ms: number): Promise<string | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      hardware.reader.status(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms);
+      }),
+    ]);
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 async function runDaemon(file: string): Promise<void> {
   let base;
   try {
@@ -159,12 +180,26 @@ async function runDaemon(file: string): Promise<void> {
   const trace = new LineTrace(systemClock);
 
   /** The agent and its hardware under the configuration the fleet last gave (fleet-config.ts). */
-  const start = async () => {
+  const start = async (): Promise<{ agent: RunningAgent; hardware: Hardware }> => {
     const kept = readKeptConfig(base.data_dir);
     const overlaid = kept ? overlay(base, kept.config) : undefined;
     const config = overlaid?.ok ? overlaid.config : base;
     const hardware = openHardware(config, logger, { trace });
-    hardware.reader.connect().catch(() => undefined); // logged; retried on use
+    if (kept?.trial) {
+      // New reader settings: the reader must answer with them before a payment can start,
+      // else the ones before come back and the new ones are reported refused.
+      const failure = await readerFailure(hardware, READER_TRIAL_MS);
+      if (failure === undefined) {
+        confirmKept(base.data_dir);
+      } else {
+        logger.warn({ version: kept.version, failure }, 'the reader refused the new settings');
+        await hardware.close();
+        refuseKept(base.data_dir, `the reader did not answer with these settings: ${failure}`);
+        return start();
+      }
+    } else {
+      hardware.reader.connect().catch(() => undefined); // logged; retried on use
+    }
     const agent = await startAgent(config, {
       reader: hardware.reader,
       readerCapabilities: hardware.capabilities,

@@ -15,6 +15,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
+import { z } from 'zod';
 import {
   ConfigMessage,
   type ConfigReportMessage,
@@ -25,32 +26,73 @@ import { ZvtProfileName } from '../firmware-bridge/zvt/reader/profiles.js';
 import type { AgentConfig } from './config.js';
 
 export const FLEET_CONFIG_FILE = 'fleet-config.json';
+/** The version the reader refused once it was reopened with it, and why. */
+export const REFUSED_CONFIG_FILE = 'fleet-config-refused.json';
 
-/** What the agent keeps: the last good configuration and its version. */
-export type KeptConfig = ConfigMessage;
+/**
+ * What the agent keeps: the last good configuration and its version. `trial`: kept for
+ * settings that reopen the reader, not yet proven by a reader that answers with them;
+ * `previous` is the one to go back to if it does not.
+ */
+const KeptFile = ConfigMessage.extend({
+  trial: z.boolean().optional(),
+  previous: ConfigMessage.nullable().optional(),
+});
+export type KeptFile = z.infer<typeof KeptFile>;
+const Refused = z.object({ version: z.string(), reason: z.string() });
 
-export function readKeptConfig(dataDir: string): KeptConfig | undefined {
+function readJson<T>(file: string, schema: z.ZodType<T>): T | undefined {
   try {
-    const parsed = ConfigMessage.safeParse(
-      JSON.parse(fs.readFileSync(path.join(dataDir, FLEET_CONFIG_FILE), 'utf8')),
-    );
+    const parsed = schema.safeParse(JSON.parse(fs.readFileSync(file, 'utf8')));
     return parsed.success ? parsed.data : undefined;
   } catch {
     return undefined;
   }
 }
 
-function writeKeptConfig(dataDir: string, kept: KeptConfig): void {
-  const file = path.join(dataDir, FLEET_CONFIG_FILE);
+/** Writes a file whole or not at all: a power loss leaves the old one or the new one. */
+function writeWhole(file: string, value: unknown): void {
   const temp = `${file}.${process.pid}.tmp`;
   const fd = fs.openSync(temp, 'w', 0o600);
   try {
-    fs.writeFileSync(fd, JSON.stringify(kept));
+    fs.writeFileSync(fd, JSON.stringify(value));
     fs.fsyncSync(fd);
   } finally {
     fs.closeSync(fd);
   }
   fs.renameSync(temp, file);
+}
+
+export function readKeptConfig(dataDir: string): KeptFile | undefined {
+  return readJson(path.join(dataDir, FLEET_CONFIG_FILE), KeptFile);
+}
+
+/** The reader answered with the kept configuration: it is good. */
+export function confirmKept(dataDir: string): void {
+  const kept = readKeptConfig(dataDir);
+  if (kept?.trial)
+    writeWhole(path.join(dataDir, FLEET_CONFIG_FILE), {
+      version: kept.version,
+      config: kept.config,
+    });
+}
+
+/**
+ * The reader did not answer with the kept configuration: the one before comes back, and
+ * the version is remembered as refused, with the reason, so that it is reported and not
+ * tried again.
+ */
+export function refuseKept(dataDir: string, reason: string): void {
+  const kept = readKeptConfig(dataDir);
+  if (!kept) return;
+  writeWhole(path.join(dataDir, REFUSED_CONFIG_FILE), { version: kept.version, reason });
+  const file = path.join(dataDir, FLEET_CONFIG_FILE);
+  if (kept.previous) writeWhole(file, kept.previous);
+  else fs.rmSync(file, { force: true });
+}
+
+function readRefused(dataDir: string) {
+  return readJson(path.join(dataDir, REFUSED_CONFIG_FILE), Refused);
 }
 
 /**
@@ -136,13 +178,14 @@ export interface FleetConfigApplierOptions {
 }
 
 export class FleetConfigApplier {
-  private kept: KeptConfig | undefined;
+  private kept: ConfigMessage | undefined;
   private last: ConfigReportMessage | undefined;
   private waiting: (() => void) | undefined;
   private stopped = false;
 
   constructor(private readonly options: FleetConfigApplierOptions) {
-    this.kept = readKeptConfig(options.base.data_dir);
+    const kept = readKeptConfig(options.base.data_dir);
+    this.kept = kept && { version: kept.version, config: kept.config };
     if (this.kept) this.applyLive(this.kept.config);
   }
 
@@ -166,6 +209,8 @@ export class FleetConfigApplier {
       this.cancelWait();
       return this.send({ version: message.version, status: 'APPLIED' });
     }
+    const refused = readRefused(this.options.base.data_dir);
+    if (refused?.version === message.version) return this.reject(message.version, refused.reason);
     const next = overlay(this.options.base, message.config);
     if (!next.ok) return this.reject(message.version, next.problems.join('; '));
     if (!needsHardware(this.options.running, next.config)) {
@@ -185,7 +230,7 @@ export class FleetConfigApplier {
     this.cancelWait();
     const apply = () => {
       this.cancelWait();
-      this.keep(message);
+      this.keep(message, true);
       this.options.logger.info(
         { version: message.version },
         'configuration kept: reopening the reader and printer with it',
@@ -230,9 +275,13 @@ export class FleetConfigApplier {
     this.send({ version, status: 'REJECTED', reason: reason.slice(0, 500) });
   }
 
-  private keep(message: ConfigMessage): void {
-    writeKeptConfig(this.options.base.data_dir, message);
-    this.kept = message;
+  /** `trial`: the reader has yet to answer with it (see refuseKept). */
+  private keep(message: ConfigMessage, trial = false): void {
+    const kept: KeptFile = trial
+      ? { ...message, trial, previous: this.kept ?? null }
+      : { version: message.version, config: message.config };
+    writeWhole(path.join(this.options.base.data_dir, FLEET_CONFIG_FILE), kept);
+    this.kept = { version: message.version, config: message.config };
   }
 
   private applyLive(config: FleetConfig): void {

@@ -62,9 +62,11 @@ export class FleetConfigs {
     const updatedAt = this.options.clock.now().toISOString();
     await this.options.store.putConfigLayer({ accountId, ...layer, config, updatedAt });
     this.options.logger.info({ ...layer, terminals: terminals.length }, 'configuration layer set');
-    const views = await this.views(terminals);
-    for (const view of views) this.options.publish(view.terminal_id, view.desired);
-    return this.answer({ config, updatedAt }, views);
+    // Every terminal it reaches gets it, also those beyond the ones listed in the answer.
+    for (const terminal of terminals) {
+      this.options.publish(terminal.id, await this.desired(terminal));
+    }
+    return this.answer({ config, updatedAt }, await this.views(terminals));
   }
 
   async get(principal: Principal, scope: ConfigScope): Promise<FleetConfigResponse> {
