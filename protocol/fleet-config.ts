@@ -132,7 +132,8 @@ export type TerminalConfigView = z.infer<typeof TerminalConfigView>;
 export const FleetConfigResponse = z.object({
   /** The layer asked for, as stored ({} when none is set). */
   layer: FleetConfig,
-  updated_at: z.string().nullable(),
+  /** When the layer was last set (ISO 8601 with milliseconds, in both revisions); null: never. */
+  changed_at: z.string().nullable(),
   /** The terminals the layer reaches, at most 1,000 (the first by id). */
   terminals: z.array(TerminalConfigView),
 });

@@ -137,7 +137,7 @@ function render(scope: ConfigScope, answer: FleetConfigResponse): string {
         ? `cohort ${scope.cohort}`
         : 'the account';
   const lines = [
-    `Configuration set for ${level}${answer.updated_at ? ` (changed ${answer.updated_at})` : ''}:`,
+    `Configuration set for ${level}${answer.changed_at ? ` (changed ${answer.changed_at})` : ''}:`,
     `  ${Object.keys(answer.layer).length ? JSON.stringify(answer.layer) : '(nothing set at this level)'}`,
     '',
     `${answer.terminals.length} terminal(s):`,

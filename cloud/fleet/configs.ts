@@ -141,7 +141,7 @@ export class FleetConfigs {
   ): FleetConfigResponse {
     return {
       layer: stored?.config ?? {},
-      updated_at: stored?.updatedAt ?? null,
+      changed_at: stored?.updatedAt ?? null,
       terminals: views,
     };
   }
