@@ -171,7 +171,7 @@ async function runDaemon(file: string): Promise<void> {
   const logger = createAgentLogger(
     base.log_level,
     base.terminal_id,
-    keepingLines(logs, logDestination(format.data) ?? pino.destination({ dest: 1, sync: false })),
+    keepingLines(logs, logDestination(format.data) ?? pino.destination({ dest: 1, sync: true })),
     levels.onChild,
   );
   levels.root = logger;
@@ -216,15 +216,15 @@ async function runDaemon(file: string): Promise<void> {
     });
     return { agent, hardware };
   };
-  let running = await start();
+  let running: Awaited<ReturnType<typeof start>> | undefined;
   let changing: Promise<void> | undefined;
   // Idle, by the fleet's configuration: the agent stops taking commands, the hardware closes
   // and both start again with the new settings, in this process (no payment runs meanwhile).
   const restart = () =>
     (changing ??= (async () => {
       logger.info('restarting the agent with the new reader and printer settings');
-      await running.agent.stop();
-      await running.hardware.close();
+      await running?.agent.stop();
+      await running?.hardware.close();
       running = await start();
     })()
       .catch((error: unknown) => {
@@ -234,12 +234,13 @@ async function runDaemon(file: string): Promise<void> {
       .finally(() => {
         changing = undefined;
       }));
+  running = await start();
   logger.info({ terminalId: base.terminal_id, config: file }, 'agent started');
   const shutdown = (signal: string) => {
     logger.info({ signal }, 'stopping');
     Promise.resolve(changing)
-      .then(() => running.agent.stop())
-      .then(() => running.hardware.close())
+      .then(() => running?.agent.stop())
+      .then(() => running?.hardware.close())
       .then(
         () => process.exit(0),
         (error: unknown) => {
