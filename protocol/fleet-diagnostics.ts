@@ -123,7 +123,7 @@ export const TerminalFacts = z.object({
   config_status: ConfigApplyStatus.nullable(),
   /** The outcome of the terminal's last agent update; null until updates report one. */
   last_update_outcome: z.string().nullable(),
-  /** The newest status heard from the terminal (a heartbeat, a connect). */
+  /** Now while it is connected; else when it went away. */
   last_seen: z.string().nullable(),
   connected: z.boolean(),
 });

@@ -272,6 +272,14 @@ describe('e2e: a terminal configured and diagnosed from afar', () => {
       (r) => r.body?.status?.connected === false,
       { ms: 10_000, what: 'the agent to be gone', context },
     );
+    const stoppedAt = Date.now();
+    const after = await fleet('facts', '--terminal', terminal.terminal_id, '--json');
+    const [goneRow] = JSON.parse(after.stdout).terminals;
+    expect(goneRow.connected).toBe(false);
+    // Last seen when it went away, not now.
+    expect(Date.parse(goneRow.last_seen)).toBeLessThanOrEqual(stoppedAt);
+    expect(Date.parse(goneRow.last_seen)).toBeGreaterThan(stoppedAt - 30_000);
+
     const gone = await fleet('doctor', '--terminal', terminal.terminal_id);
     expect(gone.code).not.toBe(0);
     expect(gone.stderr).toMatch(/409.*TERMINAL_OFFLINE/);

@@ -10,6 +10,7 @@ import {
   type FleetFactsRequest,
   type TerminalFacts,
 } from '../../protocol/index.js';
+import type { Clock } from '../../common/clock.js';
 import type { Principal } from '../accounts/principal.js';
 import { ApiError } from '../errors.js';
 import type { TerminalRecord } from '../store/records.js';
@@ -18,7 +19,7 @@ import type { TerminalRegistry } from '../terminals/registry.js';
 import { MAX_LISTED_TERMINALS } from './configs.js';
 
 export async function fleetFacts(
-  deps: { store: Store; registry: TerminalRegistry },
+  deps: { store: Store; registry: TerminalRegistry; clock: Clock },
   principal: Principal,
   request: FleetFactsRequest,
 ): Promise<TerminalFacts[]> {
@@ -37,7 +38,7 @@ export async function fleetFacts(
     terminals = terminals.filter((t) => t.cohort === request.cohort);
   const facts: TerminalFacts[] = [];
   for (const terminal of terminals.slice(0, MAX_LISTED_TERMINALS)) {
-    facts.push(factsOf(terminal, await deps.store.fleetReports(terminal.id)));
+    facts.push(factsOf(terminal, await deps.store.fleetReports(terminal.id), deps.clock.now()));
   }
   return facts;
 }
@@ -45,7 +46,9 @@ export async function fleetFacts(
 function factsOf(
   terminal: TerminalRecord,
   reports: Awaited<ReturnType<Store['fleetReports']>>,
+  now: Date,
 ): TerminalFacts {
+  const connected = terminal.status.connected === true;
   const parsedFacts = FactsMessage.safeParse(reports.find((r) => r.kind === 'facts')?.body);
   const parsedConfig = ConfigReportMessage.safeParse(
     reports.find((r) => r.kind === 'config')?.body,
@@ -63,7 +66,9 @@ function factsOf(
     config_version: config?.applied_version ?? null,
     config_status: config?.status ?? null,
     last_update_outcome: null,
-    last_seen: terminal.status.updated_at ?? null,
-    connected: terminal.status.connected === true,
+    // Connected: its broker session is alive now (the broker checks it every keepalive).
+    // Gone: the status changed last when it went, by its last will or its goodbye.
+    last_seen: connected ? now.toISOString() : (terminal.status.updated_at ?? null),
+    connected,
   };
 }

@@ -73,7 +73,7 @@ export function createFleet(options: {
   return {
     configs,
     diagnostics,
-    facts: (principal, request) => fleetFacts({ store, registry }, principal, request),
+    facts: (principal, request) => fleetFacts({ store, registry, clock }, principal, request),
     connect: () => link.connect(),
     async close() {
       diagnostics.close();
