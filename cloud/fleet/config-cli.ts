@@ -56,6 +56,10 @@ const settingOptions = {
 
 export async function runFleetConfig(argv: string[]): Promise<void> {
   const [action, ...rest] = argv;
+  if (action === '--help' || action === '-h') {
+    process.stdout.write(CONFIG_USAGE);
+    return;
+  }
   const { values } = parseArgs({
     args: rest,
     options: {
