@@ -10,7 +10,9 @@
  * - A configuration the agent cannot apply (a setting its reader does not take) is
  *   reported REJECTED with the reason; the last good one stays in force.
  * - The last good one is kept in `fleet-config.json` in the data directory (written whole
- *   or not at all), so that it survives a restart and a broker that lost it.
+ *   or not at all), so that it survives a restart and a broker that lost it. New reader
+ *   settings are kept on trial until the reader answers with them (agent/cli.ts); if it
+ *   does not, the ones before come back and the version is remembered as refused.
  */
 import fs from 'node:fs';
 import path from 'node:path';
