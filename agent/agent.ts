@@ -25,7 +25,7 @@ import { AgentLink } from './link.js';
 import type { PrinterPort, ReaderPort } from './ports.js';
 import { partLogger } from '../common/logging.js';
 import type { FactsMessage } from '../protocol/fleet-diagnostics.js';
-import { FleetConfigApplier } from './fleet-config.js';
+import { FleetConfigApplier, type RefusedConfig } from './fleet-config.js';
 import { answerDiagnostic } from './fleet-diagnostics.js';
 import type { LogRing } from './fleet-logs.js';
 import type { LineTrace } from './fleet-trace.js';
@@ -73,6 +73,8 @@ export interface AgentFleetDeps {
   setLogLevel?: (level: AgentConfig['log_level']) => void;
   /** The reader's model and firmware where the agent knows them, for the fleet's facts. */
   reader?: { model?: string; firmware?: string };
+  /** Reader settings the reader refused since the process started: reported, not tried again. */
+  refused?: RefusedConfig;
   logs?: LogRing;
   trace?: LineTrace;
 }
@@ -147,6 +149,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
       return () => executor.off('state', listener);
     },
     ...(fleet.restart ? { restart: fleet.restart } : {}),
+    ...(fleet.refused ? { refused: fleet.refused } : {}),
     report: (message) => wired.link?.publishFleet('configReport', message, true),
     clock,
     logger: partLogger(logger, 'config'),

@@ -9,7 +9,13 @@ import { openHardware, type Hardware } from './hardware.js';
 import { mkdirSync } from 'node:fs';
 import { createAgentLogger } from './logging.js';
 import pino from 'pino';
-import { confirmKept, overlay, readKeptConfig, refuseKept } from './fleet-config.js';
+import {
+  confirmKept,
+  overlay,
+  readKeptConfig,
+  refuseKept,
+  type RefusedConfig,
+} from './fleet-config.js';
 import { LogLevels, LogRing, keepingLines } from './fleet-logs.js';
 import { LineTrace } from './fleet-trace.js';
 import { PairingFailed, pairAgent } from './pair.js';
@@ -178,6 +184,8 @@ async function runDaemon(file: string): Promise<void> {
   // Before the reader: a ZVT driver keeps its record there, and the directory is private.
   mkdirSync(base.data_dir, { recursive: true, mode: 0o700 });
   const trace = new LineTrace(systemClock);
+  /** The reader settings the reader refused since this process started (not tried again). */
+  let refused: RefusedConfig | undefined;
 
   /** The agent and its hardware under the configuration the fleet last gave (fleet-config.ts). */
   const start = async (): Promise<{ agent: RunningAgent; hardware: Hardware }> => {
@@ -194,7 +202,10 @@ async function runDaemon(file: string): Promise<void> {
       } else {
         logger.warn({ version: kept.version, failure }, 'the reader refused the new settings');
         await hardware.close();
-        refuseKept(base.data_dir, `the reader did not answer with these settings: ${failure}`);
+        refused = refuseKept(
+          base.data_dir,
+          `the reader did not answer with these settings: ${failure}`,
+        );
         return start();
       }
     } else {
@@ -210,6 +221,7 @@ async function runDaemon(file: string): Promise<void> {
         restart: () => void restart(),
         setLogLevel: (level) => levels.set(level),
         reader: { model: hardware.model },
+        ...(refused ? { refused } : {}),
         logs,
         trace,
       },

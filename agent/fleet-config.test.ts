@@ -186,14 +186,15 @@ describe('the fleet configuration on the agent', () => {
     first.a.received({ version: V1, config: { heartbeat_s: 5 } });
     first.a.received({ version: V2, config: { heartbeat_s: 5, reader: { baud_rate: 9600 } } });
     expect(first.restarts()).toBe(1);
-    refuseKept(
+    const refused = refuseKept(
       base.data_dir,
       'the reader did not answer with these settings: no answer within 10 s',
     );
+    expect(refused).toEqual({ version: V2, reason: expect.stringMatching(/did not answer/) });
     expect(readKeptConfig(base.data_dir)).toEqual({ version: V1, config: { heartbeat_s: 5 } });
 
-    // The agent that starts again reports the version refused, and does not try it again.
-    const second = applier(base);
+    // The agent started again reports the version refused, and does not try it again.
+    const second = applier(base, refused ? { refused } : {});
     second.a.received({ version: V2, config: { heartbeat_s: 5, reader: { baud_rate: 9600 } } });
     expect(second.reports).toEqual([
       expect.objectContaining({

@@ -12,7 +12,7 @@
  * - The last good one is kept in `fleet-config.json` in the data directory (written whole
  *   or not at all), so that it survives a restart and a broker that lost it. New reader
  *   settings are kept on trial until the reader answers with them (agent/cli.ts); if it
- *   does not, the ones before come back and the version is remembered as refused.
+ *   does not, the ones before come back and the version is refused until the agent restarts.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -28,8 +28,6 @@ import { ZvtProfileName } from '../firmware-bridge/zvt/reader/profiles.js';
 import type { AgentConfig } from './config.js';
 
 export const FLEET_CONFIG_FILE = 'fleet-config.json';
-/** The version the reader refused once it was reopened with it, and why. */
-export const REFUSED_CONFIG_FILE = 'fleet-config-refused.json';
 
 /**
  * What the agent keeps: the last good configuration and its version. `trial`: kept for
@@ -41,7 +39,11 @@ const KeptFile = ConfigMessage.extend({
   previous: ConfigMessage.nullable().optional(),
 });
 export type KeptFile = z.infer<typeof KeptFile>;
-const Refused = z.object({ version: z.string(), reason: z.string() });
+/** A version the reader refused once it was reopened with it, and why. */
+export interface RefusedConfig {
+  version: string;
+  reason: string;
+}
 
 function readJson<T>(file: string, schema: z.ZodType<T>): T | undefined {
   try {
@@ -80,21 +82,16 @@ export function confirmKept(dataDir: string): void {
 }
 
 /**
- * The reader did not answer with the kept configuration: the one before comes back, and
- * the version is remembered as refused, with the reason, so that it is reported and not
- * tried again.
+ * The reader did not answer with the kept configuration: the one before comes back.
+ * Answers the refusal, for the agent to report (and not try again while it runs).
  */
-export function refuseKept(dataDir: string, reason: string): void {
+export function refuseKept(dataDir: string, reason: string): RefusedConfig | undefined {
   const kept = readKeptConfig(dataDir);
-  if (!kept) return;
-  writeWhole(path.join(dataDir, REFUSED_CONFIG_FILE), { version: kept.version, reason });
+  if (!kept) return undefined;
   const file = path.join(dataDir, FLEET_CONFIG_FILE);
   if (kept.previous) writeWhole(file, kept.previous);
   else fs.rmSync(file, { force: true });
-}
-
-function readRefused(dataDir: string) {
-  return readJson(path.join(dataDir, REFUSED_CONFIG_FILE), Refused);
+  return { version: kept.version, reason };
 }
 
 /**
@@ -174,6 +171,8 @@ export interface FleetConfigApplierOptions {
    * process). Absent where the agent does not own its process: such settings are refused.
    */
   restart?: () => void;
+  /** A version the reader refused since the process started: reported, not tried again. */
+  refused?: RefusedConfig;
   report(message: ConfigReportMessage): void;
   clock: Clock;
   logger: Logger;
@@ -211,7 +210,7 @@ export class FleetConfigApplier {
       this.cancelWait();
       return this.send({ version: message.version, status: 'APPLIED' });
     }
-    const refused = readRefused(this.options.base.data_dir);
+    const { refused } = this.options;
     if (refused?.version === message.version) return this.reject(message.version, refused.reason);
     const next = overlay(this.options.base, message.config);
     if (!next.ok) return this.reject(message.version, next.problems.join('; '));
