@@ -64,7 +64,19 @@ export interface AgentLinkOptions {
   clientId?: string;
   /** The byte stream to the broker; default a connection to `broker.url`. */
   openStream?: () => Duplex;
+  /** Fleet traffic (docs/mqtt.md, "Fleet topics"): subscribed to only when given. */
+  fleet?: FleetHandlers;
 }
+
+/** What the link hands on of the fleet's messages; values are JSON, unchecked. */
+export interface FleetHandlers {
+  config(value: unknown): void;
+  diagnostic(value: unknown): void;
+  /** Connected and subscribed: time to say what the relay should know. */
+  connected(): void;
+}
+
+type FleetTopic = 'configReport' | 'facts' | 'diagnosticReply';
 
 /** Outbox rows read per batch when flushing. */
 const FLUSH_BATCH = 500;
@@ -169,6 +181,15 @@ export class AgentLink {
     }
   }
 
+  /**
+   * A fleet message to the relay, QoS 1; retained for reports the relay reads at its own
+   * (re)connect. Dropped while disconnected: `fleet.connected` says it again.
+   */
+  publishFleet(topic: FleetTopic, message: object, retain: boolean): void {
+    if (!this.client.connected || this.stopped) return;
+    this.client.publish(this.topics[topic], JSON.stringify(message), { qos: 1, retain });
+  }
+
   /** Says `connected: false` (retained) when it can, then closes the session's connection. */
   async stop(): Promise<void> {
     if (this.stopped) return;
@@ -214,11 +235,15 @@ export class AgentLink {
       ...(this.options.agentVersion ? { agent_version: this.options.agentVersion } : {}),
       ...(this.options.readerCapabilities ? { reader: this.options.readerCapabilities } : {}),
     };
+    const fleet = this.options.fleet;
     this.client.subscribe(
       {
         [this.topics.command]: { qos: 1 },
         [this.topics.reportAck]: { qos: 1 },
         ...(this.options.onUpdateOrder ? { [this.topics.update]: { qos: 1 as const } } : {}),
+        ...(fleet
+          ? { [this.topics.config]: { qos: 1 }, [this.topics.diagnostic]: { qos: 1 } }
+          : {}),
       },
       (error, granted) => {
         if (error) logger.error({ err: error }, 'subscribing failed');
@@ -234,6 +259,7 @@ export class AgentLink {
           retain: true,
         });
         this.publishUpdateStatusNow();
+        fleet?.connected();
       },
     );
     for (const [commandId, payload] of this.pendingAcks) this.publishAck(commandId, payload);
@@ -320,6 +346,10 @@ export class AgentLink {
           return;
         }
         this.options.onUpdateOrder(parsed.data);
+      } else if (packet.topic === this.topics.config && this.options.fleet) {
+        this.options.fleet.config(value);
+      } else if (packet.topic === this.topics.diagnostic && this.options.fleet) {
+        this.options.fleet.diagnostic(value);
       } else {
         logger.warn({ topic: packet.topic }, 'ignored a message on an unexpected topic');
       }

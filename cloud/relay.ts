@@ -18,6 +18,7 @@ import { BackgroundWork } from './cluster/background.js';
 import { routeNotices } from './cluster/notices.js';
 import { brokerCertificate, type CloudConfig } from './config.js';
 import { Pairings } from './pairing/pairings.js';
+import { createFleet } from './fleet/fleet.js';
 import { prepareDataDir } from './data-dir.js';
 import { ReportInbox } from './delivery/inbox.js';
 import { CommandOutbox } from './delivery/outbox.js';
@@ -235,10 +236,34 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       onOutcome: (outcome) => metrics.reportsApplied.inc({ outcome }),
       logger: partLogger(logger, 'inbox'),
     });
+    const registry = new TerminalRegistry(store, clock);
+    const fleet = createFleet({
+      store,
+      registry,
+      clock,
+      timers: systemTimers,
+      logger: partLogger(logger, 'fleet'),
+      link: {
+        url: config.mqttUrl ?? 'mqtt://embedded',
+        ...(broker ? { connectInProcess: () => broker.connectInProcess() } : {}),
+        username: config.mqttUsername ?? broker?.relayCredential.username ?? '',
+        password: config.mqttPassword ?? broker?.relayCredential.password ?? '',
+        clientId: `${await relayClientId(store, shared)}-fleet`,
+        maxPayloadBytes: config.mqttMaxPayloadBytes,
+      },
+      hasAgent: (terminal) => terminal.kind === 'AGENT' || !inProcess,
+    });
     link.listen({
       commandAcked: (terminalId, commandId) => void outbox.acknowledged(terminalId, commandId),
       report: (terminalId, report, sequenced) => inbox.receive(terminalId, report, sequenced),
-      reachable: (terminalId) => outbox.republish(terminalId),
+      reachable: (terminalId) => {
+        outbox.republish(terminalId);
+        fleet.configs
+          .reachable(terminalId)
+          .catch((error: unknown) =>
+            logger.error({ err: error, terminalId }, 'could not send the configuration'),
+          );
+      },
       readerReported: (terminalId, reader) =>
         void store
           .setReaderCapabilities(terminalId, reader)
@@ -250,11 +275,13 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
     const closeDelivery = async () => {
       outbox.close();
       await inbox.close();
+      await fleet.close();
       await mqttLink.close();
     };
     started.push(closeDelivery);
     // Subscribed before agents can connect to the embedded broker (see connectInProcess).
     await mqttLink.connect();
+    await fleet.connect();
     const brokerUrl =
       config.mqttUrl ?? (await broker!.listen(config.mqttHost ?? config.host, config.mqttPort)).url;
     const agentBrokerUrl = config.mqttPublicUrl ?? brokerUrl;
@@ -271,7 +298,6 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         clock,
         logger: partLogger(logger, 'simulator'),
       });
-    const registry = new TerminalRegistry(store, clock);
     const pairings = new Pairings({
       store,
       registry,
@@ -380,6 +406,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       events,
       webhooks,
       pairings,
+      fleet,
       startSimulator: (terminal) => placement.place(terminal),
       simulatorReaders: inProcess ? ['native'] : ['native', 'zvt'],
       ops: {

@@ -15,3 +15,5 @@ export * from './pairing.js';
 export * from './print-image.js';
 export * from './release.js';
 export * from './update.js';
+export * from './fleet-config.js';
+export * from './fleet-diagnostics.js';

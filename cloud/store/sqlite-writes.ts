@@ -27,6 +27,7 @@ import {
   PAIRING_KEPT_MS,
   TRIMMED_SETTING,
   pairingClaimOutcome,
+  insertTerminalSql,
   terminalValues,
   type PairingRow,
   RELEASE_COLUMNS,
@@ -34,6 +35,7 @@ import {
 } from './rows.js';
 import { ReportOutOfOrder, checkReport, type ReportPosition } from '../delivery/report-order.js';
 import type { ChangeKey } from './store.js';
+import { fleetWrites } from './sqlite-fleet.js';
 
 /** The page size of a new store file (see openSqliteFile). */
 export const PAGE_SIZE = 16_384;
@@ -241,6 +243,7 @@ export function sqliteWrites(db: Database.Database) {
   }
 
   return {
+    ...fleetWrites(db),
     applyChange(change: DecidedChange): void {
       const { key } = change;
       const check = () => checkDecidedOn(key, change.decidedOn);
@@ -333,9 +336,7 @@ export function sqliteWrites(db: Database.Database) {
     },
 
     createTerminal(t: TerminalRecord): void {
-      db.prepare(
-        'INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-      ).run(terminalValues(t));
+      db.prepare(insertTerminalSql(() => '?')).run(terminalValues(t));
     },
 
     addRelease(r: ReleaseRecord): boolean {
@@ -423,9 +424,7 @@ export function sqliteWrites(db: Database.Database) {
         JSON.stringify(a.claim),
         a.code,
       );
-      db.prepare(
-        'INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-      ).run(terminalValues(a.terminal));
+      db.prepare(insertTerminalSql(() => '?')).run(terminalValues(a.terminal));
       appendEvent(toEventWrite(a.event));
       return outcome;
     },

@@ -5,6 +5,7 @@
  */
 import { describe } from 'vitest';
 import { changeCases } from './store-conformance-changes.js';
+import { fleetCases } from './store-conformance-fleet.js';
 import { pairingCases } from './store-conformance-pairings.js';
 import { peerCases } from './store-conformance-peers.js';
 import { recordCases } from './store-conformance-records.js';
@@ -20,6 +21,7 @@ export function storeConformance(name: string, factory: StoreFactory): void {
     recordCases(factory);
     pairingCases(factory);
     releaseCases(factory);
+    fleetCases(factory);
     if (factory.peer) {
       const peer = factory.peer;
       describe('across processes (a second handle on the same data)', () => {
