@@ -14,17 +14,17 @@ export const AGENT_PUBLISHES: ReadonlySet<TopicKind> = new Set<TopicKind>([
   'cmd-ack',
   'report',
   'presence',
+  'update-status',
   'config-report',
   'facts',
   'diag-reply',
-  'update-status',
 ]);
 export const AGENT_SUBSCRIBES: ReadonlySet<TopicKind> = new Set<TopicKind>([
   'cmd',
   'report-ack',
+  'update',
   'config',
   'diag',
-  'update',
 ]);
 
 export function mayPublish(identity: MqttIdentity, topic: string): boolean {

@@ -40,10 +40,10 @@ describe('broker files', () => {
     const acl = emqxAclFile('tps-relay');
     expect(acl).toContain('{allow, {username, "tps-relay"}, all, ["tps/v1/#"]}.');
     expect(acl).toContain(
-      '{allow, all, publish, ["tps/v1/t/${username}/cmd-ack", "tps/v1/t/${username}/report", "tps/v1/t/${username}/presence", "tps/v1/t/${username}/config-report", "tps/v1/t/${username}/facts", "tps/v1/t/${username}/diag-reply", "tps/v1/t/${username}/update-status"]}.',
+      '{allow, all, publish, ["tps/v1/t/${username}/cmd-ack", "tps/v1/t/${username}/report", "tps/v1/t/${username}/presence", "tps/v1/t/${username}/update-status", "tps/v1/t/${username}/config-report", "tps/v1/t/${username}/facts", "tps/v1/t/${username}/diag-reply"]}.',
     );
     expect(acl).toContain(
-      '{allow, all, subscribe, ["tps/v1/t/${username}/cmd", "tps/v1/t/${username}/report-ack", "tps/v1/t/${username}/config", "tps/v1/t/${username}/diag", "tps/v1/t/${username}/update"]}.',
+      '{allow, all, subscribe, ["tps/v1/t/${username}/cmd", "tps/v1/t/${username}/report-ack", "tps/v1/t/${username}/update", "tps/v1/t/${username}/config", "tps/v1/t/${username}/diag"]}.',
     );
     expect(acl.trim().endsWith('{deny, all}.')).toBe(true);
   });
