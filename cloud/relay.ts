@@ -180,7 +180,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
     const shared = config.databaseUrl !== undefined && config.mqttUrl !== undefined;
     const mqttLink = new MqttTerminalLink({
       url: config.mqttUrl ?? 'mqtt://embedded',
-      ...(broker ? { connectInProcess: () => broker.connectInProcess() } : {}),
+      ...(broker ? { channel: broker.relayChannel() } : {}),
       username: config.mqttUsername ?? broker?.relayCredential.username ?? '',
       password: config.mqttPassword ?? broker?.relayCredential.password ?? '',
       clientId: await relayClientId(store, shared),
@@ -251,7 +251,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       await mqttLink.close();
     };
     started.push(closeDelivery);
-    // Subscribed before agents can connect to the embedded broker (see connectInProcess).
+    // Subscribed before agents can connect to the embedded broker (see relayChannel).
     await mqttLink.connect();
     const brokerUrl =
       config.mqttUrl ?? (await broker!.listen(config.mqttHost ?? config.host, config.mqttPort)).url;

@@ -10,7 +10,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { Duplex, PassThrough } from 'node:stream';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { Aedes, type AuthenticateError, type Client } from 'aedes';
+import { Aedes, type AedesPublishPacket, type AuthenticateError, type Client } from 'aedes';
 import type { Logger } from 'pino';
 import type { SignInFailure } from '../accounts/authenticator.js';
 import { hashForBroker, verifyAgentSecret } from '../accounts/mosquitto-hash.js';
@@ -19,15 +19,21 @@ import { sourceOf, type SignInThrottle } from '../accounts/sign-in-throttle.js';
 import type { Store } from '../store/store.js';
 import { mayConnectAs, mayPublish, mayReceive, maySubscribe, type MqttIdentity } from './acl.js';
 import { MessageRate, WarningLimiter, limitPacketSize } from './listener-limits.js';
+import type { BrokerChannel } from './mqtt-link.js';
 
 export interface EmbeddedBroker {
   /** The credential the relay's own link uses. */
   relayCredential: { username: string; password: string };
   /**
-   * A connection to the broker inside the process. The relay's link connects this way
-   * and subscribes before the listener opens, so no agent can publish a report into a
-   * broker where the relay is not yet listening (after a restart, the embedded broker
-   * starts with no sessions at all).
+   * The relay's own link into the broker, without an MQTT client: the relay subscribes
+   * through it before the listener opens, so no agent can publish a report into a broker
+   * where the relay is not yet listening (after a restart, the embedded broker starts
+   * with no sessions at all). Agents' messages a limit dropped are not handed on.
+   */
+  relayChannel(): BrokerChannel;
+  /**
+   * An MQTT connection to the broker inside the process, for the relay's hosted
+   * simulators when the listener speaks TLS (its certificate names the public host).
    */
   connectInProcess(): Duplex;
   /** Opens the listener for agents; answers its mqtt://host:port, or mqtts:// with TLS. */
@@ -289,6 +295,44 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
           end(client, terminalId);
         }
       }
+    },
+    relayChannel() {
+      type Deliver = (packet: AedesPublishPacket, done: () => void) => void;
+      const listeners: Array<[string, Deliver]> = [];
+      return {
+        async subscribe(filters, deliver) {
+          for (const filter of filters) {
+            const listener: Deliver = (packet, done) => {
+              try {
+                const payload = packet.payload as Buffer;
+                if (!dropped.has(payload)) deliver(packet.topic, payload);
+              } finally {
+                done();
+              }
+            };
+            await new Promise<void>((resolve) => broker.subscribe(filter, listener, resolve));
+            listeners.push([filter, listener]);
+          }
+        },
+        publish(topic, payload) {
+          const packet = {
+            cmd: 'publish' as const,
+            topic,
+            payload: Buffer.from(payload),
+            qos: 1 as const,
+            retain: false,
+            dup: false,
+          };
+          return new Promise<void>((resolve, reject) =>
+            broker.publish(packet, (error) => (error ? reject(error) : resolve())),
+          );
+        },
+        async close() {
+          for (const [filter, listener] of listeners.splice(0)) {
+            await new Promise<void>((resolve) => broker.unsubscribe(filter, listener, resolve));
+          }
+        },
+      };
     },
     connectInProcess() {
       const toBroker = new PassThrough();
