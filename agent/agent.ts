@@ -20,7 +20,7 @@ import {
 import type { AgentConfig } from './config.js';
 import { Executor } from './executor.js';
 import { Heartbeat } from './heartbeat.js';
-import { Journal } from './journal.js';
+import { Journal, type JournalDurability } from './journal.js';
 import { AgentLink } from './link.js';
 import type { PrinterPort, ReaderPort } from './ports.js';
 import { partLogger } from '../common/logging.js';
@@ -43,6 +43,11 @@ export interface AgentDeps {
    * hosted simulators join its embedded broker inside the process.
    */
   openBrokerStream?: () => Duplex;
+  /**
+   * What each journal commit outlives: a power loss (the default, and the only choice of
+   * `tps agent`), or only a crash of the process, for the relay's hosted simulators.
+   */
+  journalDurability?: JournalDurability;
   /** Knobs for tests and benches; the defaults suit the field. */
   tuning?: {
     /** Broker reconnect back-off (default 500 ms doubling to 60 s, jittered). */
@@ -69,7 +74,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
   const clock = deps.clock ?? systemClock;
   const timers = deps.timers ?? systemTimers;
   const { logger, reader, printer, tuning = {} } = deps;
-  const journal = Journal.open(config.data_dir, () => clock.now());
+  const journal = Journal.open(config.data_dir, () => clock.now(), deps.journalDurability);
   journal.prune(new Date(clock.now().getTime() - JOURNAL_RETENTION_MS));
   logger.info({ dataDir: config.data_dir, lastSeq: journal.lastSeq() }, 'journal open');
 

@@ -263,7 +263,8 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       new (await import('./simulator/agent-simulators.js')).AgentSimulators({
         store,
         brokerUrl,
-        ...(brokerTls ? { connectInProcess: () => broker!.connectInProcess() } : {}),
+        // Inside the process when the broker is: no socket, and no certificate to match.
+        ...(broker ? { connectInProcess: () => broker.connectInProcess() } : {}),
         dataDir: config.dataDir,
         delayMs: config.simulatorDelayMs,
         clock,
