@@ -8,6 +8,7 @@ export const PHASES = [
   'bare',
   'flows',
   'agentpath',
+  'simulators',
   'wakeup',
   'events',
   'parked',
@@ -42,6 +43,8 @@ export interface BenchOptions {
   eventsClients: number;
   eventsSeconds: number;
   eventsPacedFlows: number;
+  /** POS clients of the simulators phase, one simulated terminal each. */
+  simClients: number;
   /** Directory for a V8 CPU profile of the flows relay, or undefined for none. */
   cpuProfDir: string | undefined;
   phases: Phase[];
@@ -63,6 +66,7 @@ const SPEC = {
   'events-clients': { env: 'BENCH_EVENTS_CLIENTS', fallback: 50 },
   'events-seconds': { env: 'BENCH_EVENTS_SECONDS', fallback: 10 },
   'events-paced-flows': { env: 'BENCH_EVENTS_PACED_FLOWS', fallback: 50 },
+  'sim-clients': { env: 'BENCH_SIM_CLIENTS', fallback: 64 },
 } as const;
 
 export const USAGE = `Usage: npm run bench -- [options]
@@ -117,6 +121,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     eventsClients: number('events-clients'),
     eventsSeconds: number('events-seconds'),
     eventsPacedFlows: number('events-paced-flows'),
+    simClients: number('sim-clients'),
     cpuProfDir: ((values['cpu-prof'] as string | undefined) ?? env.BENCH_CPU_PROF) || undefined,
     phases: phases as Phase[],
   };
