@@ -246,7 +246,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       reconnected: () => outbox.republish(),
     });
     const closeDelivery = async () => {
-      outbox.close();
+      await outbox.close();
       await inbox.close();
       await mqttLink.close();
     };
