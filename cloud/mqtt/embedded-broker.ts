@@ -314,12 +314,12 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
             listeners.push([filter, listener]);
           }
         },
-        publish(topic, payload) {
+        publish(topic, payload, qos) {
           const packet = {
             cmd: 'publish' as const,
             topic,
             payload: Buffer.from(payload),
-            qos: 1 as const,
+            qos,
             retain: false,
             dup: false,
           };
