@@ -269,6 +269,11 @@ export class Journal {
       .map((row) => ({ seq: row.seq, report: JSON.parse(row.body) as TerminalReport }));
   }
 
+  /** The same rows as stored, each report as its JSON text: the link sends it as it is. */
+  pendingReportTexts(afterSeq = 0, limit = 1000): Array<{ seq: number; body: string }> {
+    return this.statements.pendingReports.all(afterSeq, limit);
+  }
+
   /** The newest report still in the outbox before `seq` (0: none). */
   previousReport(seq: number): number {
     return this.statements.previousReport.get(seq)?.seq ?? 0;
