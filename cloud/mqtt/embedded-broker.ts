@@ -314,12 +314,12 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
             listeners.push([filter, listener]);
           }
         },
-        publish(topic, payload, qos) {
+        publish(topic, payload) {
           const packet = {
             cmd: 'publish' as const,
             topic,
             payload: Buffer.from(payload),
-            qos,
+            qos: 1 as const,
             retain: false,
             dup: false,
           };

@@ -28,8 +28,8 @@ import type { LinkEvents, TerminalLink } from '../terminals/link.js';
 export interface BrokerChannel {
   /** Hands every message on these filters to `deliver`, from now until close. */
   subscribe(filters: string[], deliver: (topic: string, payload: Buffer) => void): Promise<void>;
-  /** Publishes to the broker's subscribers (QoS 1: agents' sessions keep it while offline). */
-  publish(topic: string, payload: string, qos: 0 | 1): Promise<void>;
+  /** Publishes QoS 1 to the broker's subscribers (agents' sessions keep it if offline). */
+  publish(topic: string, payload: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -126,7 +126,6 @@ export class MqttTerminalLink implements TerminalLink {
       await this.options.channel!.publish(
         terminalTopics(terminalId).command,
         JSON.stringify({ command }),
-        1,
       );
     } else if (this.client?.connected) {
       this.client.publish(terminalTopics(terminalId).command, JSON.stringify({ command }), {
@@ -183,19 +182,15 @@ export class MqttTerminalLink implements TerminalLink {
     }
   }
 
-  /**
-   * QoS 0 (docs/mqtt.md): an acknowledgement that does not arrive costs only the report
-   * sent again by its agent, which then applies once and is acknowledged again; QoS 1
-   * would add a PUBACK from every agent for every report, and a session entry for each.
-   */
   private acknowledgeReport(terminalId: string, seq: number): void {
     const topic = terminalTopics(terminalId).reportAck;
     const payload = JSON.stringify({ seq });
     if (!this.channelOpen) {
-      this.client?.publish(topic, payload, { qos: 0 });
+      this.client?.publish(topic, payload, { qos: 1 });
       return;
     }
-    this.options.channel!.publish(topic, payload, 0).catch((error: unknown) => {
+    // Not acknowledged for the agent: it sends the report again, and it applies once.
+    this.options.channel!.publish(topic, payload).catch((error: unknown) => {
       this.options.logger.warn({ err: error, terminalId, seq }, 'report-ack not published');
     });
   }
