@@ -61,6 +61,8 @@ export class MqttTerminalLink implements TerminalLink {
   private client: MqttClient | undefined;
   /** Subscribed through the in-process channel. */
   private channelOpen = false;
+  /** Messages from the channel not yet taken in, in arrival order. */
+  private readonly arrived: Array<[string, Buffer]> = [];
   private events: LinkEvents | undefined;
   /** Set by close(): the broker may cut the connection while it ends, which is no fault. */
   private closing = false;
@@ -77,7 +79,7 @@ export class MqttTerminalLink implements TerminalLink {
     if (!this.events) throw new Error('the MQTT link connects only once it has a listener');
     if (channel) {
       await channel.subscribe(Object.values(RELAY_SUBSCRIPTIONS), (topic, payload) =>
-        this.receive(topic, payload),
+        this.arrive(topic, payload),
       );
       this.channelOpen = true;
       return;
@@ -132,6 +134,20 @@ export class MqttTerminalLink implements TerminalLink {
         qos: 1,
       });
     }
+  }
+
+  /**
+   * Messages from the broker inside the process come one per agent's socket read, each in
+   * a task of its own; taken in together at the end of the loop's turn, what they change
+   * reaches the store together too, and shares its commit and the hand-over to the
+   * writer thread (cloud/store/sqlite-writer.ts) instead of paying for one each.
+   */
+  private arrive(topic: string, payload: Buffer): void {
+    if (this.arrived.push([topic, payload]) === 1) setImmediate(() => this.takeArrived());
+  }
+
+  private takeArrived(): void {
+    for (const [topic, payload] of this.arrived.splice(0)) this.receive(topic, payload);
   }
 
   private receive(topic: string, payload: Buffer): void {
