@@ -181,8 +181,8 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
     const mqttLink = new MqttTerminalLink({
       url: config.mqttUrl ?? 'mqtt://embedded',
       ...(broker ? { channel: broker.relayChannel() } : {}),
-      username: config.mqttUsername ?? broker?.relayCredential.username ?? '',
-      password: config.mqttPassword ?? broker?.relayCredential.password ?? '',
+      username: config.mqttUsername ?? '',
+      password: config.mqttPassword ?? '',
       clientId: await relayClientId(store, shared),
       ...(shared ? { shareGroup: SHARE_GROUP } : {}),
       maxPayloadBytes: config.mqttMaxPayloadBytes,

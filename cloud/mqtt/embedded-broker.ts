@@ -9,7 +9,7 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import { Duplex, PassThrough } from 'node:stream';
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { Aedes, type AedesPublishPacket, type AuthenticateError, type Client } from 'aedes';
 import type { Logger } from 'pino';
 import type { SignInFailure } from '../accounts/authenticator.js';
@@ -22,8 +22,6 @@ import { MessageRate, WarningLimiter, limitPacketSize } from './listener-limits.
 import type { BrokerChannel } from './mqtt-link.js';
 
 export interface EmbeddedBroker {
-  /** The credential the relay's own link uses. */
-  relayCredential: { username: string; password: string };
   /**
    * The relay's own link into the broker, without an MQTT client: the relay subscribes
    * through it before the listener opens, so no agent can publish a report into a broker
@@ -44,8 +42,6 @@ export interface EmbeddedBroker {
   recheckAgents(): Promise<void>;
   close(): Promise<void>;
 }
-
-export const RELAY_USERNAME = 'tps-relay';
 
 /** CONNACK return codes of MQTT 3.1.1 the broker refuses with. */
 const IDENTIFIER_REJECTED = 2;
@@ -113,7 +109,6 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
    * agent sends them again, as it does every message the relay does not acknowledge.
    */
   const dropped = new WeakSet<Buffer>();
-  const relayPassword = randomBytes(24).toString('base64url');
   const identities = new WeakMap<Client, MqttIdentity>();
   /** The stored hash each agent signed in against: a session outlives no change of it. */
   const signedInWith = new WeakMap<Client, string>();
@@ -148,17 +143,9 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
         done(authError(message, returnCode), false);
       };
       // Before the secret: a credential never opens, nor ends, another terminal's session.
-      if (username !== RELAY_USERNAME && !mayConnectAs(username, client.id)) {
+      // Only agents sign in: the relay reaches the broker through relayChannel().
+      if (!mayConnectAs(username, client.id)) {
         return refuse('agent sign-in refused: not its own client id', IDENTIFIER_REJECTED);
-      }
-      if (username === RELAY_USERNAME) {
-        const ok =
-          secret.length === relayPassword.length &&
-          timingSafeEqual(Buffer.from(secret), Buffer.from(relayPassword));
-        if (!ok) return refuse('relay sign-in refused');
-        throttle?.succeeded(username, source);
-        identities.set(client, { role: 'relay' });
-        return done(null, true);
       }
       const began = changes.get(username) ?? 0;
       store
@@ -282,7 +269,6 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
   };
 
   return {
-    relayCredential: { username: RELAY_USERNAME, password: relayPassword },
     disconnectAgent(terminalId) {
       changes.set(terminalId, (changes.get(terminalId) ?? 0) + 1);
       for (const agent of agentClients()) {
