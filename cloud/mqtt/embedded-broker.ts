@@ -31,7 +31,7 @@ export interface EmbeddedBroker {
   relayChannel(): BrokerChannel;
   /**
    * An MQTT connection to the broker inside the process, for the relay's hosted
-   * simulators when the listener speaks TLS (its certificate names the public host).
+   * simulators: no socket, and no TLS certificate to match (it names the public host).
    */
   connectInProcess(): Duplex;
   /** Opens the listener for agents; answers its mqtt://host:port, or mqtts:// with TLS. */

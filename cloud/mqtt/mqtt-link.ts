@@ -147,7 +147,14 @@ export class MqttTerminalLink implements TerminalLink {
   }
 
   private takeArrived(): void {
-    for (const [topic, payload] of this.arrived.splice(0)) this.receive(topic, payload);
+    for (const [topic, payload] of this.arrived.splice(0)) {
+      try {
+        this.receive(topic, payload);
+      } catch (error) {
+        // One message's fault must not lose the others of its turn.
+        this.options.logger.error({ err: error, topic }, 'agent message not taken in');
+      }
+    }
   }
 
   private receive(topic: string, payload: Buffer): void {
