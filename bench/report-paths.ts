@@ -9,7 +9,7 @@ import type { FlowsResult } from './pos-clients.js';
 import type { SimulatorsResult } from './simulators.js';
 import { count, cpuLine, cpuPer, mb, ms, pct, perSecond, table, us, verdict } from './stats.js';
 
-export const PATH_TARGETS = {
+const PATH_TARGETS = {
   /** The relay's CPU per flow on the agent path, at most this many times the in-process one's. */
   agentPathCpuRatio: 1.5,
   /** Simulators as agents keep at least this share of the in-process simulators' flows/s. */
@@ -19,7 +19,7 @@ export const PATH_TARGETS = {
 const cpuPerFlow = (f: FlowsResult) => cpuPer(f.cpu.server, f.seconds, f.flows);
 
 /** The relay's CPU per flow on the agent path over the in-process path's, or undefined. */
-export function agentPathCpuRatio(flows?: FlowsResult, agentpath?: AgentPathResult) {
+function agentPathCpuRatio(flows?: FlowsResult, agentpath?: AgentPathResult) {
   const a = agentpath?.flows;
   if (!flows || !a || !a.flows || !flows.flows) return undefined;
   return cpuPerFlow(a) / cpuPerFlow(flows);
