@@ -20,7 +20,7 @@ import {
 import type { AgentConfig } from './config.js';
 import { Executor } from './executor.js';
 import { Heartbeat } from './heartbeat.js';
-import { Journal } from './journal.js';
+import { Journal, type JournalDurability } from './journal.js';
 import { AgentLink } from './link.js';
 import type { PrinterPort, ReaderPort } from './ports.js';
 import type { TerminalTransactionState } from '../protocol/terminal-status.js';
@@ -56,6 +56,11 @@ export interface AgentDeps {
   onUpdateOrder?: (order: UpdateOrderMessage) => void;
   /** The fleet's configuration and diagnostics (docs/fleet.md): what the process gives them. */
   fleet?: AgentFleetDeps;
+  /**
+   * What each journal commit outlives: a power loss (the default, and the only choice of
+   * `tps agent`), or only a crash of the process, for the relay's hosted simulators.
+   */
+  journalDurability?: JournalDurability;
   /** Knobs for tests and benches; the defaults suit the field. */
   tuning?: {
     /** Broker reconnect back-off (default 500 ms doubling to 60 s, jittered). */
@@ -99,7 +104,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
   const clock = deps.clock ?? systemClock;
   const timers = deps.timers ?? systemTimers;
   const { logger, reader, printer, tuning = {} } = deps;
-  const journal = Journal.open(config.data_dir, () => clock.now());
+  const journal = Journal.open(config.data_dir, () => clock.now(), deps.journalDurability);
   journal.prune(new Date(clock.now().getTime() - JOURNAL_RETENTION_MS));
   logger.info({ dataDir: config.data_dir, lastSeq: journal.lastSeq() }, 'journal open');
 

@@ -40,7 +40,10 @@ import type { CommandOutcome, Journal } from './journal.js';
 export interface AgentLinkOptions {
   terminalId: string;
   broker: BrokerConfig;
-  journal: Pick<Journal, 'pendingReports' | 'previousReport' | 'dropReport' | 'id'>;
+  journal: Pick<
+    Journal,
+    'pendingReports' | 'pendingReportTexts' | 'previousReport' | 'dropReport' | 'id'
+  >;
   /** Journals (and acts on) a valid command; called before the broker's PUBACK. */
   onCommand: (message: CommandMessage) => void;
   onConnectionChange?: (connected: boolean) => void;
@@ -169,12 +172,13 @@ export class AgentLink {
   flush(): void {
     if (!this.client.connected || this.stopped) return;
     for (;;) {
-      const rows = this.options.journal.pendingReports(this.sentUpTo, FLUSH_BATCH);
+      const rows = this.options.journal.pendingReportTexts(this.sentUpTo, FLUSH_BATCH);
       let prev = rows[0] ? this.options.journal.previousReport(rows[0].seq) : 0;
       for (const row of rows) {
-        const message: ReportMessage = { journal: this.journalId, ...row, prev };
+        this.client.publish(this.topics.report, reportMessage(this.journalId, row, prev), {
+          qos: 1,
+        });
         prev = row.seq;
-        this.client.publish(this.topics.report, JSON.stringify(message), { qos: 1 });
         this.sentUpTo = row.seq;
       }
       if (rows.length < FLUSH_BATCH) return;
@@ -394,6 +398,16 @@ export class AgentLink {
   private now(): string {
     return this.options.clock.now().toISOString();
   }
+}
+
+/**
+ * A ReportMessage around a report's JSON text as the journal keeps it (the journal wrote
+ * it with JSON.stringify), rather than parsed only to be written again. The journal id is
+ * hex (protocol/mqtt.ts); seq and prev are integers.
+ */
+function reportMessage(journal: string, row: { seq: number; body: string }, prev: number) {
+  const head: Omit<ReportMessage, 'report'> = { journal, seq: row.seq, prev };
+  return `${JSON.stringify(head).slice(0, -1)},"report":${row.body}}`;
 }
 
 function issues(error: { issues: ReadonlyArray<{ path: PropertyKey[]; message: string }> }) {

@@ -183,9 +183,9 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
     const shared = config.databaseUrl !== undefined && config.mqttUrl !== undefined;
     const mqttLink = new MqttTerminalLink({
       url: config.mqttUrl ?? 'mqtt://embedded',
-      ...(broker ? { connectInProcess: () => broker.connectInProcess() } : {}),
-      username: config.mqttUsername ?? broker?.relayCredential.username ?? '',
-      password: config.mqttPassword ?? broker?.relayCredential.password ?? '',
+      ...(broker ? { channel: broker.relayChannel() } : {}),
+      username: config.mqttUsername ?? '',
+      password: config.mqttPassword ?? '',
       clientId: await relayClientId(store, shared),
       ...(shared ? { shareGroup: SHARE_GROUP } : {}),
       maxPayloadBytes: config.mqttMaxPayloadBytes,
@@ -245,9 +245,9 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       logger: partLogger(logger, 'fleet'),
       link: {
         url: config.mqttUrl ?? 'mqtt://embedded',
-        ...(broker ? { connectInProcess: () => broker.connectInProcess() } : {}),
-        username: config.mqttUsername ?? broker?.relayCredential.username ?? '',
-        password: config.mqttPassword ?? broker?.relayCredential.password ?? '',
+        ...(broker ? { channel: broker.relayChannel() } : {}),
+        username: config.mqttUsername ?? '',
+        password: config.mqttPassword ?? '',
         clientId: `${await relayClientId(store, shared)}-fleet`,
         maxPayloadBytes: config.mqttMaxPayloadBytes,
       },
@@ -273,13 +273,13 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       reconnected: () => outbox.republish(),
     });
     const closeDelivery = async () => {
-      outbox.close();
+      await outbox.close();
       await inbox.close();
       await fleet.close();
       await mqttLink.close();
     };
     started.push(closeDelivery);
-    // Subscribed before agents can connect to the embedded broker (see connectInProcess).
+    // Subscribed before agents can connect to the embedded broker (see relayChannel).
     await mqttLink.connect();
     await fleet.connect();
     const brokerUrl =
@@ -292,7 +292,8 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       new (await import('./simulator/agent-simulators.js')).AgentSimulators({
         store,
         brokerUrl,
-        ...(brokerTls ? { connectInProcess: () => broker!.connectInProcess() } : {}),
+        // Inside the process when the broker is: no socket, and no certificate to match.
+        ...(broker ? { connectInProcess: () => broker.connectInProcess() } : {}),
         dataDir: config.dataDir,
         delayMs: config.simulatorDelayMs,
         clock,

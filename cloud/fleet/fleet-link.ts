@@ -7,8 +7,7 @@
  * diagnostic answer reaches the relay that waits for it whichever relay the agent is
  * heard through. Fleet messages are few: a handful per terminal and day.
  */
-import type { Duplex } from 'node:stream';
-import mqtt, { MqttClient } from 'mqtt';
+import mqtt, { type MqttClient } from 'mqtt';
 import type { Logger } from 'pino';
 import {
   ConfigReportMessage,
@@ -20,6 +19,7 @@ import {
   type ConfigMessage,
   type DiagnosticRequestMessage,
 } from '../../protocol/index.js';
+import type { BrokerChannel } from '../mqtt/mqtt-link.js';
 
 /** What agents say on the fleet topics, as it arrives. */
 export interface FleetLinkEvents {
@@ -29,8 +29,10 @@ export interface FleetLinkEvents {
 }
 
 export interface FleetLinkOptions {
+  /** An external broker's address; or, with `channel`, only a name for logs. */
   url: string;
-  connectInProcess?: () => Duplex;
+  /** The broker in the same process, reached without a client (cloud/mqtt/mqtt-link.ts). */
+  channel?: BrokerChannel;
   username: string;
   password: string;
   clientId: string;
@@ -41,6 +43,7 @@ export interface FleetLinkOptions {
 
 export class FleetLink {
   private client: MqttClient | undefined;
+  private channelOpen = false;
   private closing = false;
 
   constructor(
@@ -49,7 +52,14 @@ export class FleetLink {
   ) {}
 
   async connect(): Promise<void> {
-    const { url, username, password, clientId, connectInProcess } = this.options;
+    const { url, username, password, clientId, channel } = this.options;
+    if (channel) {
+      await channel.subscribe(Object.values(FLEET_SUBSCRIPTIONS), (topic, payload) =>
+        this.receive(topic, payload),
+      );
+      this.channelOpen = true;
+      return;
+    }
     const options = {
       username,
       password,
@@ -59,9 +69,7 @@ export class FleetLink {
       reconnectPeriod: 1000,
       connectTimeout: 10_000,
     };
-    const client = connectInProcess
-      ? new MqttClient(connectInProcess, options)
-      : mqtt.connect(url, options);
+    const client = mqtt.connect(url, options);
     this.client = client;
     client.on('connect', () => {
       (client.stream as { setNoDelay?: (noDelay: boolean) => void }).setNoDelay?.(true);
@@ -80,7 +88,7 @@ export class FleetLink {
   }
 
   get connected(): boolean {
-    return this.client?.connected ?? false;
+    return this.channelOpen || (this.client?.connected ?? false);
   }
 
   /**
@@ -88,25 +96,34 @@ export class FleetLink {
    * Dropped while disconnected; the service publishes again when the agent comes online.
    */
   publishConfig(terminalId: string, message: ConfigMessage): void {
-    if (!this.client?.connected) return;
-    this.client.publish(terminalTopics(terminalId).config, JSON.stringify(message), {
-      qos: 1,
-      retain: true,
-    });
+    this.publish(terminalTopics(terminalId).config, JSON.stringify(message), true);
   }
 
   /** Answers false when not connected: the request cannot leave. */
   requestDiagnostic(terminalId: string, request: DiagnosticRequestMessage): boolean {
-    if (!this.client?.connected) return false;
-    this.client.publish(terminalTopics(terminalId).diagnostic, JSON.stringify(request), {
-      qos: 1,
-    });
-    return true;
+    return this.publish(terminalTopics(terminalId).diagnostic, JSON.stringify(request), false);
   }
 
   async close(): Promise<void> {
     this.closing = true;
+    if (this.channelOpen) {
+      this.channelOpen = false;
+      await this.options.channel?.close();
+    }
     await this.client?.endAsync();
+  }
+
+  /** QoS 1; answers false when not connected: the message cannot leave. */
+  private publish(topic: string, payload: string, retain: boolean): boolean {
+    if (this.channelOpen) {
+      this.options.channel!.publish(topic, payload, { retain }).catch((error: unknown) => {
+        this.options.logger.warn({ err: error, topic }, 'fleet message not published');
+      });
+      return true;
+    }
+    if (!this.client?.connected) return false;
+    this.client.publish(topic, payload, { qos: 1, retain });
+    return true;
   }
 
   private receive(topic: string, payload: Buffer): void {
