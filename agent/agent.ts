@@ -20,12 +20,17 @@ import {
 import type { AgentConfig } from './config.js';
 import { Executor } from './executor.js';
 import { Heartbeat } from './heartbeat.js';
-import { Journal } from './journal.js';
+import { Journal, type JournalDurability } from './journal.js';
 import { AgentLink } from './link.js';
 import type { PrinterPort, ReaderPort } from './ports.js';
 import type { TerminalTransactionState } from '../protocol/terminal-status.js';
 import type { UpdateOrderMessage } from '../protocol/update.js';
 import { partLogger } from '../common/logging.js';
+import type { FactsMessage } from '../protocol/fleet-diagnostics.js';
+import { FleetConfigApplier, type RefusedConfig } from './fleet-config.js';
+import { answerDiagnostic } from './fleet-diagnostics.js';
+import type { LogRing } from './fleet-logs.js';
+import type { LineTrace } from './fleet-trace.js';
 
 export const AGENT_VERSION = VERSION;
 
@@ -49,6 +54,13 @@ export interface AgentDeps {
   agentVersion?: string;
   /** Update orders from the relay (agent/updater.ts); without it the agent takes none. */
   onUpdateOrder?: (order: UpdateOrderMessage) => void;
+  /** The fleet's configuration and diagnostics (docs/fleet.md): what the process gives them. */
+  fleet?: AgentFleetDeps;
+  /**
+   * What each journal commit outlives: a power loss (the default, and the only choice of
+   * `tps agent`), or only a crash of the process, for the relay's hosted simulators.
+   */
+  journalDurability?: JournalDurability;
   /** Knobs for tests and benches; the defaults suit the field. */
   tuning?: {
     /** Broker reconnect back-off (default 500 ms doubling to 60 s, jittered). */
@@ -61,6 +73,21 @@ export interface AgentDeps {
     /** Outbox re-published after this long without a report-ack (default 10 s). */
     reportResendMs?: number;
   };
+}
+
+export interface AgentFleetDeps {
+  /** The agent's own file, under the fleet's configuration (default: the config started with). */
+  base?: AgentConfig;
+  /** Reopens the hardware with the kept configuration; without it such settings are refused. */
+  restart?: () => void;
+  /** Sets the level of every logger of the process (default: the given logger's alone). */
+  setLogLevel?: (level: AgentConfig['log_level']) => void;
+  /** The reader's model and firmware where the agent knows them, for the fleet's facts. */
+  reader?: { model?: string; firmware?: string };
+  /** Reader settings the reader refused since the process started: reported, not tried again. */
+  refused?: RefusedConfig;
+  logs?: LogRing;
+  trace?: LineTrace;
 }
 
 export interface RunningAgent {
@@ -77,7 +104,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
   const clock = deps.clock ?? systemClock;
   const timers = deps.timers ?? systemTimers;
   const { logger, reader, printer, tuning = {} } = deps;
-  const journal = Journal.open(config.data_dir, () => clock.now());
+  const journal = Journal.open(config.data_dir, () => clock.now(), deps.journalDurability);
   journal.prune(new Date(clock.now().getTime() - JOURNAL_RETENTION_MS));
   logger.info({ dataDir: config.data_dir, lastSeq: journal.lastSeq() }, 'journal open');
 
@@ -105,8 +132,41 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     periodMs: config.heartbeat_s * 1000,
     reported: flush,
   });
-  executor.on('state', (state) => heartbeat.update({ transaction_state: state }));
+  let idleText: string | undefined;
+  const showIdleText = () => {
+    if (idleText !== undefined && executor.transactionState === 'READY') {
+      heartbeat.update({ screen_message: idleText });
+    }
+  };
+  executor.on('state', (state) => {
+    heartbeat.update({ transaction_state: state });
+    showIdleText();
+  });
   heartbeat.update({ connected: false, transaction_state: executor.transactionState });
+
+  const fleet = deps.fleet ?? {};
+  const applier = new FleetConfigApplier({
+    base: fleet.base ?? config,
+    running: config,
+    live: {
+      heartbeatMs: (ms) => heartbeat.setPeriod(ms),
+      logLevel: fleet.setLogLevel ?? ((level) => (logger.level = level)),
+      idleScreenText: (text) => {
+        idleText = text;
+        showIdleText();
+      },
+    },
+    isIdle: () => executor.transactionState === 'READY',
+    onIdle: (listener) => {
+      executor.on('state', listener);
+      return () => executor.off('state', listener);
+    },
+    ...(fleet.restart ? { restart: fleet.restart } : {}),
+    ...(fleet.refused ? { refused: fleet.refused } : {}),
+    report: (message) => wired.link?.publishFleet('configReport', message, true),
+    clock,
+    logger: partLogger(logger, 'config'),
+  });
 
   // Open transactions are read before the link can bring a command.
   const recovery = executor.recover();
@@ -126,6 +186,32 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     ...(tuning.reconnect ? { backoff: tuning.reconnect } : {}),
     ...(tuning.connectTimeoutMs !== undefined ? { connectTimeoutMs: tuning.connectTimeoutMs } : {}),
     ...(tuning.reportResendMs !== undefined ? { resendMs: tuning.reportResendMs } : {}),
+    fleet: {
+      config: (value) => applier.received(value),
+      diagnostic: (value) =>
+        void answerDiagnostic(value, {
+          config,
+          clock,
+          reader,
+          brokerConnected: () => link.connected,
+          configState: () => applier.describe(),
+          ...(fleet.logs ? { logs: fleet.logs } : {}),
+          ...(fleet.trace ? { trace: fleet.trace } : {}),
+          logger: partLogger(logger, 'diagnostics'),
+        }).then((reply) => reply && link.publishFleet('diagnosticReply', reply, false)),
+      connected: () => {
+        const facts: FactsMessage = {
+          agent_version: AGENT_VERSION,
+          reader: {
+            protocol: (deps.readerCapabilities ?? NATIVE_READER_CAPABILITIES).protocol,
+            ...fleet.reader,
+          },
+          at: clock.now().toISOString(),
+        };
+        link.publishFleet('facts', facts, true);
+        applier.repeat();
+      },
+    },
   });
   wired.link = link;
   link.start();
@@ -141,6 +227,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     },
     stop: () =>
       (stopping ??= (async () => {
+        applier.stop();
         heartbeat.stop();
         await executor.stop();
         await link.stop();

@@ -8,7 +8,19 @@ import { UsageError, parseCommandLine } from '../common/cli.js';
 import { systemClock } from '../common/clock.js';
 import { AgentConfigError, loadAgentConfig } from './config.js';
 import { mkdirSync } from 'node:fs';
+import pino from 'pino';
+import type { RunningAgent } from './agent.js';
+import type { Hardware } from './hardware.js';
 import { createAgentLogger } from './logging.js';
+import {
+  confirmKept,
+  overlay,
+  readKeptConfig,
+  refuseKept,
+  type RefusedConfig,
+} from './fleet-config.js';
+import { LogLevels, LogRing, keepingLines } from './fleet-logs.js';
+import { LineTrace } from './fleet-trace.js';
 import { RESTART_EXIT_CODE, prepareUpdates } from './update-wiring.js';
 
 export const AGENT_USAGE = `Usage: tps agent --config FILE
@@ -133,10 +145,31 @@ export async function runAgent(argv: string[]): Promise<void> {
   await runDaemon(values.config);
 }
 
-async function runDaemon(file: string): Promise<void> {
-  let config;
+/** How long a reader has to answer after its settings changed. */
+const READER_TRIAL_MS = 10_000;
+
+/** Why the reader does not answer a status request within `ms`; undefined when it does. */
+async function readerFailure(hardware: Hardware, ms: number): Promise<string | undefined> {
+  let timer: NodeJS.Timeout | undefined;
   try {
-    config = loadAgentConfig(file);
+    await Promise.race([
+      hardware.reader.status(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms);
+      }),
+    ]);
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function runDaemon(file: string): Promise<void> {
+  let base;
+  try {
+    base = loadAgentConfig(file);
   } catch (error) {
     // The file --config names is part of what the command was given: nothing started.
     if (error instanceof AgentConfigError) throw new UsageError(error.message);
@@ -144,43 +177,104 @@ async function runDaemon(file: string): Promise<void> {
   }
   const format = LogFormat.safeParse(process.env.TPS_LOG_FORMAT ?? 'auto');
   if (!format.success) throw new UsageError('TPS_LOG_FORMAT must be json, pretty or auto');
+  // The newest lines stay in memory for remote diagnostics; the fleet may set the level.
+  const logs = new LogRing();
+  const levels = new LogLevels();
   const logger = createAgentLogger(
-    config.log_level,
-    config.terminal_id,
-    logDestination(format.data),
+    base.log_level,
+    base.terminal_id,
+    keepingLines(logs, logDestination(format.data) ?? pino.destination({ dest: 1, sync: true })),
+    levels.onChild,
   );
+  levels.root = logger;
   // First: a half-done update is finished or undone before anything opens.
-  const updates = prepareUpdates(config, logger);
+  const updates = prepareUpdates(base, logger);
   if (updates.restart !== undefined) {
     process.exitCode = RESTART_EXIT_CODE;
     return;
   }
   // Before the reader: a ZVT driver keeps its record there, and the directory is private.
-  mkdirSync(config.data_dir, { recursive: true, mode: 0o700 });
+  mkdirSync(base.data_dir, { recursive: true, mode: 0o700 });
   const [{ openHardware }, { startAgent }] = await Promise.all([
     import('./hardware.js'),
     import('./agent.js'),
   ]);
-  const hardware = openHardware(config, logger);
-  hardware.reader.connect().catch(() => undefined); // logged; retried on use
-  const agent = await startAgent(config, {
-    reader: hardware.reader,
-    readerCapabilities: hardware.capabilities,
-    ...(hardware.printer ? { printer: hardware.printer } : {}),
-    logger,
-    ...(updates.agentVersion ? { agentVersion: updates.agentVersion } : {}),
-    onUpdateOrder: updates.onUpdateOrder,
-  });
-  logger.info({ terminalId: config.terminal_id, config: file }, 'agent started');
+  const trace = new LineTrace(systemClock);
+  /** The reader settings the reader refused since this process started (not tried again). */
+  let refused: RefusedConfig | undefined;
+
+  /** The agent and its hardware under the configuration the fleet last gave (fleet-config.ts). */
+  const start = async (): Promise<{ agent: RunningAgent; hardware: Hardware }> => {
+    const kept = readKeptConfig(base.data_dir);
+    const overlaid = kept ? overlay(base, kept.config) : undefined;
+    const config = overlaid?.ok ? overlaid.config : base;
+    const hardware = openHardware(config, logger, { trace });
+    if (kept?.trial) {
+      // New reader settings: the reader must answer with them before a payment can start,
+      // else the ones before come back and the new ones are reported refused.
+      const failure = await readerFailure(hardware, READER_TRIAL_MS);
+      if (failure === undefined) {
+        confirmKept(base.data_dir);
+      } else {
+        logger.warn({ version: kept.version, failure }, 'the reader refused the new settings');
+        await hardware.close();
+        refused = refuseKept(
+          base.data_dir,
+          `the reader did not answer with these settings: ${failure}`,
+        );
+        return start();
+      }
+    } else {
+      hardware.reader.connect().catch(() => undefined); // logged; retried on use
+    }
+    const agent = await startAgent(config, {
+      reader: hardware.reader,
+      readerCapabilities: hardware.capabilities,
+      ...(hardware.printer ? { printer: hardware.printer } : {}),
+      logger,
+      ...(updates.agentVersion ? { agentVersion: updates.agentVersion } : {}),
+      onUpdateOrder: updates.onUpdateOrder,
+      fleet: {
+        base,
+        restart: () => void restart(),
+        setLogLevel: (level) => levels.set(level),
+        reader: { model: hardware.model },
+        ...(refused ? { refused } : {}),
+        logs,
+        trace,
+      },
+    });
+    return { agent, hardware };
+  };
+  let running: Awaited<ReturnType<typeof start>> | undefined;
+  let changing: Promise<void> | undefined;
+  // Idle, by the fleet's configuration: the agent stops taking commands, the hardware closes
+  // and both start again with the new settings, in this process (no payment runs meanwhile).
+  const restart = () =>
+    (changing ??= (async () => {
+      logger.info('restarting the agent with the new reader and printer settings');
+      await running?.agent.stop();
+      await running?.hardware.close();
+      running = await start();
+    })()
+      .catch((error: unknown) => {
+        logger.fatal({ err: error }, 'restarting the agent failed');
+        process.exit(1);
+      })
+      .finally(() => {
+        changing = undefined;
+      }));
+  running = await start();
+  logger.info({ terminalId: base.terminal_id, config: file }, 'agent started');
   let stopping = false;
   const shutdown = (why: string, code: number) => {
     if (stopping) return;
     stopping = true;
     logger.info({ why }, 'stopping');
     updater.close();
-    agent
-      .stop()
-      .then(() => hardware.close())
+    Promise.resolve(changing)
+      .then(() => running?.agent.stop())
+      .then(() => running?.hardware.close())
       .then(
         () => process.exit(code),
         (error: unknown) => {
@@ -190,10 +284,17 @@ async function runDaemon(file: string): Promise<void> {
       );
   };
   // An update restarts through the supervisor (systemd's Restart=), which starts `current`.
-  const updater = updates.attach(agent, hardware.reader, async (reason) => {
-    shutdown(reason, RESTART_EXIT_CODE);
-    await new Promise<never>(() => {});
-  });
+  const first = running;
+  const updater = updates.attach(
+    () => {
+      const { agent, hardware } = running ?? first;
+      return { agent, reader: hardware.reader };
+    },
+    async (reason) => {
+      shutdown(reason, RESTART_EXIT_CODE);
+      await new Promise<never>(() => {});
+    },
+  );
   process.once('SIGINT', () => shutdown('SIGINT', 0));
   process.once('SIGTERM', () => shutdown('SIGTERM', 0));
 }

@@ -4,6 +4,7 @@
  * hardware. For `reader.emulated` in the config, tests and benches; `memory` decides
  * whether its record survives the process (FileReaderMemory).
  */
+import type { Duplex } from 'node:stream';
 import pino, { type Logger } from 'pino';
 import {
   CardReaderFirmware,
@@ -20,14 +21,20 @@ export interface EmulatedReader {
 }
 
 export function emulatedReader(
-  options: CardReaderFirmwareOptions & { line?: StreamPairOptions; logger?: Logger } = {},
+  options: CardReaderFirmwareOptions & {
+    line?: StreamPairOptions;
+    logger?: Logger;
+    /** Sees the host's end of the line before the driver uses it (fleet-trace.ts). */
+    tap?: (stream: Duplex) => void;
+  } = {},
 ): EmulatedReader {
-  const { line, logger, ...firmwareOptions } = options;
+  const { line, logger, tap, ...firmwareOptions } = options;
   const firmware = new CardReaderFirmware(firmwareOptions);
   const reader = new DriverReader(
     async () => {
       const pair = createStreamPair(line);
       firmware.serve(pair.b);
+      tap?.(pair.a);
       const driver = SerialCardReader.connect(pair.a);
       return {
         reader: driver,

@@ -4,7 +4,9 @@
  * reader of either protocol in process on an in-memory line with its memory in
  * `reader.emulated.state_file`, so that it too survives a crash of the agent.
  */
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
+import type { LineTrace } from './fleet-trace.js';
 import { FileReaderMemory } from '../firmware-bridge/emulator/file-reader-memory.js';
 import { connectTcpPrinter } from '../firmware-bridge/printer/tcp.js';
 import { SerialCardReader } from '../firmware-bridge/reader/serial-card-reader.js';
@@ -31,30 +33,41 @@ export interface Hardware {
   /** What the reader can do: the agent tells the relay with its presence. */
   capabilities: ReaderCapabilities;
   printer?: PrinterPort;
+  /** The reader's model as far as the agent can tell, for the fleet's facts. */
+  model: string;
   close(): Promise<void>;
+}
+
+export interface HardwareOptions {
+  /** Follows the native reader's line, for remote diagnostics (fleet-trace.ts). */
+  trace?: LineTrace;
 }
 
 export function openHardware(
   config: Pick<AgentConfig, 'reader' | 'printer' | 'data_dir'>,
   logger: Logger,
+  options: HardwareOptions = {},
 ): Hardware {
   const { reader, printer } = config;
   const readerLogger = partLogger(logger, 'reader');
   if (reader.protocol === 'zvt') return withPrinter(zvtHardware(config, readerLogger), printer);
+  const tap = options.trace ? (stream: Duplex) => options.trace!.tap(stream) : undefined;
   const emulated = reader.emulated
     ? emulatedReader({
         memory: new FileReaderMemory(reader.emulated.state_file),
         delayMs: reader.emulated.delay_ms,
         logger: readerLogger,
+        ...(tap ? { tap } : {}),
       })
     : undefined;
   const driverReader =
     emulated?.reader ??
-    new DriverReader(serialReader(reader.port ?? '', reader.baud_rate), readerLogger);
+    new DriverReader(serialReader(reader.port ?? '', reader.baud_rate, tap), readerLogger);
   return withPrinter(
     {
       reader: driverReader,
       capabilities: NATIVE_READER_CAPABILITIES,
+      model: emulated ? 'emulated native reader' : `native reader on ${reader.port ?? '?'}`,
       close: () => (emulated ? emulated.close() : driverReader.close()),
     },
     printer,
@@ -78,7 +91,12 @@ function zvtHardware(
       terminal: { delayMs: reader.emulated.delay_ms },
       logger,
     });
-    return { reader: emulated.reader, capabilities: emulated.capabilities, close: emulated.close };
+    return {
+      reader: emulated.reader,
+      capabilities: emulated.capabilities,
+      model: `emulated ZVT terminal (${reader.profile ?? 'generic'} profile)`,
+      close: emulated.close,
+    };
   }
   const target = reader.tcp
     ? { tcp: reader.tcp }
@@ -87,6 +105,7 @@ function zvtHardware(
   return {
     reader: driverReader,
     capabilities: zvtReaderCapabilities(reader.profile),
+    model: `ZVT terminal (${reader.profile ?? 'generic'} profile)`,
     close: () => driverReader.close(),
   };
 }
@@ -103,9 +122,14 @@ function withPrinter(hardware: Omit<Hardware, 'printer'>, config: PrinterConfig)
   };
 }
 
-function serialReader(path: string, baudRate: number): OpenReaderConnection {
+function serialReader(
+  path: string,
+  baudRate: number,
+  tap?: (stream: Duplex) => void,
+): OpenReaderConnection {
   return async () => {
     const port = await openSerialPort(path, { baudRate });
+    tap?.(port.stream);
     const reader = SerialCardReader.connect(port.stream, { link: { baudRate } });
     return {
       reader,

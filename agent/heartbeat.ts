@@ -34,11 +34,13 @@ export class Heartbeat {
   private immediate = false;
   private timer: unknown;
   private stopped = false;
+  private periodMs: number;
   private readonly onStatus = (status: ReaderReadings) => this.update(status);
   private readonly onProgress = (progress: ReaderProgress) =>
     this.update({ screen_message: progress.screen_text });
 
   constructor(private readonly options: HeartbeatOptions) {
+    this.periodMs = options.periodMs;
     options.reader.on('status', this.onStatus);
     options.reader.on('progress', this.onProgress);
   }
@@ -79,6 +81,15 @@ export class Heartbeat {
     if (JSON.stringify(this.readings) !== this.lastSent) this.send();
   }
 
+  /** A new period (the fleet's configuration sets it): the next heartbeat is `ms` from now. */
+  setPeriod(ms: number): void {
+    if (ms === this.periodMs) return;
+    this.periodMs = ms;
+    if (this.stopped || this.timer === undefined) return;
+    this.options.timers.clearTimeout(this.timer);
+    this.timer = this.options.timers.setTimeout(() => void this.beat(), ms);
+  }
+
   get current(): TerminalReadings {
     return { ...this.readings };
   }
@@ -106,7 +117,7 @@ export class Heartbeat {
     }
     if (this.stopped) return;
     this.send();
-    this.timer = this.options.timers.setTimeout(() => void this.beat(), this.options.periodMs);
+    this.timer = this.options.timers.setTimeout(() => void this.beat(), this.periodMs);
   }
 
   private send(): void {

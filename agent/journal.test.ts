@@ -71,6 +71,21 @@ describe('agent journal', () => {
     journal.recordStatus(status('three'));
     expect(journal.pendingReports().map((r) => r.seq)).toEqual([2, 4]);
     expect(journal.pendingReports(2)).toEqual([{ seq: 4, report: status('three') }]);
+    // As stored, for the link to send without parsing them: the same reports.
+    expect(
+      journal.pendingReportTexts().map((r) => ({ seq: r.seq, report: JSON.parse(r.body) })),
+    ).toEqual(journal.pendingReports());
+  });
+
+  it('keeps what it recorded in its file with the hosted simulators’ cheaper durability', () => {
+    const at = dir();
+    const journal = Journal.open(at, undefined, 'process-crash');
+    journal.record({ transaction: row('t1', 'RUNNING'), reports: [done('t1')] });
+    journal.close();
+    // A terminal's agent can take over the file (a simulator's journal is an agent's).
+    const reopened = Journal.open(at);
+    expect(reopened.transaction('t1')?.state).toBe('RUNNING');
+    expect(reopened.pendingReports().map((r) => r.report)).toEqual([done('t1')]);
   });
 
   it('lists open transactions and owed reversals, and prunes only final ones', () => {

@@ -42,6 +42,9 @@ export interface TransactionRow {
 
 export type CommandOutcome = 'ACCEPTED' | 'EXPIRED';
 
+/** What a journal's commit outlives before the call returns (see Journal.open). */
+export type JournalDurability = 'power-loss' | 'process-crash';
+
 export interface CommandRow {
   command_id: string;
   type: string;
@@ -185,14 +188,26 @@ export class Journal {
     this.inTransaction = <T>(run: () => T) => transaction(run) as T;
   }
 
-  /** Opens (creating if needed) `<dataDir>/agent.sqlite`. */
-  static open(dataDir: string, now: () => Date = () => new Date()): Journal {
+  /**
+   * Opens (creating if needed) `<dataDir>/agent.sqlite`. A terminal's journal survives a
+   * power loss (`power-loss`, the default); `process-crash` is for the relay's hosted
+   * simulators only (docs/simulator.md): each commit is handed to the operating system,
+   * not flushed, so it outlives a crash of the process but maybe not of the machine.
+   */
+  static open(
+    dataDir: string,
+    now: () => Date = () => new Date(),
+    durability: JournalDurability = 'power-loss',
+  ): Journal {
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     const db = new Database(path.join(dataDir, 'agent.sqlite'));
+    // A simulator's journal is its relay's alone: no file lock taken and released per commit.
+    if (durability === 'process-crash') db.pragma('locking_mode = EXCLUSIVE');
     db.pragma('journal_mode = WAL');
     // FULL: a commit is on disk before the call returns, so an acknowledgement or a reader
-    // command that follows it can never be ahead of the journal, even on power loss.
-    db.pragma('synchronous = FULL');
+    // command that follows it can never be ahead of the journal, even on power loss. OFF
+    // (WAL): the commit is in the operating system's hands, which a crashed process is not.
+    db.pragma(durability === 'power-loss' ? 'synchronous = FULL' : 'synchronous = OFF');
     db.pragma('busy_timeout = 5000');
     const version = db.pragma('user_version', { simple: true }) as number;
     if (version > SCHEMA_VERSION) {
@@ -252,6 +267,11 @@ export class Journal {
     return this.statements.pendingReports
       .all(afterSeq, limit)
       .map((row) => ({ seq: row.seq, report: JSON.parse(row.body) as TerminalReport }));
+  }
+
+  /** The same rows as stored, each report as its JSON text: the link sends it as it is. */
+  pendingReportTexts(afterSeq = 0, limit = 1000): Array<{ seq: number; body: string }> {
+    return this.statements.pendingReports.all(afterSeq, limit);
   }
 
   /** The newest report still in the outbox before `seq` (0: none). */

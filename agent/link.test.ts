@@ -63,6 +63,7 @@ describe('agent link reconnects', () => {
       journal: {
         id: '0123456789abcdef',
         pendingReports: () => [],
+        pendingReportTexts: () => [],
         previousReport: () => 0,
         dropReport: () => false,
       },

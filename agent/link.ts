@@ -40,7 +40,10 @@ import type { CommandOutcome, Journal } from './journal.js';
 export interface AgentLinkOptions {
   terminalId: string;
   broker: BrokerConfig;
-  journal: Pick<Journal, 'pendingReports' | 'previousReport' | 'dropReport' | 'id'>;
+  journal: Pick<
+    Journal,
+    'pendingReports' | 'pendingReportTexts' | 'previousReport' | 'dropReport' | 'id'
+  >;
   /** Journals (and acts on) a valid command; called before the broker's PUBACK. */
   onCommand: (message: CommandMessage) => void;
   onConnectionChange?: (connected: boolean) => void;
@@ -64,7 +67,19 @@ export interface AgentLinkOptions {
   clientId?: string;
   /** The byte stream to the broker; default a connection to `broker.url`. */
   openStream?: () => Duplex;
+  /** Fleet traffic (docs/mqtt.md, "Fleet topics"): subscribed to only when given. */
+  fleet?: FleetHandlers;
 }
+
+/** What the link hands on of the fleet's messages; values are JSON, unchecked. */
+export interface FleetHandlers {
+  config(value: unknown): void;
+  diagnostic(value: unknown): void;
+  /** Connected and subscribed: time to say what the relay should know. */
+  connected(): void;
+}
+
+type FleetTopic = 'configReport' | 'facts' | 'diagnosticReply';
 
 /** Outbox rows read per batch when flushing. */
 const FLUSH_BATCH = 500;
@@ -157,16 +172,26 @@ export class AgentLink {
   flush(): void {
     if (!this.client.connected || this.stopped) return;
     for (;;) {
-      const rows = this.options.journal.pendingReports(this.sentUpTo, FLUSH_BATCH);
+      const rows = this.options.journal.pendingReportTexts(this.sentUpTo, FLUSH_BATCH);
       let prev = rows[0] ? this.options.journal.previousReport(rows[0].seq) : 0;
       for (const row of rows) {
-        const message: ReportMessage = { journal: this.journalId, ...row, prev };
+        this.client.publish(this.topics.report, reportMessage(this.journalId, row, prev), {
+          qos: 1,
+        });
         prev = row.seq;
-        this.client.publish(this.topics.report, JSON.stringify(message), { qos: 1 });
         this.sentUpTo = row.seq;
       }
       if (rows.length < FLUSH_BATCH) return;
     }
+  }
+
+  /**
+   * A fleet message to the relay, QoS 1; retained for reports the relay reads at its own
+   * (re)connect. Dropped while disconnected: `fleet.connected` says it again.
+   */
+  publishFleet(topic: FleetTopic, message: object, retain: boolean): void {
+    if (!this.client.connected || this.stopped) return;
+    this.client.publish(this.topics[topic], JSON.stringify(message), { qos: 1, retain });
   }
 
   /** Says `connected: false` (retained) when it can, then closes the session's connection. */
@@ -214,11 +239,15 @@ export class AgentLink {
       ...(this.options.agentVersion ? { agent_version: this.options.agentVersion } : {}),
       ...(this.options.readerCapabilities ? { reader: this.options.readerCapabilities } : {}),
     };
+    const fleet = this.options.fleet;
     this.client.subscribe(
       {
         [this.topics.command]: { qos: 1 },
         [this.topics.reportAck]: { qos: 1 },
         ...(this.options.onUpdateOrder ? { [this.topics.update]: { qos: 1 as const } } : {}),
+        ...(fleet
+          ? { [this.topics.config]: { qos: 1 }, [this.topics.diagnostic]: { qos: 1 } }
+          : {}),
       },
       (error, granted) => {
         if (error) logger.error({ err: error }, 'subscribing failed');
@@ -234,6 +263,7 @@ export class AgentLink {
           retain: true,
         });
         this.publishUpdateStatusNow();
+        fleet?.connected();
       },
     );
     for (const [commandId, payload] of this.pendingAcks) this.publishAck(commandId, payload);
@@ -320,6 +350,10 @@ export class AgentLink {
           return;
         }
         this.options.onUpdateOrder(parsed.data);
+      } else if (packet.topic === this.topics.config && this.options.fleet) {
+        this.options.fleet.config(value);
+      } else if (packet.topic === this.topics.diagnostic && this.options.fleet) {
+        this.options.fleet.diagnostic(value);
       } else {
         logger.warn({ topic: packet.topic }, 'ignored a message on an unexpected topic');
       }
@@ -364,6 +398,16 @@ export class AgentLink {
   private now(): string {
     return this.options.clock.now().toISOString();
   }
+}
+
+/**
+ * A ReportMessage around a report's JSON text as the journal keeps it (the journal wrote
+ * it with JSON.stringify), rather than parsed only to be written again. The journal id is
+ * hex (protocol/mqtt.ts); seq and prev are integers.
+ */
+function reportMessage(journal: string, row: { seq: number; body: string }, prev: number) {
+  const head: Omit<ReportMessage, 'report'> = { journal, seq: row.seq, prev };
+  return `${JSON.stringify(head).slice(0, -1)},"report":${row.body}}`;
 }
 
 function issues(error: { issues: ReadonlyArray<{ path: PropertyKey[]; message: string }> }) {

@@ -10,9 +10,14 @@ import { SECRET_FIELDS } from '../protocol/secrets.js';
 
 const redactSecrets = secretRedactor([...SECRET_FIELDS, 'key', 'cert']);
 
-export function agentLoggerOptions(level: string, terminalId?: string): LoggerOptions {
+export function agentLoggerOptions(
+  level: string,
+  terminalId?: string,
+  onChild?: (child: Logger) => void,
+): LoggerOptions {
   return {
     level,
+    ...(onChild ? { onChild } : {}),
     name: 'tps-agent',
     base: terminalId ? { terminal_id: terminalId } : {},
     mixin: partMixin,
@@ -25,7 +30,8 @@ export function createAgentLogger(
   level: string,
   terminalId?: string,
   destination?: DestinationStream,
+  onChild?: (child: Logger) => void,
 ): Logger {
-  const options = agentLoggerOptions(level, terminalId);
+  const options = agentLoggerOptions(level, terminalId, onChild);
   return destination ? pino(options, destination) : pino(options);
 }

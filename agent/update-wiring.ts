@@ -5,6 +5,7 @@
  */
 import type { Logger } from 'pino';
 import { systemClock, systemTimers } from '../common/clock.js';
+import { readKeptConfig } from './fleet-config.js';
 import { partLogger } from '../common/logging.js';
 import type { UpdateOrderMessage } from '../protocol/index.js';
 import type { RunningAgent } from './agent.js';
@@ -23,9 +24,12 @@ export interface PreparedUpdates {
   restart?: string;
   agentVersion?: string;
   onUpdateOrder: (order: UpdateOrderMessage) => void;
+  /**
+   * Starts the updater on the running agent. `current` answers the agent and reader of
+   * the moment: a fleet configuration may start them again within the process.
+   */
   attach(
-    agent: RunningAgent,
-    reader: ReaderPort,
+    current: () => { agent: RunningAgent; reader: ReaderPort },
     restart: (reason: string) => Promise<void>,
   ): Updater;
 }
@@ -39,7 +43,7 @@ export function prepareUpdates(config: AgentConfig, logger: Logger): PreparedUpd
   let updater: Updater | undefined;
   const prepared: PreparedUpdates = {
     onUpdateOrder: (order) => (updater ? updater.order(order) : (early = order)),
-    attach(agent, reader, restart) {
+    attach(current, restart) {
       const { broker } = config;
       updater = new Updater({
         config: config.update,
@@ -48,9 +52,13 @@ export function prepareUpdates(config: AgentConfig, logger: Logger): PreparedUpd
         ...(broker.username !== undefined && broker.password !== undefined
           ? { credential: { username: broker.username, password: broker.password } }
           : {}),
-        health: () => failingChecks(agent, reader),
-        idle: () => agent.transactionState === 'READY',
-        publish: (status) => agent.link.publishUpdateStatus(status),
+        health: () => {
+          const { agent, reader } = current();
+          return failingChecks(agent, reader);
+        },
+        idle: () => current().agent.transactionState === 'READY',
+        fleetWindow: () => readKeptConfig(config.data_dir)?.config.maintenance_window,
+        publish: (status) => current().agent.link.publishUpdateStatus(status),
         restart,
         logger: log,
         clock: systemClock,

@@ -46,6 +46,11 @@ export interface UpdaterOptions {
   health: () => Promise<string[]>;
   /** True while no payment is under way. */
   idle: () => boolean;
+  /**
+   * The maintenance window the fleet's configuration gives (docs/fleet.md,
+   * "Configuration"), which takes the place of the agent file's `update.maintenance_window`.
+   */
+  fleetWindow?: () => UpdateConfig['maintenance_window'];
   publish: (status: UpdateStatusMessage) => void;
   /** Stops the agent and exits for the supervisor to start `current`; never returns. */
   restart: (reason: string) => Promise<void>;
@@ -195,7 +200,8 @@ export class Updater {
       // Stopping, or a newer order came: this one is dropped, the newer one runs next.
       if (this.stopped || this.pending !== order) throw new Superseded();
       const now = this.options.clock.now();
-      if (this.options.idle() && inWindow(config.maintenance_window, now)) return;
+      const window = this.options.fleetWindow?.() ?? config.maintenance_window;
+      if (this.options.idle() && inWindow(window, now)) return;
       await sleep(WAIT_POLL_MS, this.stop.signal, this.options.timers);
     }
   }

@@ -8,6 +8,7 @@ export const PHASES = [
   'bare',
   'flows',
   'agentpath',
+  'simulators',
   'wakeup',
   'events',
   'parked',
@@ -45,6 +46,8 @@ export interface BenchOptions {
   eventsPacedFlows: number;
   /** The idle window of the packaged agent's CPU figure (agentfootprint). */
   footprintIdleSeconds: number;
+  /** POS clients of the simulators phase, one simulated terminal each. */
+  simClients: number;
   /** Directory for a V8 CPU profile of the flows relay, or undefined for none. */
   cpuProfDir: string | undefined;
   phases: Phase[];
@@ -67,6 +70,7 @@ const SPEC = {
   'events-seconds': { env: 'BENCH_EVENTS_SECONDS', fallback: 10 },
   'events-paced-flows': { env: 'BENCH_EVENTS_PACED_FLOWS', fallback: 50 },
   'footprint-idle-seconds': { env: 'BENCH_FOOTPRINT_IDLE_SECONDS', fallback: 60 },
+  'sim-clients': { env: 'BENCH_SIM_CLIENTS', fallback: 64 },
 } as const;
 
 export const USAGE = `Usage: npm run bench -- [options]
@@ -122,6 +126,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     eventsSeconds: number('events-seconds'),
     eventsPacedFlows: number('events-paced-flows'),
     footprintIdleSeconds: Math.max(1, number('footprint-idle-seconds')),
+    simClients: number('sim-clients'),
     cpuProfDir: ((values['cpu-prof'] as string | undefined) ?? env.BENCH_CPU_PROF) || undefined,
     phases: phases as Phase[],
   };

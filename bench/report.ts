@@ -4,16 +4,30 @@ import type { AgentsResult } from './agents1000.js';
 import type { BareResult } from './bare-ceiling.js';
 import type { ClusterResult, ClusterSetup } from './cluster.js';
 import type { EventsResult, WindowResult } from './events.js';
-import type { CpuShares } from './machine.js';
 import type { FlowsResult } from './pos-clients.js';
 import type { ParkedResult } from './parked.js';
 import type { WakeResult, WakeRun } from './wakeup.js';
-import { count, mb, ms, perSecond, table, type LatencySummary } from './stats.js';
+import { pathTargetRows } from './report-paths.js';
+import type { SimulatorsResult } from './simulators.js';
+import {
+  count,
+  cpuLine,
+  cpuPer,
+  mb,
+  ms,
+  pct,
+  perSecond,
+  table,
+  us,
+  verdict,
+  type LatencySummary,
+} from './stats.js';
 
 export interface Results {
   bare?: BareResult;
   flows?: FlowsResult;
   agentpath?: AgentPathResult;
+  simulators?: SimulatorsResult;
   wakeup?: WakeResult;
   events?: EventsResult;
   parked?: ParkedResult;
@@ -26,20 +40,11 @@ const TARGETS = {
   wakeP99Ms: 5,
   parked: 10_000,
   parkedRssBytes: 250 * 1024 * 1024,
-  /** Issue 3: the agent path keeps at least this share of the in-process flows/s. */
-  agentPathRatio: 0.5,
   /** Issue 3: what 1,000 connected agents may cost the relay. */
   agents: 1000,
   agentsBytes: 200 * 1024 * 1024,
 };
 
-/** CPU time per item, µs, from a CPU share (% of one core) over a window. */
-const cpuPer = (percent: number, seconds: number, items: number) =>
-  items ? ((percent / 100) * seconds * 1e6) / items : 0;
-const pct = (v: number) => `${v.toFixed(0)} %`;
-const us = (v: number) => `${Math.round(v).toLocaleString('en-US')} µs`;
-
-const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
 const latencyCells = (l: LatencySummary | undefined) =>
   l && l.count > 0 ? [ms(l.p50), ms(l.p99)] : ['-', '-'];
 
@@ -172,68 +177,6 @@ export function renderParked(p: ParkedResult): string {
   ]);
 }
 
-const cpuLine = (c: CpuShares) =>
-  `relay ${pct(c.server)}, bench ${pct(c.client)}` +
-  (c.fleet !== undefined ? `, agents ${pct(c.fleet)}` : '') +
-  `, others ${pct(c.others)}`;
-
-/** The flows phase beside the same load with every terminal an agent (issue 3). */
-export function renderAgentPath({ flows, agentpath }: Results): string {
-  const a = agentpath?.flows;
-  const both = (v: (f: FlowsResult) => string) => [flows ? v(flows) : '-', a ? v(a) : '-'];
-  const latency = (type: 'purchase' | 'confirm' | 'flow') =>
-    both((f) => `${ms(f.latency[type].p50)} / ${ms(f.latency[type].p99)}`);
-  const rows = [
-    ['', 'in process (flows)', 'agent path (agentpath)'],
-    ['terminals', ...both((f) => `${f.clients} POS clients`)],
-    ['measured', ...both((f) => `${f.seconds.toFixed(1)} s`)],
-    ['flows/s', ...both((f) => perSecond(f.flowsPerSecond))],
-    [
-      'agent path / in process',
-      '',
-      flows && a ? (a.flowsPerSecond / flows.flowsPerSecond).toFixed(2) : '-',
-    ],
-    ['purchase p50 / p99', ...latency('purchase')],
-    ['confirm p50 / p99', ...latency('confirm')],
-    ['flow p50 / p99', ...latency('flow')],
-    ['gets (still PROCESSING)', ...both((f) => count(f.latency.get.count))],
-    ['errors', ...both((f) => count(f.errors))],
-    ['relay CPU (of one core)', ...both((f) => pct(f.cpu.server))],
-    ['relay CPU per flow', ...both((f) => us(cpuPer(f.cpu.server, f.seconds, f.flows)))],
-    [
-      'one core ÷ relay CPU per flow',
-      ...both((f) => perSecond(1e6 / (cpuPer(f.cpu.server, f.seconds, f.flows) || Infinity))),
-    ],
-    [
-      '  agent path / in process',
-      '',
-      flows && a
-        ? (
-            cpuPer(flows.cpu.server, flows.seconds, flows.flows) /
-            cpuPer(a.cpu.server, a.seconds, a.flows)
-          ).toFixed(2)
-        : '-',
-    ],
-    [
-      'agents CPU per flow (fleet)',
-      '-',
-      a?.cpu.fleet !== undefined ? us(cpuPer(a.cpu.fleet, a.seconds, a.flows)) : '-',
-    ],
-    ['CPU', ...both((f) => cpuLine(f.cpu))],
-    ['relay idle → peak RSS', ...both((f) => `${mb(f.idleRss)} → ${mb(f.peakRss)}`)],
-  ];
-  if (agentpath) {
-    rows.push([
-      'agents registered / connected in',
-      '',
-      `${agentpath.registerSeconds.toFixed(1)} s / ${agentpath.connectSeconds.toFixed(1)} s`,
-    ]);
-    rows.push(["agents' journals in", '', agentpath.journalDir]);
-    rows.push(['agent warnings', '', agentpath.agentWarnings]);
-  }
-  return table(rows);
-}
-
 export function renderAgents(a: AgentsResult): string {
   const growth = a.connected.rss - a.before.rss;
   return table([
@@ -326,6 +269,7 @@ export function renderTargets({
   bare,
   flows,
   agentpath,
+  simulators,
   wakeup,
   events,
   parked,
@@ -346,16 +290,7 @@ export function renderTargets({
       ]);
     }
   }
-  if (agentpath) {
-    const a = agentpath.flows;
-    const ratio = flows ? a.flowsPerSecond / flows.flowsPerSecond : undefined;
-    rows.push([
-      `agent path ≥ ${TARGETS.agentPathRatio} × in-process flows/s, 0 errors`,
-      `${perSecond(a.flowsPerSecond)} vs ${flows ? perSecond(flows.flowsPerSecond) : '(flows not run)'}` +
-        `${ratio !== undefined ? ` = ${ratio.toFixed(2)}` : ''}, ${count(a.errors)} errors`,
-      ratio === undefined ? '' : verdict(ratio >= TARGETS.agentPathRatio && a.errors === 0),
-    ]);
-  }
+  rows.push(...pathTargetRows(flows, agentpath, simulators));
   if (wakeup) {
     const { latency } = wakeup.relay.spread;
     rows.push([
@@ -420,11 +355,20 @@ export function renderTargets({
 const BUSY_MACHINE_PERCENT = 20;
 
 /** A warning naming the phases that shared the machine with other work, or ''. */
-export function renderNoise({ bare, flows, agentpath, wakeup, events }: Results): string {
+export function renderNoise({
+  bare,
+  flows,
+  agentpath,
+  simulators,
+  wakeup,
+  events,
+}: Results): string {
   const shares: Array<[string, number | undefined]> = [
     ['bare', bare?.cpu.others],
     ['flows', flows?.cpu.others],
     ['agentpath', agentpath?.flows.cpu.others],
+    ['simulators, in process', simulators?.inProcess.cpu.others],
+    ['simulators, agents', simulators?.agents.cpu.others],
     ['wakeup', wakeup?.relay.spread.cpu.others],
     ['events', events?.full.cpu.others],
   ];

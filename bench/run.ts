@@ -1,8 +1,9 @@
 /**
  * `npm run bench`: the bare ceiling, then the relay (each in its own child process)
  * under purchase flows (terminals in process, then agents on the MQTT path in a fleet
- * child), long-poll wake-ups, events alongside flows, parked long polls and 1,000
- * connected agents; then the packaged agent's own footprint. Prints tables only; writes nothing into the repository.
+ * child, then simulated terminals in process and as agents inside the relay), long-poll
+ * wake-ups, events alongside flows, parked long polls and 1,000 connected agents; then the
+ * packaged agent's own footprint. Prints tables only; writes nothing into the repository.
  * docs/performance.md explains the figures.
  */
 import { renderAgentFootprint, runAgentFootprint } from './agent-footprint.js';
@@ -16,8 +17,9 @@ import { describeMachine } from './machine.js';
 import { USAGE, parseOptions, type BenchOptions, type Phase } from './options.js';
 import { runParked } from './parked.js';
 import { runPurchaseFlows } from './pos-clients.js';
+import { runSimulators } from './simulators.js';
+import { renderAgentPath, renderSimulators } from './report-paths.js';
 import {
-  renderAgentPath,
   renderAgents,
   renderBareVsProduct,
   renderCluster,
@@ -98,7 +100,17 @@ async function main(): Promise<void> {
       log(`\nCPU profile of the relay over the measured window: ${agentpath.flows.profile.file}`);
       log(agentpath.flows.profile.summary);
     }
-    log(`\n${renderAgentPath(results)}`);
+    log(`\n${renderAgentPath(results.flows, agentpath)}`);
+  }
+
+  const simulators = await phase('simulators', options, () => runSimulators(options));
+  if (simulators) {
+    results.simulators = simulators;
+    for (const f of [simulators.inProcess, simulators.agents]) {
+      if (f.errors) log(`errors: ${f.errorKinds}`);
+      if (f.profile) log(`\nCPU profile of the relay over the measured window: ${f.profile.file}`);
+    }
+    log(renderSimulators(simulators));
   }
 
   const wakeup = await phase('wakeup', options, () => runWakeup(options));

@@ -1,4 +1,5 @@
 /** Latency samples and their percentiles, and the few number formats the tables use. */
+import type { CpuShares } from './machine.js';
 
 export interface LatencySummary {
   count: number;
@@ -73,6 +74,17 @@ export const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 export const ms = (v: number) => (v >= 100 ? `${v.toFixed(0)} ms` : `${v.toFixed(2)} ms`);
 export const perSecond = (v: number) => `${Math.round(v).toLocaleString('en-US')}/s`;
 export const count = (v: number) => Math.round(v).toLocaleString('en-US');
+export const pct = (v: number) => `${v.toFixed(0)} %`;
+export const us = (v: number) => `${Math.round(v).toLocaleString('en-US')} µs`;
+export const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
+/** Who took the CPU during a window, in % of one core. */
+export const cpuLine = (c: CpuShares) =>
+  `relay ${pct(c.server)}, bench ${pct(c.client)}` +
+  (c.fleet !== undefined ? `, agents ${pct(c.fleet)}` : '') +
+  `, others ${pct(c.others)}`;
+/** CPU time per item, µs, from a CPU share (% of one core) over a window. */
+export const cpuPer = (percent: number, seconds: number, items: number) =>
+  items ? ((percent / 100) * seconds * 1e6) / items : 0;
 
 /** Prints rows as an aligned plain-text table (first row is the header). */
 export function table(rows: string[][]): string {

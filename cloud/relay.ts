@@ -18,6 +18,7 @@ import { BackgroundWork } from './cluster/background.js';
 import { routeNotices } from './cluster/notices.js';
 import { brokerCertificate, type CloudConfig } from './config.js';
 import { Pairings } from './pairing/pairings.js';
+import { createFleet } from './fleet/fleet.js';
 import { prepareDataDir } from './data-dir.js';
 import { ReportInbox } from './delivery/inbox.js';
 import { CommandOutbox } from './delivery/outbox.js';
@@ -183,9 +184,9 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
     const shared = config.databaseUrl !== undefined && config.mqttUrl !== undefined;
     const mqttLink = new MqttTerminalLink({
       url: config.mqttUrl ?? 'mqtt://embedded',
-      ...(broker ? { connectInProcess: () => broker.connectInProcess() } : {}),
-      username: config.mqttUsername ?? broker?.relayCredential.username ?? '',
-      password: config.mqttPassword ?? broker?.relayCredential.password ?? '',
+      ...(broker ? { channel: broker.relayChannel() } : {}),
+      username: config.mqttUsername ?? '',
+      password: config.mqttPassword ?? '',
       clientId: await relayClientId(store, shared),
       ...(shared ? { shareGroup: SHARE_GROUP } : {}),
       maxPayloadBytes: config.mqttMaxPayloadBytes,
@@ -244,6 +245,23 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       publishOrder: (terminalId, order) => mqttLink.publishUpdateOrder(terminalId, order),
       logger: partLogger(logger, 'rollouts'),
     });
+    const registry = new TerminalRegistry(store, clock);
+    const fleet = createFleet({
+      store,
+      registry,
+      clock,
+      timers: systemTimers,
+      logger: partLogger(logger, 'fleet'),
+      link: {
+        url: config.mqttUrl ?? 'mqtt://embedded',
+        ...(broker ? { channel: broker.relayChannel() } : {}),
+        username: config.mqttUsername ?? '',
+        password: config.mqttPassword ?? '',
+        clientId: `${await relayClientId(store, shared)}-fleet`,
+        maxPayloadBytes: config.mqttMaxPayloadBytes,
+      },
+      hasAgent: (terminal) => terminal.kind === 'AGENT' || !inProcess,
+    });
     link.listen({
       updateStatus: (terminalId, status) =>
         void rollouts
@@ -253,7 +271,14 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
           ),
       commandAcked: (terminalId, commandId) => void outbox.acknowledged(terminalId, commandId),
       report: (terminalId, report, sequenced) => inbox.receive(terminalId, report, sequenced),
-      reachable: (terminalId) => outbox.republish(terminalId),
+      reachable: (terminalId) => {
+        outbox.republish(terminalId);
+        fleet.configs
+          .reachable(terminalId)
+          .catch((error: unknown) =>
+            logger.error({ err: error, terminalId }, 'could not send the configuration'),
+          );
+      },
       readerReported: (terminalId, reader) =>
         void store
           .setReaderCapabilities(terminalId, reader)
@@ -268,13 +293,15 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       },
     });
     const closeDelivery = async () => {
-      outbox.close();
+      await outbox.close();
       await inbox.close();
+      await fleet.close();
       await mqttLink.close();
     };
     started.push(closeDelivery);
-    // Subscribed before agents can connect to the embedded broker (see connectInProcess).
+    // Subscribed before agents can connect to the embedded broker (see relayChannel).
     await mqttLink.connect();
+    await fleet.connect();
     const brokerUrl =
       config.mqttUrl ?? (await broker!.listen(config.mqttHost ?? config.host, config.mqttPort)).url;
     const agentBrokerUrl = config.mqttPublicUrl ?? brokerUrl;
@@ -285,13 +312,13 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       new (await import('./simulator/agent-simulators.js')).AgentSimulators({
         store,
         brokerUrl,
-        ...(brokerTls ? { connectInProcess: () => broker!.connectInProcess() } : {}),
+        // Inside the process when the broker is: no socket, and no certificate to match.
+        ...(broker ? { connectInProcess: () => broker.connectInProcess() } : {}),
         dataDir: config.dataDir,
         delayMs: config.simulatorDelayMs,
         clock,
         logger: partLogger(logger, 'simulator'),
       });
-    const registry = new TerminalRegistry(store, clock);
     const pairings = new Pairings({
       store,
       registry,
@@ -401,6 +428,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       events,
       webhooks,
       pairings,
+      fleet,
       startSimulator: (terminal) => placement.place(terminal),
       simulatorReaders: inProcess ? ['native'] : ['native', 'zvt'],
       ops: {

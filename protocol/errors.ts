@@ -73,7 +73,7 @@ export const ERROR_CATALOGUE = {
   UNSUPPORTED_BY_TERMINAL: {
     status: 400,
     meaning:
-      "The terminal's card reader cannot do what the request asks (an extension of the spec's codes).",
+      "The terminal cannot do what the request asks: its card reader lacks the feature, or it has no agent to ask for diagnostics (an extension of the spec's codes).",
   },
   INVALID_PRINT_DATA: { status: 400, meaning: 'The print contents are not valid base64 PNG data.' },
   PRINT_TOO_LARGE: {
@@ -115,6 +115,21 @@ export const ERROR_CATALOGUE = {
     meaning: 'The account has published this version for this architecture already.',
   },
   RELEASE_NOT_FOUND: { status: 404, meaning: 'No such release for this credential.' },
+  TERMINAL_OFFLINE: {
+    status: 409,
+    meaning:
+      'The terminal is not connected, so it cannot answer a diagnostic request now; ask again once it is.',
+  },
+  TERMINAL_NO_ANSWER: {
+    status: 504,
+    meaning:
+      'The terminal was connected but did not answer the diagnostic request in time; ask again.',
+  },
+  DIAGNOSTICS_FAILED: {
+    status: 502,
+    meaning:
+      'The terminal answered that it could not make the diagnostic asked for; the description says why.',
+  },
   COHORT_NOT_FOUND: { status: 404, meaning: 'No terminal of this account is in that cohort.' },
   ROLLOUT_NOT_FOUND: { status: 404, meaning: 'No such rollout for this credential.' },
   ROLLOUT_STATE_CONFLICT: {

@@ -15,4 +15,6 @@ export * from './pairing.js';
 export * from './print-image.js';
 export * from './release.js';
 export * from './update.js';
+export * from './fleet-config.js';
+export * from './fleet-diagnostics.js';
 export * from './rollout.js';

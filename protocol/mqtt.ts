@@ -29,6 +29,16 @@ export function terminalTopics(terminalId: string) {
     update: `${base}/update`,
     /** agent → relay, retained: the release it runs and how its last update ended. */
     updateStatus: `${base}/update-status`,
+    /** relay → agent, retained: the effective configuration (protocol/fleet-config.ts). */
+    config: `${base}/config`,
+    /** agent → relay, retained: what the agent did with the newest configuration. */
+    configReport: `${base}/config-report`,
+    /** agent → relay, retained: agent version, reader model and firmware. */
+    facts: `${base}/facts`,
+    /** relay → agent: a diagnostic request (protocol/fleet-diagnostics.ts). */
+    diagnostic: `${base}/diag`,
+    /** agent → relay: the answer to a diagnostic request. */
+    diagnosticReply: `${base}/diag-reply`,
   };
 }
 
@@ -42,6 +52,16 @@ export const agentClientId = (terminalId: string): string => `agent-${terminalId
 export const doctorClientId = (terminalId: string, pid: number): string =>
   `doctor-${terminalId}-${pid}`;
 
+/**
+ * Topic filters of the fleet's traffic, heard by every relay (not shared): retained
+ * reports reach each one at subscribe, and a diagnostic answer the relay that asked.
+ */
+export const FLEET_SUBSCRIPTIONS = {
+  configReport: `${TOPIC_ROOT}/+/config-report`,
+  facts: `${TOPIC_ROOT}/+/facts`,
+  diagnosticReply: `${TOPIC_ROOT}/+/diag-reply`,
+} as const;
+
 /** Topic filters under which the relay hears every agent. */
 export const RELAY_SUBSCRIPTIONS = {
   commandAck: `${TOPIC_ROOT}/+/cmd-ack`,
@@ -50,8 +70,23 @@ export const RELAY_SUBSCRIPTIONS = {
   updateStatus: `${TOPIC_ROOT}/+/update-status`,
 } as const;
 
-const TOPIC_PATTERN =
-  /^tps\/v1\/t\/([0-9a-zA-Z-]{1,63})\/(cmd|cmd-ack|report|report-ack|presence|update|update-status)$/;
+const TOPIC_KINDS = [
+  'cmd',
+  'cmd-ack',
+  'report',
+  'report-ack',
+  'presence',
+  'update',
+  'update-status',
+  'config',
+  'config-report',
+  'facts',
+  'diag',
+  'diag-reply',
+] as const;
+export type TopicKind = (typeof TOPIC_KINDS)[number];
+
+const TOPIC_PATTERN = new RegExp(`^tps/v1/t/([0-9a-zA-Z-]{1,63})/(${TOPIC_KINDS.join('|')})$`);
 
 /** The terminal and kind of a topic, or undefined for a topic outside the link. */
 export function parseTopic(topic: string) {
@@ -59,8 +94,7 @@ export function parseTopic(topic: string) {
   if (!match) return undefined;
   return {
     terminalId: match[1]!,
-    kind: match[2] as
-      'cmd' | 'cmd-ack' | 'report' | 'report-ack' | 'presence' | 'update' | 'update-status',
+    kind: match[2] as TopicKind,
   };
 }
 

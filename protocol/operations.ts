@@ -24,6 +24,17 @@ import type { Revision } from './fields.js';
 import { EventListRequest, WebhookCreateRequest, WebhookIdRequest } from './events.js';
 import { TerminalClaimRequest, TerminalClaimResponse } from './pairing.js';
 import {
+  FleetConfigGetRequest,
+  FleetConfigResponse,
+  FleetConfigSetRequest,
+} from './fleet-config.js';
+import {
+  DiagnosticsRequest,
+  DiagnosticsResponse,
+  FleetFactsRequest,
+  FleetFactsResponse,
+} from './fleet-diagnostics.js';
+import {
   CredentialRequest,
   CredentialRevokeResponse,
   CredentialRotateResponse,
@@ -178,6 +189,34 @@ export const OPERATIONS = {
     request: CredentialRequest,
     response: () => CredentialRotateResponse,
     errors: [400, 403, 404, ...AUTH, 500],
+  },
+  '/fleet/config/set': {
+    summary:
+      "Replace a layer of desired configuration (the account's, a cohort's or a terminal's) and push the result to the terminals it reaches; answers them with desired, reported and whether they agree (an extension of this service).",
+    request: FleetConfigSetRequest,
+    response: () => FleetConfigResponse,
+    errors: [400, 403, ...AUTH, 500],
+  },
+  '/fleet/config/get': {
+    summary:
+      'Read a layer of desired configuration and, for each terminal it reaches, desired, reported and whether they agree (an extension of this service).',
+    request: FleetConfigGetRequest,
+    response: () => FleetConfigResponse,
+    errors: [400, 403, ...AUTH, 500],
+  },
+  '/fleet/facts': {
+    summary:
+      'What a field engineer needs of each terminal: agent version, reader model and firmware, configuration version, last update outcome, last seen (an extension of this service).',
+    request: FleetFactsRequest,
+    response: () => FleetFactsResponse,
+    errors: [400, 403, ...AUTH, 500],
+  },
+  '/fleet/diagnostics': {
+    summary:
+      "Ask a connected terminal's agent for its doctor checks, its last log lines or the reader line of its last payment, redacted; waits up to wait_seconds (an extension of this service).",
+    request: DiagnosticsRequest,
+    response: () => DiagnosticsResponse,
+    errors: [400, 403, 409, 502, 504, ...AUTH, 500],
   },
 } as const satisfies Record<string, OperationSpec>;
 

@@ -229,6 +229,29 @@ describe('OpenAPI documents', () => {
       await record('webhook enable', '/webhook/enable', { id: webhookId });
       await record('webhook delete', '/webhook/delete', { id: webhookId });
 
+      // The fleet's operations, with the account credential.
+      const asAccount = async (label: string, path: string, body: object) => {
+        const res = await post(relay.baseUrl, revision, path, body, relay.account);
+        observed.push({ label, path, status: res.status, body: res.body });
+      };
+      await asAccount('fleet config set', '/fleet/config/set', {
+        scope: { terminal_id: sim.terminal_id },
+        config: {
+          heartbeat_s: 30,
+          reader: { baud_rate: 9600 },
+          maintenance_window: { start: '02:00', end: '04:00' },
+        },
+      });
+      await asAccount('fleet config get', '/fleet/config/get', { scope: { account: true } });
+      await asAccount('fleet facts', '/fleet/facts', {});
+      await asAccount('400 diagnostics of an in-process simulator', '/fleet/diagnostics', {
+        terminal_id: sim.terminal_id,
+        kind: 'doctor',
+      });
+      await record('403 fleet config by a terminal', '/fleet/config/get', {
+        scope: { account: true },
+      });
+
       // Errors.
       await record('400 invalid request', '/transaction/purchase', {
         external_id: 'bad',

@@ -67,6 +67,10 @@ const REQUIRED_BODY: Record<string, Record<string, unknown>> = {
   '/webhook/disable': { id: UNKNOWN_WEBHOOK },
   '/credential/revoke': { username: 'no-such-user' },
   '/credential/rotate': { username: 'no-such-user' },
+  '/fleet/config/set': { scope: { terminal_id: UNKNOWN_TERMINAL }, config: {} },
+  '/fleet/config/get': { scope: { account: true } },
+  '/fleet/facts': {},
+  '/fleet/diagnostics': { terminal_id: UNKNOWN_TERMINAL, kind: 'doctor' },
 };
 
 type Bad = ReadonlyArray<readonly [value: unknown, why: string]>;
@@ -224,6 +228,13 @@ interface FieldCase {
   value: unknown;
 }
 
+const CONFIG_SCOPE: Bad = [
+  [{}, 'empty'],
+  [{ account: false }, 'account false'],
+  [{ cohort: 'north' }, 'a cohort without cohort-'],
+  ['account', 'a string'],
+];
+
 const cases = (field: string, bad: Bad): FieldCase[] =>
   bad.map(([value, why]) => ({ name: `${field} ${why}`, field: field.split('.'), value }));
 
@@ -320,6 +331,44 @@ const FIELD_LIMITS: Record<string, FieldCase[]> = {
   '/credential/rotate': [
     ...cases('username', CREDENTIAL_USERNAME),
     ...cases('type', CREDENTIAL_TYPE),
+  ],
+  '/fleet/config/set': [
+    ...cases('scope', CONFIG_SCOPE),
+    ...cases('config', NOT_AN_OBJECT),
+    ...cases('config.heartbeat_s', [
+      [0, 'zero'],
+      [3601, 'over an hour'],
+      [1.5, 'a fraction'],
+      ['30', 'a string'],
+    ]),
+    ...cases('config.log_level', [['loud', 'not a level']]),
+    ...cases('config.printer_head_width', [
+      [385, 'not a multiple of 8'],
+      [4096, 'wider than 2048 dots'],
+    ]),
+    ...cases('config.idle_screen_text', [
+      ['x'.repeat(65), '65 characters'],
+      ['a\nb', 'a control character'],
+    ]),
+    ...cases('config.reader.baud_rate', [[300, 'below 1200']]),
+    ...cases('config.reader.profile', [['Not A Name', 'not a profile name']]),
+    ...cases('config.maintenance_window', [['02:00-04:00', 'a string']]),
+  ],
+  '/fleet/config/get': cases('scope', CONFIG_SCOPE),
+  '/fleet/facts': [
+    ...cases('terminal_id', [['', 'empty']]),
+    ...cases('cohort', [['north', 'without cohort-']]),
+  ],
+  '/fleet/diagnostics': [
+    ...cases('kind', [['everything', 'an unknown kind']]),
+    ...cases('lines', [
+      [0, 'zero'],
+      [201, 'over 200'],
+    ]),
+    ...cases('wait_seconds', [
+      [0, 'zero'],
+      [61, 'over a minute'],
+    ]),
   ],
 };
 

@@ -115,6 +115,20 @@ function validBody(path: OperationPath, terminalId: string): Record<string, unkn
     '/terminal/list': {},
     '/credential/revoke': { type: 'API', username: 'nobody' },
     '/credential/rotate': { type: 'API', username: 'nobody' },
+    '/fleet/config/set': {
+      scope: { terminal_id: terminalId },
+      config: {
+        heartbeat_s: 30,
+        log_level: 'info',
+        printer_head_width: 384,
+        idle_screen_text: 'Welcome',
+        reader: { baud_rate: 9600, profile: 'generic' },
+        maintenance_window: { start: '02:00', end: '04:00' },
+      },
+    },
+    '/fleet/config/get': { scope: { cohort: 'cohort-front' } },
+    '/fleet/facts': { terminal_id: terminalId, cohort: 'cohort-front' },
+    '/fleet/diagnostics': { terminal_id: terminalId, kind: 'logs', lines: 10, wait_seconds: 1 },
   };
   return bodies[path];
 }

@@ -468,6 +468,38 @@ describe('two relays on one PostgreSQL and one Mosquitto', () => {
     return pool[flags.indexOf(1)]!;
   };
 
+  it('configures and diagnoses a terminal through either relay: the answer reaches the relay that asked', async () => {
+    const [a, b] = relays as [RelayChild, RelayChild];
+    const sim = await newTerminal(a);
+    const scope = { terminal_id: sim.terminal_id };
+    const set = await post(
+      a.baseUrl,
+      'v1',
+      '/fleet/config/set',
+      { scope, config: { heartbeat_s: 9 } },
+      ACCOUNT,
+    );
+    expect(set.status, JSON.stringify(set.body)).toBe(200);
+    await eventually(
+      () => post(b.baseUrl, 'v1', '/fleet/config/get', { scope }, ACCOUNT),
+      (r) => r.body?.terminals?.[0]?.in_sync === true,
+      { ms: 20_000, what: 'the hosted agent to apply the configuration', context: output },
+    );
+    for (const via of [a, b, a, b]) {
+      const doctor = await post(
+        via.baseUrl,
+        'v1',
+        '/fleet/diagnostics',
+        { terminal_id: sim.terminal_id, kind: 'doctor' },
+        ACCOUNT,
+      );
+      expect(doctor.status, JSON.stringify(doctor.body)).toBe(200);
+      expect(doctor.body.doctor.checks.map((c: { title: string }) => c.title).join('\n')).toMatch(
+        /broker: connected/,
+      );
+    }
+  }, 60_000);
+
   it('completes every payment through the survivor when a relay is killed mid-payment', async () => {
     const sims = await Promise.all([0, 1, 2, 3, 4, 5].map((i) => newTerminal(relays[i % 2]!)));
     // The follower dies: the terminals (hosted by the leader) carry on, and every request,

@@ -225,7 +225,10 @@ describe.skipIf(!MOSQUITTO_BINARY)(
       await spy.subscribeAsync(
         [
           terminalTopics(b.id).command,
+          terminalTopics(b.id).config,
+          terminalTopics(b.id).diagnostic,
           'tps/v1/t/+/cmd',
+          'tps/v1/t/+/config',
           'tps/v1/#',
           '#',
           `$share/spies/${terminalTopics(b.id).command}`,
@@ -234,6 +237,9 @@ describe.skipIf(!MOSQUITTO_BINARY)(
         { qos: 1 },
       );
 
+      // Another terminal's configuration (retained) and diagnostic requests stay its own.
+      await relay.publishAsync(terminalTopics(b.id).config, 'b-config', { qos: 1, retain: true });
+      await relay.publishAsync(terminalTopics(b.id).diagnostic, 'b-diag', { qos: 1 });
       await relay.publishAsync(terminalTopics(b.id).command, 'secret-command', { qos: 1 });
       // Published after, on the spy's own topic: once it arrives, anything before it would have.
       await relay.publishAsync(terminalTopics(a.id).command, 'marker', { qos: 1 });
@@ -246,6 +252,8 @@ describe.skipIf(!MOSQUITTO_BINARY)(
         { topic: terminalTopics(b.id).command, payload: 'secret-command' },
       ]);
       expect(spyHeard.every((m) => m.payload === 'marker')).toBe(true);
+      // An empty retained message clears it: later tests hear what they send alone.
+      await relay.publishAsync(terminalTopics(b.id).config, '', { qos: 1, retain: true });
     });
 
     it('an agent’s publishes onto other terminals’ topics, or against its direction, are dropped', async () => {
@@ -262,9 +270,14 @@ describe.skipIf(!MOSQUITTO_BINARY)(
         other.presence,
         other.command,
         other.reportAck,
+        other.configReport,
+        other.facts,
+        other.diagnosticReply,
         // Its own topics, but the relay's direction.
         own.command,
         own.reportAck,
+        own.config,
+        own.diagnostic,
         'tps/v1/t/elsewhere',
       ]) {
         // QoS 1 is acknowledged all the same: Mosquitto does not tell the publisher.

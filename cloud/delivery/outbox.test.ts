@@ -37,7 +37,12 @@ class FakeStore implements OutboxStore<Command> {
 /** Lets the publishes of the current turn happen (they are handed over a microtask later). */
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
-function setUp(options: { obsolete?: (command: Command) => Promise<boolean> } = {}) {
+function setUp(
+  options: {
+    obsolete?: (command: Command) => Promise<boolean>;
+    recordAcksAfterMs?: number;
+  } = {},
+) {
   const timers = new ManualTimers(Date.parse('2030-01-01T00:00:00Z'));
   const store = new FakeStore();
   const published: string[] = [];
@@ -57,6 +62,8 @@ function setUp(options: { obsolete?: (command: Command) => Promise<boolean> } = 
     timers,
     logger: pino({ level: 'silent' }),
     resendMs: RESEND_MS,
+    // Each acknowledgement written at once, unless a test is about batching them.
+    recordAcksAfterMs: 0,
     ...options,
   });
   /** Moves time on, and lets what it published be handed over. */
@@ -217,6 +224,47 @@ describe('CommandOutbox', () => {
     await t.store.queueCommand('t-1', command('c-1'));
     await t.advance(3 * RESEND_MS);
     expect(t.published).toEqual([]);
+  });
+
+  it('writes acknowledgements together, recordAcksAfterMs after the first, and does not re-send them meanwhile', async () => {
+    const t = setUp({ recordAcksAfterMs: 100 });
+    await t.store.queueCommand('t-1', command('c-1'));
+    await t.store.queueCommand('t-2', command('c-2'));
+    t.outbox.send('t-1', command('c-1'));
+    t.outbox.send('t-2', command('c-2'));
+    await t.outbox.lead();
+    await settle();
+    const first = t.outbox.acknowledged('t-1', 'c-1');
+    await t.advance(60);
+    const second = t.outbox.acknowledged('t-2', 'c-2');
+    expect(t.outbox.awaitingAck).toBe(0);
+    await settle();
+    expect(t.store.acks).toEqual([]);
+    await t.advance(40);
+    await Promise.all([first, second]);
+    const at = new Date(t.timers.now).toISOString();
+    expect(t.store.acks).toEqual([
+      { terminalId: 't-1', commandId: 'c-1', at },
+      { terminalId: 't-2', commandId: 'c-2', at },
+    ]);
+    // Neither the resend period nor the leader's sweep published them again.
+    await t.advance(2 * RESEND_MS);
+    expect(t.published.sort()).toEqual(['t-1:c-1', 't-2:c-2']);
+  });
+
+  it('leaves an acknowledgement waiting for its batch out of the sweep, and writes it on close', async () => {
+    const t = setUp({ recordAcksAfterMs: 100 });
+    await t.store.queueCommand('t-1', command('c-1'));
+    t.outbox.send('t-1', command('c-1'));
+    await settle();
+    const written = t.outbox.acknowledged('t-1', 'c-1');
+    await t.outbox.lead(); // sweeps now: c-1 is still pending in the store
+    await settle();
+    expect(t.published).toEqual(['t-1:c-1']);
+    await t.outbox.close();
+    await written;
+    expect(t.store.acks.map((a) => a.commandId)).toEqual(['c-1']);
+    expect(t.timers.size).toBe(0);
   });
 
   it('stops everything on close: no timer, no listener, nothing published', async () => {

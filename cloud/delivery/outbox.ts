@@ -19,6 +19,12 @@
  * With several relays on one store, an acknowledgement may reach a relay that did not send
  * the command: that relay records it, and the sender stops on hearing of it
  * (`onRemoteChange`).
+ *
+ * Acknowledgements are written together, `recordAcksAfterMs` after the first of a batch,
+ * so that they ride in one commit, usually with the reports that followed them, instead
+ * of each costing a commit of its own. Nothing depends on one being durable at once: an
+ * acknowledgement lost with the process only makes the command be sent again after the
+ * restart, and the agent applies a command once however often it comes (invariant 5).
  */
 import type { Logger } from 'pino';
 import { systemTimers, type Clock, type Timers } from '../../common/clock.js';
@@ -57,6 +63,8 @@ export interface CommandOutboxOptions<C extends OutboxCommand> {
   timers?: Timers;
   /** A command not acknowledged this long after it was published is published again. */
   resendMs?: number;
+  /** Acknowledgements wait this long to be written together (default 100 ms; 0: each at once). */
+  recordAcksAfterMs?: number;
 }
 
 interface InHand<C> {
@@ -78,10 +86,16 @@ export class CommandOutbox<C extends OutboxCommand> {
   private sweeping = false;
   private closed = false;
   private readonly unwatch: () => void;
+  private readonly recordAcksAfterMs: number;
+  /** Acknowledged, not yet written: terminal by command id. The sweep leaves them alone. */
+  private readonly unrecorded = new Map<string, string>();
+  /** The batch of acknowledgements waiting to be written, and when it is. */
+  private ackBatch: { timer: unknown; written: Promise<void>; write: () => void } | undefined;
 
   constructor(private readonly options: CommandOutboxOptions<C>) {
     this.timers = options.timers ?? systemTimers;
     this.resendMs = options.resendMs ?? 10_000;
+    this.recordAcksAfterMs = options.recordAcksAfterMs ?? 100;
     this.unwatch = options.onRemoteChange((change) => {
       // Another relay recorded the acknowledgement of a command sent from here.
       if (change.kind === 'command-acked') this.inHand.delete(change.commandId);
@@ -109,15 +123,46 @@ export class CommandOutbox<C extends OutboxCommand> {
   }
 
   /**
-   * The terminal acknowledged a command, through whichever relay: it is marked delivered.
-   * An agent acknowledges only what was sent to it, so an acknowledgement from another
-   * terminal is ignored. Never rejects: a failed write leaves the command for the sweep.
+   * The terminal acknowledged a command, through whichever relay: it is marked delivered,
+   * with the batch it joins. An agent acknowledges only what was sent to it, so an
+   * acknowledgement from another terminal is ignored. Resolves once written; never
+   * rejects: a failed write leaves the command for the sweep.
    */
   async acknowledged(terminalId: string, commandId: string): Promise<void> {
     const held = this.inHand.get(commandId);
     if (held && held.terminalId !== terminalId) return;
     this.inHand.delete(commandId);
-    await this.markDelivered(terminalId, commandId);
+    if (this.recordAcksAfterMs === 0 || this.closed) {
+      await this.markDelivered(terminalId, commandId);
+      return;
+    }
+    this.unrecorded.set(commandId, terminalId);
+    await this.batchAck();
+  }
+
+  private batchAck(): Promise<void> {
+    if (!this.ackBatch) {
+      let write!: () => void;
+      const written = new Promise<void>((resolve) => {
+        write = () => resolve(this.recordAcks());
+      });
+      const timer = this.timers.setTimeout(() => write(), this.recordAcksAfterMs, {
+        unref: true,
+      });
+      this.ackBatch = { timer, written, write };
+    }
+    return this.ackBatch.written;
+  }
+
+  /** Writes the batch: the writes of one turn share a commit (docs/architecture.md). */
+  private async recordAcks(): Promise<void> {
+    this.ackBatch = undefined;
+    await Promise.all(
+      [...this.unrecorded].map(async ([commandId, terminalId]) => {
+        await this.markDelivered(terminalId, commandId);
+        this.unrecorded.delete(commandId);
+      }),
+    );
   }
 
   /**
@@ -145,14 +190,22 @@ export class CommandOutbox<C extends OutboxCommand> {
     this.nextSweepAt = undefined;
   }
 
-  /** Stops publishing; what is in hand stays queued in the store for the next start. */
-  close(): void {
+  /**
+   * Stops publishing; what is in hand stays queued in the store for the next start.
+   * Resolves once the acknowledgements waiting for their batch are written.
+   */
+  close(): Promise<void> {
     this.closed = true;
     this.nextSweepAt = undefined;
     this.unwatch();
     this.timers.clearTimeout(this.timer);
     this.timer = undefined;
     this.inHand.clear();
+    const batch = this.ackBatch;
+    if (!batch) return Promise.resolve();
+    this.timers.clearTimeout(batch.timer);
+    batch.write();
+    return batch.written;
   }
 
   private now(): number {
@@ -208,7 +261,8 @@ export class CommandOutbox<C extends OutboxCommand> {
     try {
       for (const { terminalId, command } of await this.options.store.pendingCommands()) {
         if (this.closed) return;
-        if (this.inHand.has(command.command_id)) continue;
+        const id = command.command_id;
+        if (this.inHand.has(id) || this.unrecorded.has(id)) continue;
         if (await this.options.obsolete?.(command)) {
           await this.markDelivered(terminalId, command.command_id);
         } else {

@@ -1,9 +1,16 @@
 /** `tps fleet …`: operate the account's terminals from the command line (docs/fleet.md). */
 import { UsageError } from '../../common/cli.js';
+import { runFleetConfig } from './config-cli.js';
+import { diagnosticsCommand, runFleetFacts } from './diagnostics-cli.js';
 
 export const FLEET_USAGE = `Usage: tps fleet <command> [options]
 
 Commands:
+  config get|set         a level's desired configuration; desired, reported, in sync
+  facts                  agent version, reader, configuration, last update, last seen
+  doctor                 a terminal's checklist, from its running agent
+  logs                   a terminal's newest log lines
+  trace                  the reader line of a terminal's last payment
   release publish FILE   publish an agent release archive to the relay
   rollout start|status|pause|resume   roll a release out to a cohort in waves
 
@@ -13,6 +20,11 @@ TPS_ACCOUNT_USERNAME, TPS_ACCOUNT_PASSWORD.
 `;
 
 const commands: Record<string, (argv: string[]) => Promise<void>> = {
+  config: runFleetConfig,
+  facts: runFleetFacts,
+  doctor: diagnosticsCommand('doctor'),
+  logs: diagnosticsCommand('logs'),
+  trace: diagnosticsCommand('trace'),
   release: async (argv) => (await import('./release-cli.js')).runRelease(argv),
   rollout: async (argv) => (await import('./rollout-cli.js')).runRollout(argv),
 };

@@ -21,8 +21,15 @@ import {
   type TransactionSearchRequest,
   type Revision,
   type TerminalClaimRequest,
+  type DiagnosticsRequest,
+  type FleetConfigGetRequest,
+  type FleetConfigSetRequest,
+  type FleetFactsRequest,
+  type TerminalFacts,
 } from '../../protocol/index.js';
 import type { Pairings } from '../pairing/pairings.js';
+import type { FleetConfigs } from '../fleet/configs.js';
+import type { FleetDiagnostics } from '../fleet/diagnostics.js';
 import type { CredentialAdmin } from '../accounts/credentials.js';
 import type { Cancellation } from '../cancellation.js';
 import { ApiError } from '../errors.js';
@@ -43,6 +50,11 @@ export interface OperationDeps {
   webhooks: Webhooks;
   pairings: Pairings;
   credentials: CredentialAdmin;
+  fleet: {
+    configs: FleetConfigs;
+    diagnostics: FleetDiagnostics;
+    facts: (principal: Principal, request: FleetFactsRequest) => Promise<TerminalFacts[]>;
+  };
   /** The broker address agents are told to use. */
   agentBrokerUrl: () => string;
   /** Brings a newly created simulated terminal to life. */
@@ -251,6 +263,16 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
 
     '/terminal/claim': async (body: TerminalClaimRequest, ctx) =>
       deps.pairings.claim(ctx.principal, basicUsername(ctx.request.headers.authorization), body),
+
+    '/fleet/config/set': async (body: FleetConfigSetRequest, ctx) =>
+      deps.fleet.configs.set(ctx.principal, body.scope, body.config),
+    '/fleet/config/get': async (body: FleetConfigGetRequest, ctx) =>
+      deps.fleet.configs.get(ctx.principal, body.scope),
+    '/fleet/facts': async (body: FleetFactsRequest, ctx) => ({
+      terminals: await deps.fleet.facts(ctx.principal, body),
+    }),
+    '/fleet/diagnostics': async (body: DiagnosticsRequest, ctx) =>
+      deps.fleet.diagnostics.request(ctx.principal, body, ctx.gone),
 
     '/simulator/create': async (body: SimulatorCreateRequest | undefined, ctx) => {
       if (ctx.principal.terminalId !== undefined) {

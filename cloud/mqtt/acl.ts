@@ -5,18 +5,27 @@
  * direction, and is handed no message of another terminal's. The relay reaches all. The
  * same rules generate broker configuration for external brokers (broker-files.ts).
  */
-import { agentClientId, doctorClientId, parseTopic } from '../../protocol/index.js';
+import { agentClientId, doctorClientId, parseTopic, type TopicKind } from '../../protocol/index.js';
 
 export type MqttIdentity = { role: 'relay' } | { role: 'agent'; terminalId: string };
 
 /** The topic kinds (protocol/mqtt.ts) an agent publishes to, and subscribes to, for its own terminal. */
-export const AGENT_PUBLISHES: ReadonlySet<string> = new Set([
+export const AGENT_PUBLISHES: ReadonlySet<TopicKind> = new Set<TopicKind>([
   'cmd-ack',
   'report',
   'presence',
   'update-status',
+  'config-report',
+  'facts',
+  'diag-reply',
 ]);
-export const AGENT_SUBSCRIBES: ReadonlySet<string> = new Set(['cmd', 'report-ack', 'update']);
+export const AGENT_SUBSCRIBES: ReadonlySet<TopicKind> = new Set<TopicKind>([
+  'cmd',
+  'report-ack',
+  'update',
+  'config',
+  'diag',
+]);
 
 export function mayPublish(identity: MqttIdentity, topic: string): boolean {
   if (identity.role === 'relay') return true;

@@ -33,17 +33,17 @@ describe('broker files', () => {
       allowed(maySubscribe, 't-2000000001'),
     );
     expect(lines.slice(-2)).toEqual(['user tps-relay', 'topic readwrite tps/v1/#']);
-    expect(lines).toHaveLength(9);
+    expect(lines).toHaveLength(14);
   });
 
   it('EMQX ACL: the same rules with ${username}, everything else denied', () => {
     const acl = emqxAclFile('tps-relay');
     expect(acl).toContain('{allow, {username, "tps-relay"}, all, ["tps/v1/#"]}.');
     expect(acl).toContain(
-      '{allow, all, publish, ["tps/v1/t/${username}/cmd-ack", "tps/v1/t/${username}/report", "tps/v1/t/${username}/presence", "tps/v1/t/${username}/update-status"]}.',
+      '{allow, all, publish, ["tps/v1/t/${username}/cmd-ack", "tps/v1/t/${username}/report", "tps/v1/t/${username}/presence", "tps/v1/t/${username}/update-status", "tps/v1/t/${username}/config-report", "tps/v1/t/${username}/facts", "tps/v1/t/${username}/diag-reply"]}.',
     );
     expect(acl).toContain(
-      '{allow, all, subscribe, ["tps/v1/t/${username}/cmd", "tps/v1/t/${username}/report-ack", "tps/v1/t/${username}/update"]}.',
+      '{allow, all, subscribe, ["tps/v1/t/${username}/cmd", "tps/v1/t/${username}/report-ack", "tps/v1/t/${username}/update", "tps/v1/t/${username}/config", "tps/v1/t/${username}/diag"]}.',
     );
     expect(acl.trim().endsWith('{deny, all}.')).toBe(true);
   });
@@ -72,6 +72,8 @@ describe('broker files', () => {
       own.command,
       own.reportAck,
       own.update,
+      own.config,
+      own.diagnostic,
     ]);
     expect(Object.values(other).some((topic) => mayReceive(agent, topic))).toBe(false);
     expect(mayReceive(agent, '$SYS/broker/heartbeat')).toBe(false);

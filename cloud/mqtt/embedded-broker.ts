@@ -9,8 +9,8 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import { Duplex, PassThrough } from 'node:stream';
-import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { Aedes, type AuthenticateError, type Client } from 'aedes';
+import { randomBytes } from 'node:crypto';
+import { Aedes, type AedesPublishPacket, type AuthenticateError, type Client } from 'aedes';
 import type { Logger } from 'pino';
 import type { SignInFailure } from '../accounts/authenticator.js';
 import { hashForBroker, verifyAgentSecret } from '../accounts/mosquitto-hash.js';
@@ -19,15 +19,19 @@ import { sourceOf, type SignInThrottle } from '../accounts/sign-in-throttle.js';
 import type { Store } from '../store/store.js';
 import { mayConnectAs, mayPublish, mayReceive, maySubscribe, type MqttIdentity } from './acl.js';
 import { MessageRate, WarningLimiter, limitPacketSize } from './listener-limits.js';
+import type { BrokerChannel } from './mqtt-link.js';
 
 export interface EmbeddedBroker {
-  /** The credential the relay's own link uses. */
-  relayCredential: { username: string; password: string };
   /**
-   * A connection to the broker inside the process. The relay's link connects this way
-   * and subscribes before the listener opens, so no agent can publish a report into a
-   * broker where the relay is not yet listening (after a restart, the embedded broker
-   * starts with no sessions at all).
+   * The relay's own link into the broker, without an MQTT client: the relay subscribes
+   * through it before the listener opens, so no agent can publish a report into a broker
+   * where the relay is not yet listening (after a restart, the embedded broker starts
+   * with no sessions at all). Agents' messages a limit dropped are not handed on.
+   */
+  relayChannel(): BrokerChannel;
+  /**
+   * An MQTT connection to the broker inside the process, for the relay's hosted
+   * simulators: no socket, and no TLS certificate to match (it names the public host).
    */
   connectInProcess(): Duplex;
   /** Opens the listener for agents; answers its mqtt://host:port, or mqtts:// with TLS. */
@@ -38,8 +42,6 @@ export interface EmbeddedBroker {
   recheckAgents(): Promise<void>;
   close(): Promise<void>;
 }
-
-export const RELAY_USERNAME = 'tps-relay';
 
 /** CONNACK return codes of MQTT 3.1.1 the broker refuses with. */
 const IDENTIFIER_REJECTED = 2;
@@ -107,7 +109,6 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
    * agent sends them again, as it does every message the relay does not acknowledge.
    */
   const dropped = new WeakSet<Buffer>();
-  const relayPassword = randomBytes(24).toString('base64url');
   const identities = new WeakMap<Client, MqttIdentity>();
   /** The stored hash each agent signed in against: a session outlives no change of it. */
   const signedInWith = new WeakMap<Client, string>();
@@ -142,17 +143,9 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
         done(authError(message, returnCode), false);
       };
       // Before the secret: a credential never opens, nor ends, another terminal's session.
-      if (username !== RELAY_USERNAME && !mayConnectAs(username, client.id)) {
+      // Only agents sign in: the relay reaches the broker through relayChannel().
+      if (!mayConnectAs(username, client.id)) {
         return refuse('agent sign-in refused: not its own client id', IDENTIFIER_REJECTED);
-      }
-      if (username === RELAY_USERNAME) {
-        const ok =
-          secret.length === relayPassword.length &&
-          timingSafeEqual(Buffer.from(secret), Buffer.from(relayPassword));
-        if (!ok) return refuse('relay sign-in refused');
-        throttle?.succeeded(username, source);
-        identities.set(client, { role: 'relay' });
-        return done(null, true);
       }
       const began = changes.get(username) ?? 0;
       store
@@ -276,7 +269,6 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
   };
 
   return {
-    relayCredential: { username: RELAY_USERNAME, password: relayPassword },
     disconnectAgent(terminalId) {
       changes.set(terminalId, (changes.get(terminalId) ?? 0) + 1);
       for (const agent of agentClients()) {
@@ -289,6 +281,44 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
           end(client, terminalId);
         }
       }
+    },
+    relayChannel() {
+      type Deliver = (packet: AedesPublishPacket, done: () => void) => void;
+      const listeners: Array<[string, Deliver]> = [];
+      return {
+        async subscribe(filters, deliver) {
+          for (const filter of filters) {
+            const listener: Deliver = (packet, done) => {
+              try {
+                const payload = packet.payload as Buffer;
+                if (!dropped.has(payload)) deliver(packet.topic, payload);
+              } finally {
+                done();
+              }
+            };
+            await new Promise<void>((resolve) => broker.subscribe(filter, listener, resolve));
+            listeners.push([filter, listener]);
+          }
+        },
+        publish(topic, payload, options) {
+          const packet = {
+            cmd: 'publish' as const,
+            topic,
+            payload: Buffer.from(payload),
+            qos: 1 as const,
+            retain: options?.retain ?? false,
+            dup: false,
+          };
+          return new Promise<void>((resolve, reject) =>
+            broker.publish(packet, (error) => (error ? reject(error) : resolve())),
+          );
+        },
+        async close() {
+          for (const [filter, listener] of listeners.splice(0)) {
+            await new Promise<void>((resolve) => broker.unsubscribe(filter, listener, resolve));
+          }
+        },
+      };
     },
     connectInProcess() {
       const toBroker = new PassThrough();

@@ -6,8 +6,7 @@
  * (cloud/delivery/). A presence becomes a status report; the agent's last will sets
  * `connected` false.
  */
-import type { Duplex } from 'node:stream';
-import mqtt, { MqttClient } from 'mqtt';
+import mqtt, { type MqttClient } from 'mqtt';
 import type { Logger } from 'pino';
 import {
   CommandAckMessage,
@@ -23,11 +22,27 @@ import {
 import type { Clock } from '../../common/clock.js';
 import type { LinkEvents, TerminalLink } from '../terminals/link.js';
 
+/**
+ * The relay's way into a broker in its own process (the embedded one): subscriptions and
+ * publishes with no MQTT client between, so no packet is written only to be parsed again,
+ * and no session is kept for a client that lives and dies with the broker.
+ */
+export interface BrokerChannel {
+  /** Hands every message on these filters to `deliver`, from now until close. */
+  subscribe(filters: string[], deliver: (topic: string, payload: Buffer) => void): Promise<void>;
+  /**
+   * Publishes QoS 1 to the broker's subscribers (agents' sessions keep it if offline);
+   * `retain` keeps it for whoever subscribes later.
+   */
+  publish(topic: string, payload: string, options?: { retain?: boolean }): Promise<void>;
+  close(): Promise<void>;
+}
+
 export interface MqttLinkOptions {
-  /** An external broker's address; or, with `connectInProcess`, only a name for logs. */
+  /** An external broker's address; or, with `channel`, only a name for logs. */
   url: string;
-  /** Connects to a broker in the same process instead of over the network. */
-  connectInProcess?: () => Duplex;
+  /** The broker in the same process, reached without a client (see BrokerChannel). */
+  channel?: BrokerChannel;
   username: string;
   password: string;
   clientId: string;
@@ -49,6 +64,10 @@ export interface MqttLinkOptions {
 
 export class MqttTerminalLink implements TerminalLink {
   private client: MqttClient | undefined;
+  /** Subscribed through the in-process channel. */
+  private channelOpen = false;
+  /** Messages from the channel not yet taken in, in arrival order. */
+  private readonly arrived: Array<[string, Buffer]> = [];
   private events: LinkEvents | undefined;
   /** Set by close(): the broker may cut the connection while it ends, which is no fault. */
   private closing = false;
@@ -60,9 +79,16 @@ export class MqttTerminalLink implements TerminalLink {
   }
 
   async connect(): Promise<void> {
-    const { url, username, password, clientId, shareGroup, connectInProcess } = this.options;
+    const { url, username, password, clientId, shareGroup, channel } = this.options;
     // Agents' messages need somewhere to go: applying them to nothing would lose them.
     if (!this.events) throw new Error('the MQTT link connects only once it has a listener');
+    if (channel) {
+      await channel.subscribe(Object.values(RELAY_SUBSCRIPTIONS), (topic, payload) =>
+        this.arrive(topic, payload),
+      );
+      this.channelOpen = true;
+      return;
+    }
     const options = {
       username,
       password,
@@ -73,9 +99,7 @@ export class MqttTerminalLink implements TerminalLink {
       reconnectPeriod: 1000,
       connectTimeout: 10_000,
     };
-    const client = connectInProcess
-      ? new MqttClient(connectInProcess, options)
-      : mqtt.connect(url, options);
+    const client = mqtt.connect(url, options);
     this.client = client;
     client.on('connect', () => {
       // Nagle off (docs/architecture.md, platform facts): mqtt.js builds each connection's socket itself.
@@ -100,15 +124,42 @@ export class MqttTerminalLink implements TerminalLink {
   }
 
   get connected(): boolean {
-    return this.client?.connected ?? false;
+    return this.channelOpen || (this.client?.connected ?? false);
   }
 
   /** Published only while connected: the outbox publishes again after a reconnect. */
   async publish(terminalId: string, command: TerminalCommand): Promise<void> {
-    if (!this.client?.connected) return;
-    this.client.publish(terminalTopics(terminalId).command, JSON.stringify({ command }), {
-      qos: 1,
-    });
+    if (this.channelOpen) {
+      await this.options.channel!.publish(
+        terminalTopics(terminalId).command,
+        JSON.stringify({ command }),
+      );
+    } else if (this.client?.connected) {
+      this.client.publish(terminalTopics(terminalId).command, JSON.stringify({ command }), {
+        qos: 1,
+      });
+    }
+  }
+
+  /**
+   * Messages from the broker inside the process come one per agent's socket read, each in
+   * a task of its own; taken in together at the end of the loop's turn, what they change
+   * reaches the store together too, and shares its commit and the hand-over to the
+   * writer thread (cloud/store/sqlite-writer.ts) instead of paying for one each.
+   */
+  private arrive(topic: string, payload: Buffer): void {
+    if (this.arrived.push([topic, payload]) === 1) setImmediate(() => this.takeArrived());
+  }
+
+  private takeArrived(): void {
+    for (const [topic, payload] of this.arrived.splice(0)) {
+      try {
+        this.receive(topic, payload);
+      } catch (error) {
+        // One message's fault must not lose the others of its turn.
+        this.options.logger.error({ err: error, topic }, 'agent message not taken in');
+      }
+    }
   }
 
   /**
@@ -117,11 +168,18 @@ export class MqttTerminalLink implements TerminalLink {
    * leader publishes every order again after a reconnect.
    */
   publishUpdateOrder(terminalId: string, order: UpdateOrderMessage): boolean {
+    const topic = terminalTopics(terminalId).update;
+    const payload = JSON.stringify(order);
+    if (this.channelOpen) {
+      this.options
+        .channel!.publish(topic, payload, { retain: true })
+        .catch((error: unknown) =>
+          this.options.logger.error({ err: error, terminalId }, 'update order not published'),
+        );
+      return true;
+    }
     if (!this.client?.connected) return false;
-    this.client.publish(terminalTopics(terminalId).update, JSON.stringify(order), {
-      qos: 1,
-      retain: true,
-    });
+    this.client.publish(topic, payload, { qos: 1, retain: true });
     return true;
   }
 
@@ -182,8 +240,15 @@ export class MqttTerminalLink implements TerminalLink {
   }
 
   private acknowledgeReport(terminalId: string, seq: number): void {
-    this.client?.publish(terminalTopics(terminalId).reportAck, JSON.stringify({ seq }), {
-      qos: 1,
+    const topic = terminalTopics(terminalId).reportAck;
+    const payload = JSON.stringify({ seq });
+    if (!this.channelOpen) {
+      this.client?.publish(topic, payload, { qos: 1 });
+      return;
+    }
+    // Not acknowledged for the agent: it sends the report again, and it applies once.
+    this.options.channel!.publish(topic, payload).catch((error: unknown) => {
+      this.options.logger.warn({ err: error, terminalId, seq }, 'report-ack not published');
     });
   }
 
@@ -193,6 +258,10 @@ export class MqttTerminalLink implements TerminalLink {
 
   async close(): Promise<void> {
     this.closing = true;
+    if (this.channelOpen) {
+      this.channelOpen = false;
+      await this.options.channel!.close();
+    }
     await this.client?.endAsync();
   }
 }

@@ -158,6 +158,8 @@ export class Pairings {
       capabilities: { printer: request.printer ?? false, battery: request.battery ?? false },
       status: { terminal_id: terminalId, updated_at: at, connected: false },
       createdAt: at,
+      name,
+      ...(request.cohort ? { cohort: request.cohort } : {}),
     };
     const event = {
       id: newEventId(),

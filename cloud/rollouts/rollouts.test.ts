@@ -59,31 +59,11 @@ describe('rollouts', () => {
     await store.close();
   });
 
-  /** `count` terminals paired into `cohort`: t-01, t-02, … */
+  /** `count` terminals claimed into `cohort`: t-cohort-north-01, -02, … */
   async function cohortOf(count: number, cohort = 'cohort-north') {
-    const at = new Date(START).toISOString();
     for (let i = 1; i <= count; i++) {
       const id = `t-${cohort}-${String(i).padStart(2, '0')}`;
-      const code = `${cohort.slice(7, 9).toUpperCase()}${String(i).padStart(6, '0')}`;
-      await store.createPairing({
-        secretHash: id.padEnd(64, '0'),
-        code,
-        createdAt: at,
-        expiresAt: new Date(START + 600_000).toISOString(),
-      });
-      await store.claimPairing(
-        code,
-        { accountId: 'acct-1', terminalId: id, name: id, cohort, claimedBy: 'u', claimedAt: at },
-        terminalRecord(id),
-        {
-          id: `ev-${id}`,
-          accountId: 'acct-1',
-          subject: id,
-          kind: 'TerminalPaired',
-          time: at,
-          data: { terminal_id: id, name: id, claimed_by: 'u', paired_at: at },
-        },
-      );
+      await store.createTerminal({ ...terminalRecord(id), cohort });
     }
   }
 

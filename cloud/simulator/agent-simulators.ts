@@ -5,7 +5,9 @@
  * serial lines, signed in to the broker with its own credential, exactly like a terminal
  * in the field. Its journal and the reader's memory live under
  * `<data dir>/simulators/<id>/`, so a simulated terminal recovers from a relay crash the
- * way a real one recovers from its own.
+ * way a real one recovers from its own. Unlike a real terminal's, they are not flushed to
+ * the disk at every commit: they outlive a crash of the relay, not of the machine
+ * (docs/simulator.md), so that a load test finds the relay's limits, not the disk's.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -37,9 +39,9 @@ export interface AgentSimulatorsOptions {
   /** The broker the simulated agents sign in to. */
   brokerUrl: string;
   /**
-   * A connection to the relay's own broker inside the process, instead of one to
-   * `brokerUrl`: used when that broker listens with TLS, whose certificate names the
-   * relay's public host, which the simulators do not dial.
+   * A connection to the relay's own (embedded) broker inside the process, instead of one
+   * to `brokerUrl`: no socket to write and read on both ends, and no TLS certificate to
+   * match (it names the relay's public host, which the simulators do not dial).
    */
   connectInProcess?: () => Duplex;
   dataDir: string;
@@ -116,6 +118,7 @@ export class AgentSimulators implements SimulatorFleet {
       printer: driverPrinter,
       logger: partLogger(logger, 'agent'),
       clock,
+      journalDurability: 'process-crash',
       ...(this.options.connectInProcess ? { openBrokerStream: this.options.connectInProcess } : {}),
       // The broker is on the same machine: come back at once after a relay restart.
       tuning: { reconnect: { initialMs: 50, maxMs: 2000 } },
@@ -172,7 +175,7 @@ function nativeSimulator(
   logger: Logger,
 ): SimulatedReader {
   const stateFile = path.join(dir, 'reader.jsonl');
-  const memory = new FileReaderMemory(stateFile);
+  const memory = new FileReaderMemory(stateFile, undefined, { fsync: false });
   const emulated = emulatedReader({
     memory,
     delayMs,

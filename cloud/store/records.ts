@@ -2,6 +2,7 @@
 import type {
   EventFilter,
   EventKind,
+  FleetConfig,
   ReaderCapabilities,
   TerminalCommand,
   TerminalPaired,
@@ -34,6 +35,29 @@ export interface TerminalRecord {
   capabilities: TerminalCapabilities;
   status: TerminalStatus;
   createdAt: string;
+  /** A person's name for it, and the group it belongs to, as its pairing's claim chose. */
+  name?: string;
+  cohort?: string;
+}
+
+/** One layer of desired configuration (protocol/fleet-config.ts). */
+export interface ConfigLayerRecord {
+  accountId: string;
+  scope: 'account' | 'cohort' | 'terminal';
+  /** The cohort id or terminal id; '' for the account's own layer. */
+  scopeId: string;
+  config: FleetConfig;
+  updatedAt: string;
+}
+
+/** What a terminal's agent last said of itself on a retained fleet topic. */
+export type FleetReportKind = 'config' | 'facts';
+export interface FleetReportRecord {
+  terminalId: string;
+  kind: FleetReportKind;
+  /** The agent's message, as checked on arrival. */
+  body: unknown;
+  receivedAt: string;
 }
 
 export interface TransactionRecord {

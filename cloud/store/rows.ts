@@ -82,6 +82,8 @@ export interface TerminalRow {
   capabilities: string;
   status: string;
   created_at: string;
+  name: string | null;
+  cohort: string | null;
 }
 
 export interface EventRow {
@@ -126,7 +128,13 @@ export const terminalValues = (t: TerminalRecord) => [
   JSON.stringify(t.capabilities),
   JSON.stringify(t.status),
   t.createdAt,
+  t.name ?? null,
+  t.cohort ?? null,
 ];
+
+/** The INSERT of a new terminal, with placeholders `?` (SQLite) or `$n` (PostgreSQL). */
+export const insertTerminalSql = (placeholder: (n: number) => string) =>
+  `INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at, name, cohort) VALUES (${[1, 2, 3, 4, 5, 6, 7, 8].map(placeholder).join(', ')})`;
 
 export const toTerminal = (row: TerminalRow): TerminalRecord => ({
   id: row.id,
@@ -135,6 +143,8 @@ export const toTerminal = (row: TerminalRow): TerminalRecord => ({
   capabilities: JSON.parse(row.capabilities),
   status: JSON.parse(row.status),
   createdAt: row.created_at,
+  ...(row.name ? { name: row.name } : {}),
+  ...(row.cohort ? { cohort: row.cohort } : {}),
 });
 
 export const toEvent = (row: EventRow): EventRecord => ({

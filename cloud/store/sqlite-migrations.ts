@@ -153,6 +153,36 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> 
   {
     version: 9,
     sql: `
+      -- A terminal's name and cohort, kept with it: its pairing is deleted a day after it expires.
+      ALTER TABLE terminals ADD COLUMN name TEXT;
+      ALTER TABLE terminals ADD COLUMN cohort TEXT;
+      UPDATE terminals SET
+        name = (SELECT json_extract(p.claim, '$.name') FROM pairings p
+                WHERE json_extract(p.claim, '$.terminalId') = terminals.id),
+        cohort = (SELECT json_extract(p.claim, '$.cohort') FROM pairings p
+                  WHERE json_extract(p.claim, '$.terminalId') = terminals.id);
+      -- Desired configuration, a layer per account, cohort and terminal (docs/fleet.md).
+      CREATE TABLE config_layers (
+        account_id TEXT NOT NULL REFERENCES accounts(id),
+        scope TEXT NOT NULL,
+        scope_id TEXT NOT NULL,
+        body TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (account_id, scope, scope_id)
+      );
+      -- What each terminal's agent last said of its configuration and of itself.
+      CREATE TABLE fleet_reports (
+        terminal_id TEXT NOT NULL REFERENCES terminals(id),
+        kind TEXT NOT NULL,
+        body TEXT NOT NULL,
+        received_at TEXT NOT NULL,
+        PRIMARY KEY (terminal_id, kind)
+      );
+    `,
+  },
+  {
+    version: 10,
+    sql: `
       -- Rollouts of a release to a cohort in waves, and each terminal they ordered.
       CREATE TABLE rollouts (
         id TEXT PRIMARY KEY,

@@ -90,12 +90,10 @@ export function rolloutReads(db: Database.Database) {
       return withTerminals(rows);
     },
     cohortTerminals(accountId: string, cohort: string): Array<{ id: string; connected: boolean }> {
-      // The cohort a pairing's claim chose (docs/fleet.md, "Pairing").
+      // The cohort kept with the terminal, as its pairing's claim chose it.
       return db
         .prepare<[string, string], { id: string; status: string }>(
-          `SELECT t.id, t.status FROM terminals t JOIN pairings p
-             ON json_extract(p.claim, '$.terminalId') = t.id
-           WHERE t.account_id = ? AND json_extract(p.claim, '$.cohort') = ? ORDER BY t.id`,
+          'SELECT id, status FROM terminals WHERE account_id = ? AND cohort = ? ORDER BY id',
         )
         .all(accountId, cohort)
         .map((row) => ({

@@ -27,6 +27,7 @@ import {
   PAIRING_KEPT_MS,
   TRIMMED_SETTING,
   pairingClaimOutcome,
+  insertTerminalSql,
   terminalValues,
   type PairingRow,
   RELEASE_COLUMNS,
@@ -35,6 +36,7 @@ import {
 import { rolloutWrites } from './sqlite-rollouts.js';
 import { ReportOutOfOrder, checkReport, type ReportPosition } from '../delivery/report-order.js';
 import type { ChangeKey } from './store.js';
+import { fleetWrites } from './sqlite-fleet.js';
 
 /** The page size of a new store file (see openSqliteFile). */
 export const PAGE_SIZE = 16_384;
@@ -242,6 +244,7 @@ export function sqliteWrites(db: Database.Database) {
   }
 
   return {
+    ...fleetWrites(db),
     ...rolloutWrites(db),
     applyChange(change: DecidedChange): void {
       const { key } = change;
@@ -335,9 +338,7 @@ export function sqliteWrites(db: Database.Database) {
     },
 
     createTerminal(t: TerminalRecord): void {
-      db.prepare(
-        'INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-      ).run(terminalValues(t));
+      db.prepare(insertTerminalSql(() => '?')).run(terminalValues(t));
     },
 
     addRelease(r: ReleaseRecord): boolean {
@@ -425,9 +426,7 @@ export function sqliteWrites(db: Database.Database) {
         JSON.stringify(a.claim),
         a.code,
       );
-      db.prepare(
-        'INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-      ).run(terminalValues(a.terminal));
+      db.prepare(insertTerminalSql(() => '?')).run(terminalValues(a.terminal));
       appendEvent(toEventWrite(a.event));
       return outcome;
     },

@@ -195,6 +195,42 @@ describe('SQLite store specifics', () => {
     await store.close();
   });
 
+  it('brings a file of schema version 7 up to date: paired terminals get their name and cohort', async () => {
+    const file = tempFile();
+    const old = new Database(file);
+    old.exec(
+      'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)',
+    );
+    for (const { version, sql } of SQLITE_MIGRATIONS.filter((m) => m.version <= 7)) {
+      old.exec(sql);
+      old.prepare('INSERT INTO schema_migrations VALUES (?, ?)').run(version, 'then');
+    }
+    const claim = JSON.stringify({
+      accountId: 'acct-1',
+      terminalId: 't-paired',
+      name: 'Front till',
+      cohort: 'cohort-front',
+      claimedBy: 'u',
+      claimedAt: 'then',
+    });
+    old.exec(`
+      INSERT INTO accounts VALUES ('acct-1', 'then');
+      INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at)
+        VALUES ('t-paired', 'acct-1', 'AGENT', '{}', '{"terminal_id":"t-paired"}', 'then'),
+               ('t-made', 'acct-1', 'AGENT', '{}', '{"terminal_id":"t-made"}', 'then');
+      INSERT INTO pairings VALUES ('${'a'.repeat(64)}', 'ABCD2345', 'then', 'then', '${claim}');
+    `);
+    old.close();
+
+    const store = new SqliteStore(file);
+    expect(await store.getTerminal('t-paired')).toMatchObject({
+      name: 'Front till',
+      cohort: 'cohort-front',
+    });
+    expect(await store.getTerminal('t-made')).not.toHaveProperty('cohort');
+    await store.close();
+  });
+
   it('brings a file of schema version 4 up to date: its events and transactions read as before', async () => {
     const file = tempFile();
     const old = new Database(file);

@@ -16,7 +16,9 @@ import type {
   TerminalReadings,
 } from '../../protocol/index.js';
 import type {
+  ConfigLayerRecord,
   CredentialRecord,
+  FleetReportRecord,
   EventQuery,
   EventRecord,
   NewEvent,
@@ -49,6 +51,7 @@ import {
   type ReleaseRow,
 } from './rows.js';
 import { SqliteChanges } from './sqlite-changes.js';
+import { fleetReads } from './sqlite-fleet.js';
 import { refuseNewerSchema } from '../../common/schema-version.js';
 import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
 import { rolloutReads } from './sqlite-rollouts.js';
@@ -71,6 +74,7 @@ export class SqliteStore implements Store {
   private readonly writer: SqliteWriter;
   private readonly statements;
   private readonly changes: SqliteChanges;
+  private readonly fleet: ReturnType<typeof fleetReads>;
   private readonly rollouts: ReturnType<typeof rolloutReads>;
 
   constructor(file: string, options: { writerThread?: WriterThreadUse; logger?: Logger } = {}) {
@@ -86,6 +90,7 @@ export class SqliteStore implements Store {
     }
     this.writer = new SqliteWriter(file, this.db, options);
     this.changes = new SqliteChanges(this.db, this.writer);
+    this.fleet = fleetReads(this.db);
     this.rollouts = rolloutReads(this.db);
     const db = this.db;
     this.statements = {
@@ -416,6 +421,26 @@ export class SqliteStore implements Store {
       )
       .all(accountId)
       .map(toRelease);
+  }
+
+  putConfigLayer(layer: ConfigLayerRecord): Promise<void> {
+    return this.writer.write({ op: 'putConfigLayer', arg: layer });
+  }
+
+  async getConfigLayer(
+    accountId: string,
+    scope: ConfigLayerRecord['scope'],
+    scopeId: string,
+  ): Promise<ConfigLayerRecord | undefined> {
+    return this.fleet.getConfigLayer(accountId, scope, scopeId);
+  }
+
+  putFleetReport(report: FleetReportRecord): Promise<void> {
+    return this.writer.write({ op: 'putFleetReport', arg: report });
+  }
+
+  async fleetReports(terminalId: string): Promise<FleetReportRecord[]> {
+    return this.fleet.fleetReports(terminalId);
   }
 
   createRollout(rollout: RolloutRecord): Promise<void> {

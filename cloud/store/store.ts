@@ -15,7 +15,9 @@ import type {
 import type { ReportPosition } from '../delivery/report-order.js';
 import type { Decide } from '../transactions/change.js';
 import type {
+  ConfigLayerRecord,
   CredentialRecord,
+  FleetReportRecord,
   EventQuery,
   EventRecord,
   NewEvent,
@@ -147,6 +149,20 @@ export interface Store {
   findRelease(accountId: string, version: string, arch: string): Promise<ReleaseRecord | undefined>;
   /** The account's releases, newest published first. */
   listReleases(accountId: string): Promise<ReleaseRecord[]>;
+  /** Replaces a layer of desired configuration (protocol/fleet-config.ts). */
+  putConfigLayer(layer: ConfigLayerRecord): Promise<void>;
+  getConfigLayer(
+    accountId: string,
+    scope: ConfigLayerRecord['scope'],
+    scopeId: string,
+  ): Promise<ConfigLayerRecord | undefined>;
+  /**
+   * Keeps what a terminal's agent last said on a fleet topic, replacing what it said
+   * before of the same kind; a terminal that does not exist is left alone.
+   */
+  putFleetReport(report: FleetReportRecord): Promise<void>;
+  /** What the terminal's agent last said, one record per kind. */
+  fleetReports(terminalId: string): Promise<FleetReportRecord[]>;
 
   /**
    * Stores a new rollout; in the same commit, the running or paused rollouts of its

@@ -141,6 +141,32 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }
   {
     version: 5,
     sql: `
+      -- A terminal's name and cohort, kept with it: its pairing is deleted a day after it expires.
+      ALTER TABLE terminals ADD COLUMN name text, ADD COLUMN cohort text;
+      UPDATE terminals t SET name = p.claim::jsonb->>'name', cohort = p.claim::jsonb->>'cohort'
+        FROM pairings p WHERE p.claim IS NOT NULL AND p.claim::jsonb->>'terminalId' = t.id;
+      -- Desired configuration, a layer per account, cohort and terminal (docs/fleet.md).
+      CREATE TABLE config_layers (
+        account_id text NOT NULL REFERENCES accounts(id),
+        scope text NOT NULL,
+        scope_id text COLLATE "C" NOT NULL,
+        body text NOT NULL,
+        updated_at text NOT NULL,
+        PRIMARY KEY (account_id, scope, scope_id)
+      );
+      -- What each terminal's agent last said of its configuration and of itself.
+      CREATE TABLE fleet_reports (
+        terminal_id text COLLATE "C" NOT NULL REFERENCES terminals(id),
+        kind text NOT NULL,
+        body text NOT NULL,
+        received_at text NOT NULL,
+        PRIMARY KEY (terminal_id, kind)
+      );
+    `,
+  },
+  {
+    version: 6,
+    sql: `
       -- Rollouts of a release to a cohort in waves, and each terminal they ordered.
       CREATE TABLE rollouts (
         id text COLLATE "C" PRIMARY KEY,

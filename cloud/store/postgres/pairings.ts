@@ -9,6 +9,7 @@ import type { NewEvent, PairingClaimOutcome, PairingRecord, TerminalRecord } fro
 import {
   PAIRING_KEPT_MS,
   pairingClaimOutcome,
+  insertTerminalSql,
   terminalValues,
   toPairing,
   type PairingRow,
@@ -63,7 +64,7 @@ export async function claimPairing(
     a.code,
   ]);
   await client.query(
-    'INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
+    insertTerminalSql((n) => `$${n}`),
     terminalValues(a.terminal),
   );
   // The event's position is taken last, as every commit takes it (statements.ts, logQuery).

@@ -61,6 +61,35 @@ if (!DATABASE_URL) {
       expect(versions).toEqual(POSTGRES_MIGRATIONS.map(({ version }) => ({ version })));
     });
 
+    it('a database of schema version 3 is brought up to date: paired terminals get their name and cohort', async () => {
+      const schema = freshSchema();
+      await admin(url, async (client) => {
+        await client.query(`CREATE SCHEMA ${schema}`);
+        await client.query(`SET search_path = ${schema}`);
+        await client.query(
+          'CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at text NOT NULL)',
+        );
+        for (const { version, sql } of POSTGRES_MIGRATIONS.filter((m) => m.version <= 3)) {
+          await client.query(sql);
+          await client.query('INSERT INTO schema_migrations VALUES ($1, $2)', [version, 'then']);
+        }
+        await client.query("INSERT INTO accounts VALUES ('acct-1', 'then')");
+        await client.query(
+          "INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at) VALUES ('t-paired', 'acct-1', 'AGENT', '{}', '{}', 'then')",
+        );
+        await client.query(
+          "INSERT INTO pairings (secret_hash, code, created_at, expires_at, claim) VALUES ('h', 'ABCD2345', 'then', 'then', $1)",
+          [JSON.stringify({ terminalId: 't-paired', name: 'Front till', cohort: 'cohort-front' })],
+        );
+      });
+      const store = await open(schema);
+      expect(await store.getTerminal('t-paired')).toMatchObject({
+        name: 'Front till',
+        cohort: 'cohort-front',
+      });
+      await store.close();
+    });
+
     it('the database refuses a second transaction for the same pair', async () => {
       const schema = freshSchema();
       await (await open(schema)).close();

@@ -104,16 +104,14 @@ export async function listRollouts(
   return withTerminals(pool, rows);
 }
 
-/** The cohort a pairing's claim chose (docs/fleet.md, "Pairing"). */
+/** The cohort kept with the terminal, as its pairing's claim chose it. */
 export async function cohortTerminals(
   pool: pg.Pool,
   accountId: string,
   cohort: string,
 ): Promise<Array<{ id: string; connected: boolean }>> {
   const { rows } = await pool.query<{ id: string; status: string }>(
-    `SELECT t.id, t.status FROM terminals t JOIN pairings p
-       ON (p.claim::jsonb ->> 'terminalId') = t.id
-     WHERE t.account_id = $1 AND (p.claim::jsonb ->> 'cohort') = $2 ORDER BY t.id`,
+    'SELECT id, status FROM terminals WHERE account_id = $1 AND cohort = $2 ORDER BY id',
     [accountId, cohort],
   );
   return rows.map((row) => ({

@@ -29,7 +29,7 @@ export const lastReportOf = (row: TerminalRow | undefined) => ({
 
 export const TX_COLUMNS = 'id, account_id, original_id, due_at, version, body';
 export const TERMINAL_COLUMNS =
-  'id, account_id, kind, capabilities, status, created_at, last_report_journal, last_report_seq';
+  'id, account_id, kind, capabilities, status, created_at, name, cohort, last_report_journal, last_report_seq';
 
 export const LOCK_TERMINAL = {
   name: 'tps_lock_terminal',

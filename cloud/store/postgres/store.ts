@@ -26,7 +26,9 @@ import type {
 } from '../../../protocol/index.js';
 import type { Decide } from '../../transactions/change.js';
 import type {
+  ConfigLayerRecord,
   CredentialRecord,
+  FleetReportRecord,
   EventQuery,
   EventRecord,
   NewEvent,
@@ -43,6 +45,7 @@ import type {
 import {
   TRIMMED_SETTING,
   UNCONFIRMED_STATES,
+  insertTerminalSql,
   terminalValues,
   toCredential,
   toEvent,
@@ -61,6 +64,7 @@ import type { ChangeKey, Store } from '../store.js';
 import { encodeNotice, type Sender } from './change-bus.js';
 import { withClient, type Logger } from './connection.js';
 import { GroupCommit } from './group-commit.js';
+import * as fleet from './fleet.js';
 import * as pairings from './pairings.js';
 import * as rollouts from './rollouts.js';
 import {
@@ -161,7 +165,7 @@ export class PostgresStore implements Store {
 
   async createTerminal(t: TerminalRecord): Promise<void> {
     await this.pool.query(
-      'INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
+      insertTerminalSql((n) => `$${n}`),
       terminalValues(t),
     );
   }
@@ -528,6 +532,26 @@ export class PostgresStore implements Store {
       [accountId],
     );
     return rows.map(toRelease);
+  }
+
+  putConfigLayer(layer: ConfigLayerRecord): Promise<void> {
+    return fleet.putConfigLayer(this.pool, layer);
+  }
+
+  getConfigLayer(
+    accountId: string,
+    scope: ConfigLayerRecord['scope'],
+    scopeId: string,
+  ): Promise<ConfigLayerRecord | undefined> {
+    return fleet.getConfigLayer(this.pool, accountId, scope, scopeId);
+  }
+
+  putFleetReport(report: FleetReportRecord): Promise<void> {
+    return fleet.putFleetReport(this.pool, report);
+  }
+
+  fleetReports(terminalId: string): Promise<FleetReportRecord[]> {
+    return fleet.fleetReports(this.pool, terminalId);
   }
 
   async getSetting(key: string): Promise<string | undefined> {

@@ -1,8 +1,8 @@
 /**
  * Store conformance: rollouts. A new one supersedes its cohort's running or paused ones
  * in its commit; an update is taken only from the revision it was decided on; a
- * terminal's outcome is kept only for a terminal the rollout ordered; a cohort is the
- * one its terminals' pairings chose.
+ * terminal's outcome is kept only for a terminal the rollout ordered; a cohort's
+ * terminals are those kept with it.
  */
 import { expect, it } from 'vitest';
 import type { RolloutRecord } from '../records.js';
@@ -30,34 +30,8 @@ const rollout = (id: string, over: Partial<RolloutRecord> = {}): RolloutRecord =
   ...over,
 });
 
-async function paired(store: Store, terminalId: string, cohort: string, code: string) {
-  await store.createPairing({
-    secretHash: terminalId.padEnd(64, '0'),
-    code,
-    createdAt: NOW,
-    expiresAt: '2026-11-21T12:10:00.000Z',
-  });
-  await store.claimPairing(
-    code,
-    {
-      accountId: 'acct-1',
-      terminalId,
-      name: terminalId,
-      cohort,
-      claimedBy: 'u-1',
-      claimedAt: LATER,
-    },
-    terminalRecord(terminalId),
-    {
-      id: `ev-${terminalId}`,
-      accountId: 'acct-1',
-      subject: terminalId,
-      kind: 'TerminalPaired',
-      time: LATER,
-      data: { terminal_id: terminalId, name: terminalId, claimed_by: 'u-1', paired_at: LATER },
-    },
-  );
-}
+const inCohort = (store: Store, terminalId: string, cohort: string) =>
+  store.createTerminal({ ...terminalRecord(terminalId), cohort });
 
 export function rolloutCases(factory: StoreFactory): void {
   it('keeps a rollout with its terminals; a newer one supersedes its cohort’s', async () => {
@@ -122,12 +96,13 @@ export function rolloutCases(factory: StoreFactory): void {
     await store.close();
   });
 
-  it('finds the terminals of a cohort as their pairings chose it', async () => {
+  it('finds the terminals of a cohort, as each was claimed into it', async () => {
     const store = await factory.open();
     await store.ensureAccount('acct-1', NOW);
-    await paired(store, 't-1', 'cohort-north', 'AAAA2222');
-    await paired(store, 't-2', 'cohort-south', 'BBBB2222');
-    await paired(store, 't-3', 'cohort-north', 'CCCC2222');
+    await inCohort(store, 't-1', 'cohort-north');
+    await inCohort(store, 't-2', 'cohort-south');
+    await inCohort(store, 't-3', 'cohort-north');
+    await store.createTerminal(terminalRecord('t-4'));
     expect(await store.cohortTerminals('acct-1', 'cohort-north')).toEqual([
       { id: 't-1', connected: false },
       { id: 't-3', connected: false },

@@ -5,6 +5,7 @@
  */
 import { describe } from 'vitest';
 import { changeCases } from './store-conformance-changes.js';
+import { fleetCases } from './store-conformance-fleet.js';
 import { pairingCases } from './store-conformance-pairings.js';
 import { peerCases } from './store-conformance-peers.js';
 import { recordCases } from './store-conformance-records.js';
@@ -21,6 +22,7 @@ export function storeConformance(name: string, factory: StoreFactory): void {
     recordCases(factory);
     pairingCases(factory);
     releaseCases(factory);
+    fleetCases(factory);
     rolloutCases(factory);
     if (factory.peer) {
       const peer = factory.peer;

@@ -1,0 +1,123 @@
+/**
+ * The tables of the phases that put the agent path beside the in-process one: agentpath
+ * (the relay's CPU per flow with real agents in their own process, against the flows
+ * phase) and simulators (flows/s of simulated terminals as agents inside the relay,
+ * against simulated terminals in process, with the same POS clients).
+ */
+import type { AgentPathResult } from './agent-path.js';
+import type { FlowsResult } from './pos-clients.js';
+import type { SimulatorsResult } from './simulators.js';
+import { count, cpuLine, cpuPer, mb, ms, pct, perSecond, table, us, verdict } from './stats.js';
+
+const PATH_TARGETS = {
+  /** The relay's CPU per flow on the agent path, at most this many times the in-process one's. */
+  agentPathCpuRatio: 1.5,
+  /** Simulators as agents keep at least this share of the in-process simulators' flows/s. */
+  simulatorRatio: 0.5,
+};
+
+const cpuPerFlow = (f: FlowsResult) => cpuPer(f.cpu.server, f.seconds, f.flows);
+
+/** The relay's CPU per flow on the agent path over the in-process path's, or undefined. */
+function agentPathCpuRatio(flows?: FlowsResult, agentpath?: AgentPathResult) {
+  const a = agentpath?.flows;
+  if (!flows || !a || !a.flows || !flows.flows) return undefined;
+  return cpuPerFlow(a) / cpuPerFlow(flows);
+}
+
+function sideBySide(
+  names: [string, string],
+  left: FlowsResult | undefined,
+  right: FlowsResult | undefined,
+): string[][] {
+  const both = (v: (f: FlowsResult) => string) => [left ? v(left) : '-', right ? v(right) : '-'];
+  const latency = (type: 'purchase' | 'confirm' | 'flow') =>
+    both((f) => `${ms(f.latency[type].p50)} / ${ms(f.latency[type].p99)}`);
+  const ratio = (v: (f: FlowsResult) => number) =>
+    left && right && v(left) ? (v(right) / v(left)).toFixed(2) : '-';
+  return [
+    ['', ...names],
+    ['terminals', ...both((f) => `${f.clients} POS clients`)],
+    ['measured', ...both((f) => `${f.seconds.toFixed(1)} s`)],
+    ['flows/s', ...both((f) => perSecond(f.flowsPerSecond))],
+    [`  ${names[1]} ÷ ${names[0]}`, '', ratio((f) => f.flowsPerSecond)],
+    ['purchase p50 / p99', ...latency('purchase')],
+    ['confirm p50 / p99', ...latency('confirm')],
+    ['flow p50 / p99', ...latency('flow')],
+    ['gets (still PROCESSING)', ...both((f) => count(f.latency.get.count))],
+    ['errors', ...both((f) => count(f.errors))],
+    ['relay CPU (of one core)', ...both((f) => pct(f.cpu.server))],
+    ['relay CPU per flow', ...both((f) => us(cpuPerFlow(f)))],
+    [`  ${names[1]} ÷ ${names[0]}`, '', ratio(cpuPerFlow)],
+    ['one core ÷ relay CPU per flow', ...both((f) => perSecond(1e6 / (cpuPerFlow(f) || Infinity)))],
+    ['CPU', ...both((f) => cpuLine(f.cpu))],
+    ['relay idle → peak RSS', ...both((f) => `${mb(f.idleRss)} → ${mb(f.peakRss)}`)],
+  ];
+}
+
+/** The flows phase beside the same load with every terminal an agent in the fleet process. */
+export function renderAgentPath(flows?: FlowsResult, agentpath?: AgentPathResult): string {
+  const a = agentpath?.flows;
+  const rows = sideBySide(['in process (flows)', 'agent path (agentpath)'], flows, a);
+  rows.push([
+    'agents CPU per flow (fleet)',
+    '-',
+    a?.cpu.fleet !== undefined ? us(cpuPer(a.cpu.fleet, a.seconds, a.flows)) : '-',
+  ]);
+  if (agentpath) {
+    rows.push([
+      'agents registered / connected in',
+      '',
+      `${agentpath.registerSeconds.toFixed(1)} s / ${agentpath.connectSeconds.toFixed(1)} s`,
+    ]);
+    rows.push(["agents' journals in", '', agentpath.journalDir]);
+    rows.push(['agent warnings', '', agentpath.agentWarnings]);
+  }
+  return table(rows);
+}
+
+/** Simulated terminals in process beside simulated terminals as agents, same clients. */
+export function renderSimulators(s: SimulatorsResult): string {
+  return table(
+    sideBySide(['simulators in process', 'simulators as agents'], s.inProcess, s.agents),
+  );
+}
+
+/** The target rows of both phases. */
+export function pathTargetRows(
+  flows: FlowsResult | undefined,
+  agentpath: AgentPathResult | undefined,
+  simulators: SimulatorsResult | undefined,
+): string[][] {
+  const rows: string[][] = [];
+  if (agentpath) {
+    const a = agentpath.flows;
+    const ratio = agentPathCpuRatio(flows, agentpath);
+    rows.push([
+      `agent path: relay CPU per flow ≤ ${PATH_TARGETS.agentPathCpuRatio} × in process, 0 errors`,
+      `${us(cpuPerFlow(a))} vs ${flows ? us(cpuPerFlow(flows)) : '(flows not run)'}` +
+        `${ratio !== undefined ? ` = ${ratio.toFixed(2)} ×` : ''}, ${count(a.errors)} errors`,
+      ratio === undefined ? '' : verdict(ratio <= PATH_TARGETS.agentPathCpuRatio && a.errors === 0),
+    ]);
+    if (flows) {
+      rows.push([
+        '  flows/s, agent path ÷ in process (no target)',
+        (a.flowsPerSecond / flows.flowsPerSecond).toFixed(2),
+        '',
+      ]);
+    }
+  }
+  if (simulators) {
+    const { inProcess, agents } = simulators;
+    const ratio = inProcess.flowsPerSecond ? agents.flowsPerSecond / inProcess.flowsPerSecond : 0;
+    rows.push([
+      `simulators as agents ≥ ${PATH_TARGETS.simulatorRatio} × in process flows/s, 0 errors`,
+      `${perSecond(agents.flowsPerSecond)} vs ${perSecond(inProcess.flowsPerSecond)} = ` +
+        `${ratio.toFixed(2)}, ${count(agents.errors + inProcess.errors)} errors`,
+      verdict(
+        ratio >= PATH_TARGETS.simulatorRatio && agents.errors === 0 && inProcess.errors === 0,
+      ),
+    ]);
+  }
+  return rows;
+}

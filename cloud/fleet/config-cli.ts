@@ -1,0 +1,193 @@
+/**
+ * `tps fleet config get|set`: a layer of desired configuration, and for each terminal it
+ * reaches, desired, reported and whether they agree (docs/fleet.md, "Configuration").
+ */
+import { readFileSync } from 'node:fs';
+import { UsageError, parseCommandLine } from '../../common/cli.js';
+import {
+  FleetConfigResponse,
+  type FleetConfig,
+  type ConfigScope,
+  type TerminalConfigView,
+} from '../../protocol/index.js';
+import { accessOptions, callRelay } from '../relay-call.js';
+
+const LEVEL = `One level: a terminal's own, its cohort's, or the account's. A terminal's effective
+configuration is the account's, overlaid by its cohort's, overlaid by its own. The command
+then lists, for each terminal the level reaches, the desired version, what its agent
+reported and whether they agree.
+
+  --terminal ID                a terminal's own level
+  --cohort cohort-NAME         a cohort's level
+  --account                    the account's level`;
+
+const ACCESS = `  --json                       print the relay's answer as JSON
+  --base-url, --username, --password   the relay and the account credential
+                               (TPS_BASE_URL, TPS_ACCOUNT_USERNAME, TPS_ACCOUNT_PASSWORD)
+  -h, --help                   this text`;
+
+export const CONFIG_GET_USAGE = `Usage: tps fleet config get (--terminal ID | --cohort cohort-NAME | --account) [--json]
+
+Shows the desired configuration of ${LEVEL.slice(0, 1).toLowerCase()}${LEVEL.slice(1)}
+${ACCESS}
+`;
+
+export const CONFIG_SET_USAGE = `Usage: tps fleet config set (--terminal ID | --cohort cohort-NAME | --account) [settings] [--json]
+
+Changes the desired configuration of ${LEVEL.slice(0, 1).toLowerCase()}${LEVEL.slice(1)}
+
+It changes only the settings given (and --unset ones); --replace makes the level exactly
+what is given, --file FILE.json reads the whole level from a file.
+
+Settings:
+  --heartbeat-s N              seconds between status heartbeats (1-3600)
+  --log-level LEVEL            fatal, error, warn, info, debug, trace or silent
+  --printer-head-width DOTS    384 (58 mm paper), 576 (80 mm): a multiple of 8
+  --idle-screen-text TEXT      what the terminal shows while it waits (up to 64 characters)
+  --reader-baud-rate N         the card reader's line speed
+  --reader-profile NAME        a ZVT terminal's vendor profile (docs/zvt.md)
+  --maintenance-window HH:MM-HH:MM   when updates may run (UTC)
+  --unset NAME                 no longer set at this level (e.g. --unset log_level); repeatable
+  --replace                    the level becomes exactly the settings given
+  --file FILE                  the whole level as JSON, e.g. {"heartbeat_s": 60}
+
+Options:
+${ACCESS}
+`;
+
+export const CONFIG_USAGE = `${CONFIG_GET_USAGE}\n${CONFIG_SET_USAGE}`;
+
+const settingOptions = {
+  'heartbeat-s': { type: 'string' },
+  'log-level': { type: 'string' },
+  'printer-head-width': { type: 'string' },
+  'idle-screen-text': { type: 'string' },
+  'reader-baud-rate': { type: 'string' },
+  'reader-profile': { type: 'string' },
+  'maintenance-window': { type: 'string' },
+  unset: { type: 'string', multiple: true },
+  replace: { type: 'boolean' },
+  file: { type: 'string' },
+} as const;
+
+export async function runFleetConfig(argv: string[]): Promise<void> {
+  const [action, ...rest] = argv;
+  if (action === undefined || action === '--help' || action === '-h') {
+    process.stdout.write(CONFIG_USAGE);
+    return;
+  }
+  if (action !== 'get' && action !== 'set') {
+    throw new UsageError(`unknown command 'fleet config ${action}'`, CONFIG_USAGE);
+  }
+  const usage = action === 'get' ? CONFIG_GET_USAGE : CONFIG_SET_USAGE;
+  const { values } = parseCommandLine(
+    {
+      args: rest,
+      options: {
+        ...accessOptions,
+        ...settingOptions,
+        terminal: { type: 'string' },
+        cohort: { type: 'string' },
+        account: { type: 'boolean' },
+      },
+    },
+    usage,
+  );
+  if (values.help) return void process.stdout.write(usage);
+  const setting = Object.keys(settingOptions).find((name) => name in values);
+  if (action === 'get' && setting !== undefined) {
+    throw new UsageError(`--${setting} is for 'tps fleet config set'`, usage);
+  }
+  const scopes: ConfigScope[] = [
+    ...(values.terminal !== undefined ? [{ terminal_id: values.terminal }] : []),
+    ...(values.cohort !== undefined ? [{ cohort: values.cohort }] : []),
+    ...(values.account ? [{ account: true as const }] : []),
+  ];
+  if (scopes.length !== 1) {
+    throw new UsageError('one of --terminal ID, --cohort cohort-NAME or --account', usage);
+  }
+  const scope = scopes[0]!;
+  let answer = FleetConfigResponse.parse(
+    await callRelay(values, '/fleet/config/get', { scope }, usage),
+  );
+  if (action === 'set') {
+    // Checked by the relay, which names what it refuses.
+    const config = layerFrom(values, answer.layer);
+    answer = FleetConfigResponse.parse(
+      await callRelay(values, '/fleet/config/set', { scope, config }, usage),
+    );
+  }
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify(answer, null, 2)}\n`);
+    return;
+  }
+  process.stdout.write(render(scope, answer));
+}
+
+/** The layer `set` sends: the current one changed by the options, or what they replace it with. */
+function layerFrom(
+  values: {
+    [K in keyof typeof settingOptions]?: K extends 'unset'
+      ? string[]
+      : K extends 'replace'
+        ? boolean
+        : string;
+  },
+  current: FleetConfig,
+): Record<string, unknown> {
+  if (values.file !== undefined)
+    return JSON.parse(readFileSync(values.file, 'utf8')) as Record<string, unknown>;
+  const layer: Record<string, unknown> = values.replace ? {} : structuredClone(current);
+  const reader: Record<string, unknown> = (layer.reader as Record<string, unknown>) ?? {};
+  const int = (text: string) => (/^\d+$/.test(text) ? Number(text) : text);
+  if (values['heartbeat-s'] !== undefined) layer.heartbeat_s = int(values['heartbeat-s']);
+  if (values['log-level'] !== undefined) layer.log_level = values['log-level'];
+  if (values['printer-head-width'] !== undefined) {
+    layer.printer_head_width = int(values['printer-head-width']);
+  }
+  if (values['idle-screen-text'] !== undefined) layer.idle_screen_text = values['idle-screen-text'];
+  if (values['reader-baud-rate'] !== undefined) reader.baud_rate = int(values['reader-baud-rate']);
+  if (values['reader-profile'] !== undefined) reader.profile = values['reader-profile'];
+  if (values['maintenance-window'] !== undefined) {
+    const [start, end] = values['maintenance-window'].split('-');
+    layer.maintenance_window = { start, end };
+  }
+  layer.reader = reader;
+  for (const name of values.unset ?? []) {
+    if (name.startsWith('reader.')) delete reader[name.slice('reader.'.length)];
+    else delete layer[name.replaceAll('-', '_')];
+  }
+  if (Object.keys(reader).length === 0) delete layer.reader;
+  return layer;
+}
+
+function render(scope: ConfigScope, answer: FleetConfigResponse): string {
+  const level =
+    'terminal_id' in scope
+      ? `terminal ${scope.terminal_id}`
+      : 'cohort' in scope
+        ? `cohort ${scope.cohort}`
+        : 'the account';
+  const lines = [
+    `Configuration set for ${level}${answer.changed_at ? ` (changed ${answer.changed_at})` : ''}:`,
+    `  ${Object.keys(answer.layer).length ? JSON.stringify(answer.layer) : '(nothing set at this level)'}`,
+    '',
+    `${answer.terminals.length} terminal(s):`,
+    ...answer.terminals.map(terminalLine),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+function terminalLine(view: TerminalConfigView): string {
+  const { reported } = view;
+  const state = !reported
+    ? 'not reported yet'
+    : reported.status === 'REJECTED'
+      ? `REJECTED ${reported.version}: ${reported.reason ?? ''} (in force: ${reported.applied_version ?? 'its file alone'})`
+      : `${reported.status} ${reported.version}`;
+  return [
+    `  ${view.terminal_id}  ${view.in_sync ? 'in sync' : 'NOT in sync'}`,
+    `    desired  ${view.desired.version}  ${JSON.stringify(view.desired.config)}`,
+    `    reported ${state}`,
+  ].join('\n');
+}

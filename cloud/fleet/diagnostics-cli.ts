@@ -1,0 +1,150 @@
+/**
+ * `tps fleet facts` and `tps fleet doctor|logs|trace --terminal ID`: what a field engineer
+ * asks of terminals from afar (docs/fleet.md, "Fleet facts" and "Diagnostics").
+ */
+import { UsageError, integerOption, parseCommandLine } from '../../common/cli.js';
+import {
+  DiagnosticsResponse,
+  FleetFactsResponse,
+  type DiagnosticKind,
+} from '../../protocol/index.js';
+import { accessOptions, callRelay } from '../relay-call.js';
+
+export const FACTS_USAGE = `Usage: tps fleet facts [--terminal ID | --cohort cohort-NAME] [--json]
+
+Lists, for each terminal of the account (or one, or a cohort's): its name and cohort,
+agent version, reader model and firmware, configuration version in force, last update
+outcome, and when it was last seen.
+
+  --terminal ID           one terminal
+  --cohort cohort-NAME    the terminals of a cohort
+  --json                  print the relay's answer as JSON
+  --base-url, --username, --password   the relay and the account credential
+                                       (TPS_BASE_URL, TPS_ACCOUNT_USERNAME, TPS_ACCOUNT_PASSWORD)
+  -h, --help              this text
+`;
+
+const ASKS: Record<DiagnosticKind, string> = {
+  doctor: 'its checklist as the running agent sees it (clock, journal, broker, reader, …)',
+  logs: 'its newest log lines (200 at most; secrets and card data redacted)',
+  trace: 'the frames of its reader line during its last payment (card numbers masked)',
+};
+
+/** Each diagnostic command's own usage: `tps fleet doctor|logs|trace --help`. */
+export function diagnosticsUsage(kind: DiagnosticKind): string {
+  const lines = kind === 'logs';
+  return `Usage: tps fleet ${kind} --terminal ID${lines ? ' [--lines N]' : ''} [--wait S] [--json]
+
+Asks a connected terminal's agent, over its MQTT link, for ${ASKS[kind]}.
+
+  --terminal ID  the terminal asked
+${lines ? '  --lines N      how many of the newest lines (default 200)\n' : ''}  --wait S       how long to wait for the answer (default 10 s, at most 60)
+  --json         print the relay's answer as JSON
+  --base-url, --username, --password   as for 'tps fleet facts'
+  -h, --help     this text
+`;
+}
+
+export async function runFleetFacts(argv: string[]): Promise<void> {
+  const { values } = parseCommandLine(
+    {
+      args: argv,
+      options: { ...accessOptions, terminal: { type: 'string' }, cohort: { type: 'string' } },
+    },
+    FACTS_USAGE,
+  );
+  if (values.help) return void process.stdout.write(FACTS_USAGE);
+  const answer = FleetFactsResponse.parse(
+    await callRelay(values, '/fleet/facts', {
+      ...(values.terminal !== undefined ? { terminal_id: values.terminal } : {}),
+      ...(values.cohort !== undefined ? { cohort: values.cohort } : {}),
+    }),
+  );
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify(answer, null, 2)}\n`);
+    return;
+  }
+  const unknown = (value: string | null) => value ?? '?';
+  for (const t of answer.terminals) {
+    process.stdout.write(
+      `${t.terminal_id}  ${t.name ?? ''}${t.cohort ? ` (${t.cohort})` : ''}  ${t.connected ? 'connected' : 'offline'}, last seen ${unknown(t.last_seen)}\n` +
+        `  agent ${unknown(t.agent_version)}; reader ${unknown(t.reader_protocol)} ${unknown(t.reader_model)}, firmware ${unknown(t.reader_firmware)}\n` +
+        `  configuration ${unknown(t.config_version)} ${t.config_status ?? ''}; last update ${unknown(t.last_update_outcome)}\n`,
+    );
+  }
+}
+
+export function diagnosticsCommand(kind: DiagnosticKind) {
+  const usage = diagnosticsUsage(kind);
+  return async (argv: string[]): Promise<void> => {
+    const { values } = parseCommandLine(
+      {
+        args: argv,
+        options: {
+          ...accessOptions,
+          terminal: { type: 'string' },
+          lines: { type: 'string' },
+          wait: { type: 'string' },
+        },
+      },
+      usage,
+    );
+    if (values.help) return void process.stdout.write(usage);
+    if (kind !== 'logs' && values.lines !== undefined) {
+      throw new UsageError("--lines is for 'tps fleet logs'", usage);
+    }
+    if (values.terminal === undefined) {
+      throw new UsageError('--terminal ID is needed', usage);
+    }
+    const lines =
+      values.lines === undefined
+        ? undefined
+        : integerOption('--lines', values.lines, { min: 1, max: 200 }, usage);
+    const wait =
+      values.wait === undefined
+        ? 10
+        : integerOption('--wait', values.wait, { min: 1, max: 60 }, usage);
+    const answer = DiagnosticsResponse.parse(
+      await callRelay(
+        values,
+        '/fleet/diagnostics',
+        {
+          terminal_id: values.terminal,
+          kind,
+          ...(lines !== undefined ? { lines } : {}),
+          wait_seconds: wait,
+        },
+        usage,
+      ),
+    );
+    if (values.json) {
+      process.stdout.write(`${JSON.stringify(answer, null, 2)}\n`);
+      return;
+    }
+    process.stdout.write(render(answer));
+  };
+}
+
+const MARK = { ok: '✓', warn: '!', fail: '✗' } as const;
+
+function render(answer: DiagnosticsResponse): string {
+  const out: string[] = [];
+  for (const check of answer.doctor?.checks ?? []) {
+    out.push(`${MARK[check.status]} ${check.title}`);
+    if (check.detail) out.push(`    ${check.detail.replaceAll('\n', '\n    ')}`);
+  }
+  if (answer.logs) {
+    if (answer.logs.truncated) out.push('(older lines left out to fit one answer)');
+    out.push(...answer.logs.lines);
+  }
+  if (answer.trace) {
+    const { trace } = answer;
+    out.push(
+      trace.transaction_id
+        ? `Reader line during ${trace.transaction_id}${trace.truncated ? ' (the first frames left out)' : ''}:`
+        : 'No payment since the agent started.',
+    );
+    for (const frame of trace.frames) out.push(`${frame.at}  ${frame.direction}  ${frame.text}`);
+  }
+  return `${out.join('\n')}\n`;
+}

@@ -1,0 +1,125 @@
+/**
+ * Remote diagnostics (docs/fleet.md, "Diagnostics"): a request goes to the terminal's
+ * agent over MQTT with a fresh correlation id, and the answer with that id, from that
+ * terminal, ends the wait. A terminal that is not connected is refused at once (409
+ * TERMINAL_OFFLINE) rather than waited for; one that does not answer in time gets 504
+ * TERMINAL_NO_ANSWER. At most MAX_PENDING requests wait at once on a relay.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type {
+  DiagnosticReplyMessage,
+  DiagnosticRequestMessage,
+  DiagnosticsRequest,
+  DiagnosticsResponse,
+} from '../../protocol/index.js';
+import type { Timers } from '../../common/clock.js';
+import type { Principal } from '../accounts/principal.js';
+import type { Cancellation } from '../cancellation.js';
+import { ApiError } from '../errors.js';
+import type { TerminalRecord } from '../store/records.js';
+import type { Store } from '../store/store.js';
+
+export const DEFAULT_DIAGNOSTIC_WAIT_S = 10;
+/** Requests waiting for an answer on one relay at once. */
+export const MAX_PENDING = 100;
+
+interface Pending {
+  terminalId: string;
+  settle: (reply: DiagnosticReplyMessage | undefined) => void;
+}
+
+export interface FleetDiagnosticsOptions {
+  store: Store;
+  /** Whether the terminal has an agent to ask (a simulator inside the relay has none). */
+  hasAgent: (terminal: TerminalRecord) => boolean;
+  /** Answers false when the request could not leave (the relay's broker link is down). */
+  send: (terminalId: string, request: DiagnosticRequestMessage) => boolean;
+  timers: Timers;
+  logger: Logger;
+}
+
+export class FleetDiagnostics {
+  private readonly pending = new Map<string, Pending>();
+
+  constructor(private readonly options: FleetDiagnosticsOptions) {}
+
+  async request(
+    principal: Principal,
+    body: DiagnosticsRequest,
+    gone?: Cancellation,
+  ): Promise<DiagnosticsResponse> {
+    const { store, timers, logger } = this.options;
+    if (principal.terminalId !== undefined) {
+      throw new ApiError('FORBIDDEN', 'only an account credential can ask for diagnostics');
+    }
+    const terminal = await store.getTerminal(body.terminal_id);
+    if (!terminal || terminal.accountId !== principal.accountId) {
+      throw new ApiError('TERMINAL_NOT_FOUND', `no terminal ${body.terminal_id}`);
+    }
+    if (!this.options.hasAgent(terminal)) {
+      throw new ApiError(
+        'UNSUPPORTED_BY_TERMINAL',
+        `terminal ${terminal.id} is simulated inside the relay: it has no agent to ask`,
+      );
+    }
+    if (terminal.status.connected !== true) {
+      throw new ApiError(
+        'TERMINAL_OFFLINE',
+        `terminal ${terminal.id} is not connected (last seen ${terminal.status.updated_at}); ask again once it is`,
+      );
+    }
+    if (this.pending.size >= MAX_PENDING) {
+      throw new ApiError('SERVICE_BUSY', 'too many diagnostic requests wait for terminals', {
+        'Retry-After': '5',
+      });
+    }
+    const request: DiagnosticRequestMessage = {
+      request_id: randomBytes(12).toString('hex'),
+      kind: body.kind,
+      ...(body.lines !== undefined ? { lines: body.lines } : {}),
+    };
+    const waitMs = (body.wait_seconds ?? DEFAULT_DIAGNOSTIC_WAIT_S) * 1000;
+    const reply = await new Promise<DiagnosticReplyMessage | undefined>((resolve) => {
+      const settle = (value: DiagnosticReplyMessage | undefined) => {
+        if (!this.pending.delete(request.request_id)) return;
+        timers.clearTimeout(timer);
+        gone?.remove(goneAway);
+        resolve(value);
+      };
+      const goneAway = () => settle(undefined);
+      this.pending.set(request.request_id, { terminalId: terminal.id, settle });
+      const timer = timers.setTimeout(() => settle(undefined), waitMs);
+      gone?.add(goneAway);
+      if (!this.options.send(terminal.id, request)) settle(undefined);
+    });
+    if (!reply) {
+      logger.info({ terminalId: terminal.id, kind: body.kind }, 'no diagnostic answer in time');
+      throw new ApiError(
+        'TERMINAL_NO_ANSWER',
+        `terminal ${terminal.id} did not answer within ${waitMs / 1000} s`,
+      );
+    }
+    if (reply.error !== undefined) {
+      throw new ApiError('DIAGNOSTICS_FAILED', `terminal ${terminal.id}: ${reply.error}`);
+    }
+    return {
+      terminal_id: terminal.id,
+      kind: reply.kind,
+      ...(reply.doctor ? { doctor: reply.doctor } : {}),
+      ...(reply.logs ? { logs: reply.logs } : {}),
+      ...(reply.trace ? { trace: reply.trace } : {}),
+    };
+  }
+
+  /** An agent's answer; one for another request, or from another terminal, is ignored. */
+  replied(terminalId: string, reply: DiagnosticReplyMessage): void {
+    const pending = this.pending.get(reply.request_id);
+    if (pending?.terminalId === terminalId) pending.settle(reply);
+  }
+
+  /** Waiting requests end as unanswered. */
+  close(): void {
+    for (const pending of [...this.pending.values()]) pending.settle(undefined);
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * The relay's fleet part, wired: its MQTT client (fleet-link.ts), desired configuration
+ * (configs.ts), remote diagnostics (diagnostics.ts) and fleet facts (facts.ts).
+ */
+import type { Logger } from 'pino';
+import type { FleetFactsRequest, TerminalFacts } from '../../protocol/index.js';
+import type { Clock, Timers } from '../../common/clock.js';
+import type { Principal } from '../accounts/principal.js';
+import type { TerminalRecord } from '../store/records.js';
+import type { Store } from '../store/store.js';
+import type { TerminalRegistry } from '../terminals/registry.js';
+import { partLogger } from '../../common/logging.js';
+import { FleetConfigs } from './configs.js';
+import { FleetDiagnostics } from './diagnostics.js';
+import { fleetFacts } from './facts.js';
+import { FleetLink, type FleetLinkOptions } from './fleet-link.js';
+
+export interface Fleet {
+  configs: FleetConfigs;
+  diagnostics: FleetDiagnostics;
+  facts: (principal: Principal, request: FleetFactsRequest) => Promise<TerminalFacts[]>;
+  /** Connects the fleet's MQTT client. */
+  connect(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function createFleet(options: {
+  store: Store;
+  registry: TerminalRegistry;
+  clock: Clock;
+  timers: Timers;
+  logger: Logger;
+  link: Omit<FleetLinkOptions, 'logger'>;
+  /** Whether a terminal has an agent to ask for diagnostics. */
+  hasAgent: (terminal: TerminalRecord) => boolean;
+}): Fleet {
+  const { store, registry, clock, timers, logger } = options;
+  const failed = (what: string, terminalId: string) => (error: unknown) =>
+    logger.error({ err: error, terminalId }, `could not keep the ${what}`);
+  const holder: { link?: FleetLink } = {};
+  const configs = new FleetConfigs({
+    store,
+    registry,
+    publish: (terminalId, message) => holder.link?.publishConfig(terminalId, message),
+    clock,
+    logger: partLogger(logger, 'config'),
+  });
+  const diagnostics = new FleetDiagnostics({
+    store,
+    hasAgent: options.hasAgent,
+    send: (terminalId, request) => holder.link?.requestDiagnostic(terminalId, request) ?? false,
+    timers,
+    logger: partLogger(logger, 'diagnostics'),
+  });
+  const link = new FleetLink(
+    { ...options.link, logger: partLogger(logger, 'link') },
+    {
+      configReport: (terminalId, report) =>
+        void configs.reported(terminalId, report).catch(failed('configuration report', terminalId)),
+      facts: (terminalId, facts) =>
+        void store
+          .putFleetReport({
+            terminalId,
+            kind: 'facts',
+            body: facts,
+            receivedAt: clock.now().toISOString(),
+          })
+          .catch(failed('fleet facts', terminalId)),
+      diagnosticReply: (terminalId, reply) => diagnostics.replied(terminalId, reply),
+    },
+  );
+  holder.link = link;
+  return {
+    configs,
+    diagnostics,
+    facts: (principal, request) => fleetFacts({ store, registry, clock }, principal, request),
+    connect: () => link.connect(),
+    async close() {
+      diagnostics.close();
+      await link.close();
+    },
+  };
+}

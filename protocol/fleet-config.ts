@@ -1,0 +1,140 @@
+/**
+ * A terminal's desired configuration, set from the cloud (docs/fleet.md, "Configuration"):
+ * layers per account, per cohort and per terminal, every field optional in a layer. The
+ * effective configuration is the account's layer, overlaid by the cohort's, overlaid by
+ * the terminal's; its `version` changes exactly when it does. The relay pushes it to the
+ * agent, which applies it (at once, or when idle for what drives hardware) and reports
+ * back what it did with that version.
+ */
+import { z } from 'zod';
+import { CohortId } from './events.js';
+import { TerminalId, TimestampV1 } from './fields.js';
+
+export const FleetLogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+
+/** `HH:MM`, 24-hour, UTC. */
+const TimeOfDay = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be HH:MM (UTC, 00:00-23:59)');
+
+/**
+ * When the terminal may be disturbed for maintenance (updates), in UTC; a window whose end
+ * is before its start runs over midnight.
+ */
+export const MaintenanceWindow = z
+  .strictObject({ start: TimeOfDay, end: TimeOfDay })
+  .refine((w) => w.start !== w.end, 'start and end must differ');
+
+/**
+ * The card reader's settings a fleet may change: its line speed, and for a ZVT terminal
+ * the vendor profile. Where the reader is, and its password, stay in the agent's file.
+ * The agent refuses what its reader does not take (a profile for a native reader).
+ */
+export const FleetReaderSettings = z.strictObject({
+  baud_rate: z.int().min(1200).max(4_000_000).optional(),
+  profile: z
+    .string()
+    .regex(/^[a-z][a-z0-9-]{0,31}$/, 'must be a profile name, e.g. "generic"')
+    .optional(),
+});
+
+/** No control characters: the text goes to a display and into logs. */
+const DisplayText = z
+  .string()
+  .max(64)
+  .regex(/^[^\p{Cc}]*$/u, 'must not contain control characters');
+
+/** One layer; the effective configuration has the same shape. */
+export const FleetConfig = z.strictObject({
+  /** Seconds between status heartbeats. */
+  heartbeat_s: z.int().min(1).max(3600).optional(),
+  log_level: FleetLogLevel.optional(),
+  /** Dots per line of the receipt printer's head: 384 (58 mm), 576 (80 mm). */
+  printer_head_width: z
+    .int()
+    .min(8)
+    .max(2048)
+    .refine((w) => w % 8 === 0, 'must be a multiple of 8 dots')
+    .optional(),
+  /** What the terminal shows while it waits for a payment. */
+  idle_screen_text: DisplayText.optional(),
+  reader: FleetReaderSettings.optional(),
+  maintenance_window: MaintenanceWindow.optional(),
+});
+export type FleetConfig = z.infer<typeof FleetConfig>;
+
+/** The effective configuration: the layers from the widest to the narrowest. */
+export function effectiveFleetConfig(layers: ReadonlyArray<FleetConfig | undefined>): FleetConfig {
+  const merged: FleetConfig = {};
+  for (const layer of layers) {
+    if (!layer) continue;
+    const { reader, ...rest } = layer;
+    Object.assign(merged, rest);
+    if (reader) merged.reader = { ...merged.reader, ...reader };
+  }
+  return merged;
+}
+
+/** A version names one effective configuration (a hash of it, made by the relay). */
+export const FleetConfigVersion = z.string().regex(/^[0-9a-f]{16}$/);
+
+/** relay → agent, retained: the terminal's effective configuration. */
+export const ConfigMessage = z.object({
+  version: FleetConfigVersion,
+  config: FleetConfig,
+});
+export type ConfigMessage = z.infer<typeof ConfigMessage>;
+
+/**
+ * What the agent did with the newest configuration it received: APPLIED (in force),
+ * PENDING (waiting for the terminal to be idle), REJECTED (not applied: `reason`; the
+ * configuration of `applied_version` stays in force).
+ */
+export const ConfigApplyStatus = z.enum(['APPLIED', 'PENDING', 'REJECTED']);
+
+/** agent → relay, retained: its answer to the newest configuration it received. */
+export const ConfigReportMessage = z.object({
+  version: FleetConfigVersion,
+  status: ConfigApplyStatus,
+  reason: z.string().max(500).optional(),
+  /** The version in force; absent while none from the relay ever was. */
+  applied_version: FleetConfigVersion.optional(),
+  at: TimestampV1,
+});
+export type ConfigReportMessage = z.infer<typeof ConfigReportMessage>;
+
+/** Which layer an operation reads or writes: exactly one of the three. */
+export const ConfigScope = z.union([
+  z.strictObject({ terminal_id: TerminalId }),
+  z.strictObject({ cohort: CohortId }),
+  z.strictObject({ account: z.literal(true) }),
+]);
+export type ConfigScope = z.infer<typeof ConfigScope>;
+
+export const FleetConfigSetRequest = z.object({
+  scope: ConfigScope,
+  /** The whole layer: fields left out are no longer set at this level ({} clears it). */
+  config: FleetConfig,
+});
+export type FleetConfigSetRequest = z.infer<typeof FleetConfigSetRequest>;
+
+export const FleetConfigGetRequest = z.object({ scope: ConfigScope });
+export type FleetConfigGetRequest = z.infer<typeof FleetConfigGetRequest>;
+
+/** A terminal's desired configuration, what its agent reported, and whether they agree. */
+export const TerminalConfigView = z.object({
+  terminal_id: TerminalId,
+  desired: z.object({ version: FleetConfigVersion, config: FleetConfig }),
+  reported: ConfigReportMessage.nullable(),
+  /** The agent applied exactly the desired version. */
+  in_sync: z.boolean(),
+});
+export type TerminalConfigView = z.infer<typeof TerminalConfigView>;
+
+export const FleetConfigResponse = z.object({
+  /** The layer asked for, as stored ({} when none is set). */
+  layer: FleetConfig,
+  /** When the layer was last set (ISO 8601 with milliseconds, in both revisions); null: never. */
+  changed_at: z.string().nullable(),
+  /** The terminals the layer reaches, at most 1,000 (the first by id). */
+  terminals: z.array(TerminalConfigView),
+});
+export type FleetConfigResponse = z.infer<typeof FleetConfigResponse>;
