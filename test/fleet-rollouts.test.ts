@@ -1,7 +1,7 @@
 /**
  * Rollouts with real agent processes under a supervisor that restarts them as systemd
  * does, paired into a cohort on a relay that publishes the releases, orders the waves and
- * reads the agents' update status: an unhealthy release stops at the first terminal, which
+ * reads the agents' update status, as a process of its own: an unhealthy release stops at the first terminal, which
  * rolls back by itself; a good one reaches the whole cohort (docs/fleet.md, "Rollouts").
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -14,13 +14,15 @@ import { tempDir } from './agent-harness.js';
 import type { Supervisor } from './support/agent-releases.js';
 import { ARCH, buildRelease, startUpdatableTerminal } from './support/agent-releases.js';
 import { runEach } from './support/cli-commands.js';
-import { basicAuth, post, startTestRelay, type TestRelay } from './support/relay.js';
+import { basicAuth, post, tempDataDir } from './support/relay.js';
+import { startRelayProcess, type RelayProcess } from './support/relay-process.js';
 
 const keys = generateReleaseKeyPair();
 const COHORT = 'cohort-rollout-test';
+const ACCOUNT = { username: 'rollout-account', password: 'rollout-account-password' };
 
 describe('rollouts to real agents', () => {
-  let relay: TestRelay;
+  let relay: RelayProcess;
   let dir: string;
   let oldest: string;
   const terminals: Array<{ terminalId: string; supervisor: Supervisor }> = [];
@@ -28,7 +30,7 @@ describe('rollouts to real agents', () => {
   const publish = async (archive: string) => {
     const response = await fetch(`${relay.baseUrl}/v1/fleet/releases`, {
       method: 'POST',
-      headers: { authorization: basicAuth(relay.account), 'content-type': 'application/gzip' },
+      headers: { authorization: basicAuth(ACCOUNT), 'content-type': 'application/gzip' },
       body: fs.readFileSync(archive),
     });
     expect(response.status).toBe(200);
@@ -53,7 +55,7 @@ describe('rollouts to real agents', () => {
       'v1',
       '/terminal/claim',
       { code, name, cohort: COHORT },
-      relay.account,
+      ACCOUNT,
     );
     expect(claimed.status).toBe(200);
     const paired = (await call('/pairing/wait', { secret, wait_seconds: 0 })) as {
@@ -69,8 +71,8 @@ describe('rollouts to real agents', () => {
         args: ['fleet', 'rollout', ...args],
         env: {
           TPS_BASE_URL: relay.baseUrl,
-          TPS_ACCOUNT_USERNAME: relay.account.username,
-          TPS_ACCOUNT_PASSWORD: relay.account.password,
+          TPS_ACCOUNT_USERNAME: ACCOUNT.username,
+          TPS_ACCOUNT_PASSWORD: ACCOUNT.password,
         },
       },
     ]);
@@ -82,7 +84,7 @@ describe('rollouts to real agents', () => {
     const by = Date.now() + ms;
     for (;;) {
       const response = await fetch(`${relay.baseUrl}/v1/fleet/rollouts/${id}`, {
-        headers: { authorization: basicAuth(relay.account) },
+        headers: { authorization: basicAuth(ACCOUNT) },
       });
       const { rollout } = (await response.json()) as { rollout: unknown };
       const seen = RolloutView.parse(rollout);
@@ -95,7 +97,13 @@ describe('rollouts to real agents', () => {
     dir = tempDir('rollouts');
     const keyFile = path.join(dir, 'release-key.pem');
     fs.writeFileSync(keyFile, keys.publicKeyPem);
-    relay = await startTestRelay({ releasePublicKey: keyFile });
+    relay = await startRelayProcess({
+      TPS_DATA_DIR: tempDataDir(),
+      TPS_ACCOUNT_USERNAME: ACCOUNT.username,
+      TPS_ACCOUNT_PASSWORD: ACCOUNT.password,
+      TPS_DEFAULT_SIMULATOR: 'false',
+      TPS_RELEASE_PUBLIC_KEY: keyFile,
+    });
     const build = (version: string, health: 'healthy' | 'unhealthy' = 'healthy') =>
       buildRelease(dir, { version, privateKeyPem: keys.privateKeyPem, health });
     oldest = await build('1.0.0');
@@ -114,20 +122,29 @@ describe('rollouts to real agents', () => {
       terminals.push({ terminalId: paired.terminal_id, supervisor });
     }
     // Each agent up and connected: its presence reached the relay.
+    let seen: string[] = [];
     const connected = async () => {
-      const found = await Promise.all(terminals.map((t) => relay.store.getTerminal(t.terminalId)));
-      return found.every((terminal) => terminal?.status.connected === true);
+      const found = await Promise.all(
+        terminals.map((t) =>
+          post(relay.baseUrl, 'v1', '/terminal/status', { terminal_id: t.terminalId }, ACCOUNT),
+        ),
+      );
+      seen = found.map((answer) => `${answer.status} ${JSON.stringify(answer.body)}`);
+      return found.every(
+        (answer) => answer.status === 200 && answer.body.status?.connected === true,
+      );
     };
     const upBy = Date.now() + 20_000;
     while (!(await connected())) {
-      if (Date.now() > upBy) throw new Error('the three agents did not connect');
+      if (Date.now() > upBy)
+        throw new Error(`the three agents did not connect: ${seen.join('; ')}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }, 60_000);
 
   afterAll(async () => {
     await Promise.all(terminals.map(({ supervisor }) => supervisor.stop()));
-    await relay?.close();
+    await relay?.kill('SIGTERM');
   });
 
   it('an unhealthy release: the first wave’s agent rolls back by itself, the rollout pauses, no other agent is ordered', async () => {
