@@ -11,6 +11,7 @@ import tls from 'node:tls';
 import { Duplex, PassThrough } from 'node:stream';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { Aedes, type AuthenticateError, type Client } from 'aedes';
+import mqemitter from 'mqemitter';
 import type { Logger } from 'pino';
 import type { SignInFailure } from '../accounts/authenticator.js';
 import { hashForBroker, verifyAgentSecret } from '../accounts/mosquitto-hash.js';
@@ -124,6 +125,12 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
   const decoy = hashForBroker(randomBytes(24).toString('base64url'));
 
   const broker = await Aedes.createBroker({
+    // aedes' own emitter delivers at most 100 messages at once and queues the rest; once
+    // deliveries finish synchronously (clients closing) it drains that queue by recursion,
+    // and thousands of agents' last wills at once overflow the stack (mcollina/mqemitter
+    // PR 204). Unbounded, nothing queues: the queue gave no back-pressure, publishers are
+    // never slowed by it, and the messages it held are held by their deliveries instead.
+    mq: mqemitter({ concurrency: 0, matchEmptyLevels: true }),
     connectTimeout: limits.connectTimeoutMs,
     authenticate: (client, username, password, done) => {
       const secret = password?.toString('utf8') ?? '';
