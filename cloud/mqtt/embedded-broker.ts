@@ -20,6 +20,7 @@ import { sourceOf, type SignInThrottle } from '../accounts/sign-in-throttle.js';
 import type { Store } from '../store/store.js';
 import { mayConnectAs, mayPublish, mayReceive, maySubscribe, type MqttIdentity } from './acl.js';
 import { MessageRate, WarningLimiter, limitPacketSize } from './listener-limits.js';
+import { retainedByTopicPersistence } from './retained-by-topic.js';
 
 export interface EmbeddedBroker {
   /** The credential the relay's own link uses. */
@@ -131,6 +132,8 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
     // PR 204). Unbounded, nothing queues: the queue gave no back-pressure, publishers are
     // never slowed by it, and the messages it held are held by their deliveries instead.
     mq: mqemitter({ concurrency: 0, matchEmptyLevels: true }),
+    // Each agent's connect finds its retained messages by topic, not by a scan of all.
+    persistence: retainedByTopicPersistence(),
     connectTimeout: limits.connectTimeoutMs,
     authenticate: (client, username, password, done) => {
       const secret = password?.toString('utf8') ?? '';
