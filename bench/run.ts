@@ -11,6 +11,8 @@ import { runBareCeiling } from './bare-ceiling.js';
 import { runCluster } from './cluster.js';
 import { runEvents } from './events.js';
 import { probeDisk } from './disk-probe.js';
+import { renderFleet } from './fleet-report.js';
+import { runFleet } from './fleet-scale.js';
 import { describeMachine } from './machine.js';
 import { USAGE, parseOptions, type BenchOptions, type Phase } from './options.js';
 import { runParked } from './parked.js';
@@ -142,6 +144,9 @@ async function main(): Promise<void> {
       if (f.errors) log(`errors: ${f.errorKinds}`);
     }
   }
+
+  const fleet = await phase('fleet', options, () => runFleet(options));
+  if (fleet) log(renderFleet(fleet));
 
   log(`\n== targets ==\n${renderTargets(results)}`);
   const noise = renderNoise(results);
