@@ -79,7 +79,7 @@ const SPEC = {
   'events-paced-flows': { env: 'BENCH_EVENTS_PACED_FLOWS', fallback: 50 },
   'fleet-agents': { env: 'BENCH_FLEET_AGENTS', fallback: 10_000 },
   'fleet-processes': { env: 'BENCH_FLEET_PROCESSES', fallback: 4 },
-  'fleet-rate': { env: 'BENCH_FLEET_RATE', fallback: 500 },
+  'fleet-rate': { env: 'BENCH_FLEET_RATE', fallback: 150 },
   'fleet-heartbeat-s': { env: 'BENCH_FLEET_HEARTBEAT_S', fallback: 30 },
   'fleet-short-heartbeat-s': { env: 'BENCH_FLEET_SHORT_HEARTBEAT_S', fallback: 5 },
   'fleet-seconds': { env: 'BENCH_FLEET_SECONDS', fallback: 30 },
