@@ -12,6 +12,8 @@ import type {
   FleetRequest,
   ParentRequest,
   ProcessSample,
+  SwarmCommand,
+  SwarmStats,
 } from './ipc.js';
 
 export interface ChildHooks {
@@ -21,6 +23,8 @@ export interface ChildHooks {
   fleet?: (request: FleetRequest) => Promise<FleetReply>;
   /** The wake-up servers: when each transaction's result was taken in (or its timer fired). */
   reportTimes?: () => Array<[string, number]>;
+  /** The fleet phase's swarm of lightweight agents. */
+  swarm?: (command: SwarmCommand) => Promise<SwarmStats | undefined>;
   stop: () => Promise<void>;
 }
 
@@ -145,6 +149,18 @@ export function serveParent(hooks: ChildHooks): void {
             : { error: 'this child records no report times' }),
         });
         break;
+      case 'swarm': {
+        const swarm = hooks.swarm;
+        if (!swarm) {
+          send({ type: 'reply', id: message.id, error: 'not a swarm child' });
+          break;
+        }
+        swarm(message.command).then(
+          (stats) => send({ type: 'reply', id: message.id, ...(stats ? { swarm: stats } : {}) }),
+          (error: unknown) => send({ type: 'reply', id: message.id, error: String(error) }),
+        );
+        break;
+      }
       case 'stop':
         send({ type: 'reply', id: message.id });
         stop();

@@ -6,6 +6,8 @@ import type {
   FleetReply,
   ParentRequest,
   ProcessSample,
+  SwarmCommand,
+  SwarmStats,
 } from './ipc.js';
 
 /** A request without its id (Omit applied to each member of the union). */
@@ -109,6 +111,20 @@ export class BenchChild {
     if (reply.error) throw new Error(reply.error);
     if (!reply.fleet) throw new Error('child sent no fleet reply');
     return reply.fleet;
+  }
+
+  /** Swarm child: a command; `stats` answers the counts. */
+  async swarm(command: SwarmCommand): Promise<SwarmStats | undefined> {
+    const reply = await this.request({ type: 'swarm', command });
+    if (reply.type !== 'reply') throw new Error('child sent no reply');
+    if (reply.error) throw new Error(reply.error);
+    return reply.swarm;
+  }
+
+  /** Sends the child a signal (the relay closes on SIGTERM) and waits until it has exited. */
+  async signal(signal: NodeJS.Signals): Promise<number | null> {
+    if (this.child.exitCode === null) this.child.kill(signal);
+    return this.exited;
   }
 
   /** Asks the child to close and exit; kills it if it has not gone within 10 s. */

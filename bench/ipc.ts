@@ -48,6 +48,46 @@ export interface FleetConnectOptions {
   heartbeatS: number;
 }
 
+/** A terminal of the fleet phase's swarm: its id and its agent's broker credential. */
+export interface SwarmTerminal {
+  id: string;
+  password: string;
+}
+
+/** What the bench asks of a swarm child (bench/fleet-swarm.ts). */
+export type SwarmCommand =
+  /** Connects one lightweight agent per terminal, `ratePerSecond` a second. */
+  | {
+      kind: 'start';
+      brokerUrl: string;
+      terminals: SwarmTerminal[];
+      ratePerSecond: number;
+      heartbeatMs: number;
+    }
+  /** Every agent beats at this period from now on (each at its own phase of it). */
+  | { kind: 'period'; heartbeatMs: number }
+  /** Starts counting reports (sent, acknowledged, within 1 s) afresh. */
+  | { kind: 'reset' }
+  | { kind: 'stats' };
+
+/** The swarm's counts since the last reset; `connected` and `reporting` are now. */
+export interface SwarmStats {
+  agents: number;
+  connected: number;
+  /** Connected, with a report-ack received since the latest connect. */
+  reporting: number;
+  /** Reports published since the reset that are at least 1 s old, and of those, acked within 1 s. */
+  reportsDue: number;
+  ackedWithin1s: number;
+  /** Report-ack latencies since the reset, ms, as recorded (the bench merges them). */
+  ackMs: number[];
+  /** transaction.start commands taken (distinct command ids), and transactions charged twice. */
+  starts: number;
+  chargedTwice: number;
+  /** Connection errors and closes since the start, by message. */
+  problems: string;
+}
+
 export type ParentRequest =
   | { id: number; type: 'sample'; resetPeak?: boolean; gc?: boolean }
   | { id: number; type: 'profile-start' }
@@ -59,6 +99,7 @@ export type ParentRequest =
   | { id: number; type: 'fleet-connect'; options: FleetConnectOptions }
   /** Wake-up servers: when each transaction's result was taken in (relay: BENCH_REPORT_TIMES=1). */
   | { id: number; type: 'report-times' }
+  | { id: number; type: 'swarm'; command: SwarmCommand }
   | { id: number; type: 'stop' };
 
 export type FleetRequest = Extract<ParentRequest, { type: 'fleet-register' | 'fleet-connect' }>;
@@ -79,6 +120,7 @@ export type ChildMessage =
       fleet?: FleetReply;
       /** [transaction id, epoch ms with µs precision] of each COMPLETED report taken in. */
       reportTimes?: Array<[string, number]>;
+      swarm?: SwarmStats;
       error?: string;
     }
   | { type: 'failed'; message: string };

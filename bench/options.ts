@@ -1,6 +1,8 @@
 /**
  * The bench's knobs: flags (`npm run bench -- --seconds 5`) override BENCH_* variables,
- * which override the defaults. Defaults keep one full run under about five minutes (the packaged agent's idle minute included).
+ * which override the defaults. Defaults keep one full run under about five minutes (the
+ * packaged agent's idle minute included), and as long again for the fleet phase (10,000
+ * agents and a reconnect storm).
  */
 import { parseArgs } from 'node:util';
 
@@ -15,6 +17,7 @@ export const PHASES = [
   'agents1000',
   'cluster',
   'agentfootprint',
+  'fleet',
 ] as const;
 export type Phase = (typeof PHASES)[number];
 
@@ -48,6 +51,18 @@ export interface BenchOptions {
   footprintIdleSeconds: number;
   /** POS clients of the simulators phase, one simulated terminal each. */
   simClients: number;
+  /** The fleet phase: agents, their swarm processes, connects a second, heartbeat periods (s). */
+  fleetAgents: number;
+  fleetProcesses: number;
+  fleetRate: number;
+  fleetHeartbeatS: number;
+  fleetShortHeartbeatS: number;
+  /** Measured seconds of heartbeats alone, then of POS flows among them, at each period. */
+  fleetSeconds: number;
+  fleetFlowSeconds: number;
+  /** POS clients (terminals of the fleet) and the flows a second they make together. */
+  fleetPos: number;
+  fleetFlowsPerSecond: number;
   /** Directory for a V8 CPU profile of the flows relay, or undefined for none. */
   cpuProfDir: string | undefined;
   phases: Phase[];
@@ -71,15 +86,24 @@ const SPEC = {
   'events-paced-flows': { env: 'BENCH_EVENTS_PACED_FLOWS', fallback: 50 },
   'footprint-idle-seconds': { env: 'BENCH_FOOTPRINT_IDLE_SECONDS', fallback: 60 },
   'sim-clients': { env: 'BENCH_SIM_CLIENTS', fallback: 64 },
+  'fleet-agents': { env: 'BENCH_FLEET_AGENTS', fallback: 10_000 },
+  'fleet-processes': { env: 'BENCH_FLEET_PROCESSES', fallback: 4 },
+  'fleet-rate': { env: 'BENCH_FLEET_RATE', fallback: 150 },
+  'fleet-heartbeat-s': { env: 'BENCH_FLEET_HEARTBEAT_S', fallback: 30 },
+  'fleet-short-heartbeat-s': { env: 'BENCH_FLEET_SHORT_HEARTBEAT_S', fallback: 5 },
+  'fleet-seconds': { env: 'BENCH_FLEET_SECONDS', fallback: 30 },
+  'fleet-flow-seconds': { env: 'BENCH_FLEET_FLOW_SECONDS', fallback: 15 },
+  'fleet-pos': { env: 'BENCH_FLEET_POS', fallback: 20 },
+  'fleet-flows-per-second': { env: 'BENCH_FLEET_FLOWS_PER_SECOND', fallback: 10 },
 } as const;
 
 export const USAGE = `Usage: npm run bench -- [options]
 
 ${Object.entries(SPEC)
-  .map(([flag, s]) => `  --${flag.padEnd(18)} ${s.env.padEnd(24)} default ${s.fallback}`)
+  .map(([flag, s]) => `  --${flag.padEnd(24)} ${s.env.padEnd(30)} default ${s.fallback}`)
   .join('\n')}
-  --${'only'.padEnd(18)} ${'BENCH_ONLY'.padEnd(24)} comma list of ${PHASES.join(',')}
-  --${'cpu-prof'.padEnd(18)} ${'BENCH_CPU_PROF'.padEnd(24)} directory: write CPU profiles of the flows, agentpath and wakeup relays there
+  --${'only'.padEnd(24)} ${'BENCH_ONLY'.padEnd(30)} comma list of ${PHASES.join(',')}
+  --${'cpu-prof'.padEnd(24)} ${'BENCH_CPU_PROF'.padEnd(30)} directory: write CPU profiles of the flows, agentpath and wakeup relays there
 `;
 
 export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptions | 'help' {
@@ -127,6 +151,15 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     eventsPacedFlows: number('events-paced-flows'),
     footprintIdleSeconds: Math.max(1, number('footprint-idle-seconds')),
     simClients: number('sim-clients'),
+    fleetAgents: Math.max(1, number('fleet-agents')),
+    fleetProcesses: Math.max(1, number('fleet-processes')),
+    fleetRate: Math.max(1, number('fleet-rate')),
+    fleetHeartbeatS: Math.max(1, number('fleet-heartbeat-s')),
+    fleetShortHeartbeatS: Math.max(1, number('fleet-short-heartbeat-s')),
+    fleetSeconds: number('fleet-seconds'),
+    fleetFlowSeconds: number('fleet-flow-seconds'),
+    fleetPos: Math.max(1, number('fleet-pos')),
+    fleetFlowsPerSecond: Math.max(1, number('fleet-flows-per-second')),
     cpuProfDir: ((values['cpu-prof'] as string | undefined) ?? env.BENCH_CPU_PROF) || undefined,
     phases: phases as Phase[],
   };

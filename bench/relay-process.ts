@@ -35,7 +35,9 @@ async function main(): Promise<void> {
     {},
     // The relay alone, with simulated terminals inside it, unless a phase asks otherwise.
     { TPS_SIMULATOR_MODE: 'in-process', ...process.env },
-    { host: '127.0.0.1', port: 0, mqttPort: 0, defaultSimulator: false, logLevel: 'warn' },
+    // The broker's port from TPS_MQTT_PORT (0 from bench/relay-child.ts; the fleet phase
+    // restarts its relay on the port agents know).
+    { host: '127.0.0.1', port: 0, defaultSimulator: false, logLevel: 'warn' },
   );
   const reportTimes = process.env.BENCH_REPORT_TIMES === '1' ? recordReportTimes() : undefined;
   const relay = await startRelay(config);
@@ -43,6 +45,13 @@ async function main(): Promise<void> {
     parked: () => relay.service.feed.size,
     ...(reportTimes ? { reportTimes } : {}),
     stop: () => relay.close(),
+  });
+  // As `tps cloud` does: the fleet phase restarts the relay this way.
+  process.once('SIGTERM', () => {
+    relay.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   });
   send({ type: 'ready', origin: new URL(relay.baseUrl).origin, brokerUrl: relay.brokerUrl });
 }

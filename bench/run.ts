@@ -13,6 +13,8 @@ import { runBareCeiling } from './bare-ceiling.js';
 import { runCluster } from './cluster.js';
 import { runEvents } from './events.js';
 import { probeDisk } from './disk-probe.js';
+import { renderFleet } from './fleet-report.js';
+import { runFleet } from './fleet-scale.js';
 import { describeMachine } from './machine.js';
 import { USAGE, parseOptions, type BenchOptions, type Phase } from './options.js';
 import { runParked } from './parked.js';
@@ -158,6 +160,8 @@ async function main(): Promise<void> {
 
   const footprint = await phase('agentfootprint', options, () => runAgentFootprint(options));
   if (footprint) log(renderAgentFootprint(footprint));
+  const fleet = await phase('fleet', options, () => runFleet(options));
+  if (fleet) log(renderFleet(fleet));
 
   log(`\n== targets ==\n${renderTargets(results)}`);
   const noise = renderNoise(results);

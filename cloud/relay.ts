@@ -177,6 +177,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
           onSignInFailure: (outcome) => metrics.signInFailures.inc({ listener: 'mqtt', outcome }),
           limits: listenerLimits(config),
           onLimit: (limit) => metrics.mqttLimited.inc({ limit }),
+          onConnect: (outcome) => metrics.mqttConnects.inc({ outcome }),
           ...(brokerTls ? { tls: brokerTls } : {}),
         });
     if (broker) started.push(() => broker.close());
@@ -409,6 +410,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       leading: () => background.isLeading,
       ready: () => !draining && mqttLink.connected,
       brokerConnected: () => mqttLink.connected,
+      agentsConnected: () => broker?.connectedAgents(),
     });
 
     const app = buildHttpServer({

@@ -53,13 +53,14 @@ function closedWithin(socket: net.Socket, ms: number): Promise<number | undefine
   });
 }
 
-async function limited(r: TestRelay, limit: string): Promise<number> {
+async function metric(r: TestRelay, series: string): Promise<number> {
   const text = await (await fetch(r.baseUrl.replace(/\/pos$/, '/metrics'))).text();
-  const line = text
-    .split('\n')
-    .find((l) => l.startsWith(`tps_mqtt_limited_total{limit="${limit}"} `));
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
   return line ? Number(line.split(' ')[1]) : 0;
 }
+
+const limited = (r: TestRelay, limit: string) =>
+  metric(r, `tps_mqtt_limited_total{limit="${limit}"}`);
 
 /** An agent terminal, signed in and listening to its report acknowledgements. */
 async function agent(r: TestRelay) {
@@ -124,6 +125,11 @@ describe('the embedded broker’s listener limits', () => {
     expect(ms).toBeDefined();
     expect(ms!).toBeGreaterThan(700);
     expect(await limited(r, 'connect_timeout')).toBe(1);
+    // Counted with the other attempts, where an operator sees a reconnect storm.
+    await agent(r);
+    expect(await metric(r, 'tps_mqtt_connects_total{outcome="timed_out"}')).toBe(1);
+    expect(await metric(r, 'tps_mqtt_connects_total{outcome="accepted"}')).toBe(1);
+    expect(await metric(r, 'tps_mqtt_agents_connected')).toBe(1);
   });
 
   it('closes connections beyond TPS_MQTT_MAX_CONNECTIONS at once', async () => {

@@ -11,6 +11,7 @@ import tls from 'node:tls';
 import { Duplex, PassThrough } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import { Aedes, type AedesPublishPacket, type AuthenticateError, type Client } from 'aedes';
+import mqemitter from 'mqemitter';
 import type { Logger } from 'pino';
 import type { SignInFailure } from '../accounts/authenticator.js';
 import { hashForBroker, verifyAgentSecret } from '../accounts/mosquitto-hash.js';
@@ -18,8 +19,10 @@ import { VerifiedSecretCache } from '../accounts/secrets.js';
 import { sourceOf, type SignInThrottle } from '../accounts/sign-in-throttle.js';
 import type { Store } from '../store/store.js';
 import { mayConnectAs, mayPublish, mayReceive, maySubscribe, type MqttIdentity } from './acl.js';
+import { ConnectWatch, type ConnectOutcome } from './connect-watch.js';
 import { MessageRate, WarningLimiter, limitPacketSize } from './listener-limits.js';
 import type { BrokerChannel } from './mqtt-link.js';
+import { retainedByTopicPersistence } from './retained-by-topic.js';
 
 export interface EmbeddedBroker {
   /**
@@ -36,6 +39,8 @@ export interface EmbeddedBroker {
   connectInProcess(): Duplex;
   /** Opens the listener for agents; answers its mqtt://host:port, or mqtts:// with TLS. */
   listen(host: string, port: number): Promise<{ url: string; port: number }>;
+  /** Agents signed in now. */
+  connectedAgents(): number;
   /** Ends the sessions of a terminal's agent: its credential was revoked or rotated. */
   disconnectAgent(terminalId: string): void;
   /** Ends every agent session whose credential changed since it signed in (notices missed). */
@@ -89,6 +94,8 @@ export interface EmbeddedBrokerOptions {
   limits?: Partial<ListenerLimits>;
   /** Counts what a limit refused (for metrics). */
   onLimit?: (limit: ListenerLimit) => void;
+  /** Counts each connection attempt by outcome (for metrics); a storm of them is logged. */
+  onConnect?: (outcome: ConnectOutcome) => void;
   /** PEM certificate and key: the listener then speaks TLS only. */
   tls?: { cert: Buffer; key: Buffer };
 }
@@ -102,6 +109,11 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
     warnings.warn(limit, fields, message);
   };
   const rate = new MessageRate(limits.messagesPerMinute);
+  const connects = new ConnectWatch({
+    logger,
+    connected: () => agentClients().length,
+    ...(options.onConnect ? { onConnect: options.onConnect } : {}),
+  });
   /** Agents whose messages are rate-limited: every one but the relay's hosted simulators. */
   const rateLimited = new WeakSet<Client>();
   /**
@@ -125,6 +137,14 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
   const decoy = hashForBroker(randomBytes(24).toString('base64url'));
 
   const broker = await Aedes.createBroker({
+    // aedes' own emitter delivers at most 100 messages at once and queues the rest; once
+    // deliveries finish synchronously (clients closing) it drains that queue by recursion,
+    // and thousands of agents' last wills at once overflow the stack (mcollina/mqemitter
+    // PR 204). Unbounded, nothing queues: the queue gave no back-pressure, publishers are
+    // never slowed by it, and the messages it held are held by their deliveries instead.
+    mq: mqemitter({ concurrency: 0, matchEmptyLevels: true }),
+    // Each agent's connect finds its retained messages by topic, not by a scan of all.
+    persistence: retainedByTopicPersistence(),
     connectTimeout: limits.connectTimeoutMs,
     authenticate: (client, username, password, done) => {
       const secret = password?.toString('utf8') ?? '';
@@ -133,11 +153,13 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
       const wait = throttle?.check(username, source);
       if (wait !== undefined) {
         onSignInFailure?.('throttled');
+        connects.record('refused');
         logger.debug({ username, source, retryAfterS: wait }, 'sign-in refused: too many failures');
         return done(authError('too many failed sign-ins', SERVER_UNAVAILABLE), false);
       }
       const refuse = (message: string, returnCode = BAD_CREDENTIAL) => {
         throttle?.failed(username, source);
+        connects.record('refused');
         onSignInFailure?.(returnCode === IDENTIFIER_REJECTED ? 'client_id' : 'wrong_credential');
         logger.warn({ username, source, clientId: client.id }, message);
         done(authError(message, returnCode), false);
@@ -163,7 +185,10 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
           if ((await store.getTerminal(username))?.kind !== 'SIMULATOR') rateLimited.add(client);
           done(null, true);
         })
-        .catch(() => done(authError('credential check failed', SERVER_UNAVAILABLE), false));
+        .catch(() => {
+          connects.record('refused');
+          done(authError('credential check failed', SERVER_UNAVAILABLE), false);
+        });
     },
     authorizePublish: (client, packet, done) => {
       const identity = client ? identities.get(client) : { role: 'relay' as const };
@@ -208,11 +233,13 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
   broker.on('client', (client) => {
     const identity = identities.get(client);
     if (identity?.role !== 'agent') return;
+    connects.record('accepted');
     if ((changes.get(identity.terminalId) ?? 0) !== signInBegan.get(client)) client.close();
   });
 
   broker.on('connectionError', (_client, error) => {
     if (/connect did not arrive in time/.test(error.message)) {
+      connects.record('timed_out');
       limited('connect_timeout', {}, 'connection without CONNECT in time closed');
     }
   });
@@ -247,13 +274,14 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
     : net.createServer({ noDelay: true }, serve);
   const scheme = options.tls ? 'mqtts' : 'mqtt';
   server.maxConnections = limits.maxConnections;
-  server.on('drop', (data) =>
+  server.on('drop', (data) => {
+    connects.record('over_limit');
     limited(
       'connections',
       { source: data?.remoteAddress },
       `${limits.maxConnections} connections held: one more closed`,
-    ),
-  );
+    );
+  });
 
   const agentClients = () =>
     Object.values((broker as unknown as { clients: Record<string, Client> }).clients).flatMap(
@@ -337,7 +365,9 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
         port: bound,
       };
     },
+    connectedAgents: () => agentClients().length,
     async close() {
+      connects.close();
       // The broker ends every client connection, which lets the listener close.
       const closed = server.listening
         ? new Promise<void>((resolve) => server.close(() => resolve()))

@@ -1,6 +1,7 @@
+import net from 'node:net';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MessageRate, PacketScanner } from './listener-limits.js';
+import { MessageRate, PacketScanner, limitPacketSize } from './listener-limits.js';
 
 /** An MQTT packet's bytes: a type byte, the remaining length (1-4 bytes), the body. */
 function packet(bodyLength: number): Buffer {
@@ -67,5 +68,33 @@ describe('MessageRate', () => {
     now = 1000;
     expect(rate.take('t-1')).toBe(true);
     expect(rate.take('t-1')).toBe(false);
+  });
+});
+
+describe('limitPacketSize', () => {
+  it('holds what is written while corked in the socket, to leave in one write', async () => {
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as net.AddressInfo;
+    const accepted = new Promise<net.Socket>((resolve) => server.once('connection', resolve));
+    const client = net.connect(port, '127.0.0.1');
+    const socket = await accepted;
+    try {
+      const conn = limitPacketSize(socket, 1024, () => undefined);
+      conn.on('error', () => undefined);
+      // As mqtt-packet writes a packet: corked, piece by piece, uncorked on the next tick.
+      conn.cork();
+      conn.write(Buffer.from([0x30, 3]));
+      conn.write(Buffer.from('abc'));
+      expect(socket.writableCorked).toBe(1);
+      expect(socket.writableLength).toBe(5);
+      const received = new Promise<Buffer>((resolve) => client.once('data', resolve));
+      process.nextTick(() => conn.uncork());
+      expect((await received).length).toBe(5);
+    } finally {
+      client.destroy();
+      socket.destroy();
+      server.close();
+    }
   });
 });

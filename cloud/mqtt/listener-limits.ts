@@ -80,6 +80,12 @@ export function limitPacketSize(
   const conn = Duplex.from({ readable: checked, writable: socket });
   // The sign-in limits count by the peer's address (embedded-broker.ts).
   Object.defineProperty(conn, 'remoteAddress', { value: socket.remoteAddress });
+  // mqtt-packet corks the stream it writes a packet to and uncorks it on the next tick, so
+  // that a packet's pieces (header, topic, payload) and the packets of one tick leave in one
+  // write. Corked, this wrapper would pass each piece on as a write of its own, each a TCP
+  // segment with Nagle off: the socket is corked instead, and pieces go straight through.
+  conn.cork = () => socket.cork();
+  conn.uncork = () => socket.uncork();
   return conn;
 }
 

@@ -12,6 +12,8 @@ export interface RelayGauges {
   leading(): boolean;
   ready(): boolean;
   brokerConnected(): boolean;
+  /** Agents signed in to the embedded broker; undefined with an external broker. */
+  agentsConnected(): number | undefined;
 }
 
 export class RelayMetrics {
@@ -21,6 +23,7 @@ export class RelayMetrics {
   readonly reportsApplied: Counter<'outcome'>;
   readonly signInFailures: Counter<'listener' | 'outcome'>;
   readonly mqttLimited: Counter<'limit'>;
+  readonly mqttConnects: Counter<'outcome'>;
   readonly securityEvents: Counter<'event'>;
 
   constructor() {
@@ -55,6 +58,12 @@ export class RelayMetrics {
       name: 'tps_mqtt_limited_total',
       help: 'What a limit of the embedded broker refused, by limit (packet_size, connect_timeout, connections, payload_size, message_rate).',
       labelNames: ['limit'],
+      registers,
+    });
+    this.mqttConnects = new Counter({
+      name: 'tps_mqtt_connects_total',
+      help: 'Connection attempts to the embedded broker, by outcome (accepted, refused, timed_out, over_limit); a burst of them is a reconnect storm.',
+      labelNames: ['outcome'],
       registers,
     });
     this.securityEvents = new Counter({
@@ -102,5 +111,13 @@ export class RelayMetrics {
       '1 when the relay is connected to the MQTT broker.',
       gauges.brokerConnected,
     );
+    const agents = gauges.agentsConnected;
+    if (agents() !== undefined) {
+      gauge(
+        'tps_mqtt_agents_connected',
+        'Agents signed in to the embedded broker now.',
+        () => agents() ?? 0,
+      );
+    }
   }
 }

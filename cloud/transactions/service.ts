@@ -42,6 +42,7 @@ import { readerRefusal, requiredCapabilities } from './reader-requirements.js';
 import { searchTransactions } from './search.js';
 import { publishReportTaken } from './diagnostics.js';
 import { BoundedMap } from '../bounded-map.js';
+import { UnchangedStatus } from '../terminals/unchanged-status.js';
 
 export interface TransactionServiceDeps {
   store: Store;
@@ -86,8 +87,12 @@ export class TransactionService {
     REMEMBERED_KEYS,
   );
 
+  /** Heartbeats that change nothing, taken without a commit. */
+  private readonly unchangedStatus: UnchangedStatus;
+
   constructor(deps: TransactionServiceDeps) {
     this.store = deps.store;
+    this.unchangedStatus = new UnchangedStatus(deps.store);
     this.outbox = deps.outbox;
     this.clock = deps.clock;
     this.settings = deps.settings;
@@ -388,12 +393,15 @@ export class TransactionService {
   ): Promise<void> {
     publishReportTaken(terminalId, report);
     if (report.type === 'status') {
+      if (position && (await this.unchangedStatus.take(terminalId, report.readings, position))) {
+        return;
+      }
       const event = await this.store.updateTerminalStatus(
         terminalId,
         report.readings,
         report.at,
         newEventId(),
-        position,
+        position && (await this.unchangedStatus.forStore(terminalId, position)),
       );
       if (event) this.events.publish([event]);
       return;
@@ -404,11 +412,17 @@ export class TransactionService {
         { terminalId, transactionId: report.transaction_id },
         'report for an unknown transaction',
       );
-      if (position) await this.store.recordReport(terminalId, position);
+      if (position) {
+        await this.store.recordReport(
+          terminalId,
+          await this.unchangedStatus.forStore(terminalId, position),
+        );
+      }
       return;
     }
+    const stored = position && (await this.unchangedStatus.forStore(terminalId, position));
     await this.change(
-      { terminalId, externalId: key.externalId, ...(position ? { report: position } : {}) },
+      { terminalId, externalId: key.externalId, ...(stored ? { report: stored } : {}) },
       decideReport(report, this.env()),
     );
   }

@@ -1,0 +1,115 @@
+/** The fleet phase's tables: each figure beside its floor from the same run and its target. */
+import type { FleetResult } from './fleet-scale.js';
+import { count, mb, ms, table } from './stats.js';
+
+export const FLEET_TARGETS = {
+  rssPerAgentKb: 30,
+  cpuPerHeartbeatUs: 150,
+  ackedWithin1s: 0.99,
+  stormSeconds: 60,
+  /** The targets hold at this many agents; a smaller run is read as a quick check. */
+  agents: 10_000,
+} as const;
+
+const met = (ok: boolean) => (ok ? 'met' : 'NOT met');
+const us = (v: number) => `${v.toFixed(0)} µs`;
+const kb = (v: number) => `${v.toFixed(1)} KB`;
+const share = (due: number, within: number) =>
+  due ? `${((within / due) * 100).toFixed(2)} %` : '-';
+
+export function renderFleet(r: FleetResult): string {
+  const t = FLEET_TARGETS;
+  const scale =
+    r.agents >= t.agents
+      ? ''
+      : `\n(${count(r.agents)} agents: the targets are set at ${count(t.agents)}; read this as a quick check)`;
+  const setup = [
+    `${count(r.agents)} agents in ${r.processes} swarm processes; terminals registered over the API in ${r.registerSeconds.toFixed(1)} s;` +
+      ` all connected and reporting after ${r.connectSeconds.toFixed(1)} s`,
+    `relay RSS after a GC: ${mb(r.rssRegistered)} with the terminals registered, ${mb(r.rssConnected)} with every agent connected`,
+  ].join('\n');
+  const windows = table([
+    [
+      'heartbeat',
+      'beats/s',
+      'relay CPU',
+      'CPU/beat',
+      'floor',
+      'acked ≤ 1 s',
+      'ack p50',
+      'ack p99',
+      'flows',
+      'flow p50',
+      'flow p99',
+      'flow errors',
+    ],
+    ...r.windows.map((w) => [
+      `${w.heartbeatS} s`,
+      count(w.heartbeats / w.seconds),
+      `${w.relayCpu.toFixed(0)} %`,
+      us(w.cpuPerHeartbeatUs),
+      us(r.floor.cpuPerHeartbeatUs),
+      share(w.reportsDue, w.ackedWithin1s),
+      ms(w.ack.p50),
+      ms(w.ack.p99),
+      count(w.flows),
+      ms(w.flow.p50),
+      ms(w.flow.p99),
+      w.flowErrors,
+    ]),
+  ]);
+  const s = r.storm;
+  const worstCpu = Math.max(...r.windows.map((w) => w.cpuPerHeartbeatUs));
+  const worstDue = r.windows.reduce((n, w) => n + w.reportsDue, 0);
+  const worstWithin = r.windows.reduce((n, w) => n + w.ackedWithin1s, 0);
+  const targets = table([
+    ['figure', 'measured', 'floor (same run)', 'target', ''],
+    [
+      'relay RSS per connected agent',
+      kb(r.rssPerAgentKb),
+      `${kb(r.floor.rssPerAgentKb)} (bare aedes, ${count(r.floor.agents)} agents)`,
+      `≤ ${t.rssPerAgentKb} KB`,
+      met(r.rssPerAgentKb <= t.rssPerAgentKb),
+    ],
+    [
+      'relay CPU per heartbeat (worst period)',
+      us(worstCpu),
+      `${us(r.floor.cpuPerHeartbeatUs)} (bare aedes + acking subscriber)`,
+      `≤ ${t.cpuPerHeartbeatUs} µs`,
+      met(worstCpu <= t.cpuPerHeartbeatUs),
+    ],
+    [
+      'reports acked within 1 s',
+      share(worstDue, worstWithin),
+      '-',
+      `≥ ${t.ackedWithin1s * 100} %`,
+      met(worstDue > 0 && worstWithin / worstDue >= t.ackedWithin1s),
+    ],
+    [
+      'storm: SIGTERM → 99 % reporting',
+      `${s.seconds.toFixed(1)} s`,
+      `${s.restartSeconds.toFixed(1)} s (relay restart alone)`,
+      `≤ ${t.stormSeconds} s`,
+      met(s.reporting >= r.agents * 0.99 && s.seconds <= t.stormSeconds),
+    ],
+    [
+      'storm: payments lost or charged twice',
+      `${s.lost} lost, ${s.chargedTwice} twice of ${s.payments}`,
+      '-',
+      '0',
+      met(s.lost === 0 && s.chargedTwice === 0 && s.payments > 0),
+    ],
+  ]);
+  return [
+    setup,
+    '',
+    windows,
+    `flows: the agents' result comes 200 ms after the start (the floor of a flow)`,
+    '',
+    `storm: relay CPU ${s.relayCpu.toFixed(0)} % of a core from its start to 99 %;` +
+      ` ${count(s.reporting)} of ${count(r.agents)} reporting at the end`,
+    s.problems ? `swarm connection problems: ${s.problems}` : '',
+    '',
+    targets + scale,
+  ].join('\n');
+}

@@ -1,0 +1,367 @@
+/**
+ * Phase `fleet`: one relay (embedded broker, SQLite) with N connected agents. The agents
+ * are lightweight (bench/fleet-swarm.ts, a few child processes) and speak the agent
+ * protocol: retained presence, status reports in the real envelope at a heartbeat period,
+ * report-acks, commands. Terminals are registered through the API, as an operator does.
+ *
+ * Measured: the relay's RSS growth per connected agent; its CPU per heartbeat at the
+ * agents' default period and at a short one (cpuUsage of the relay process, over IPC);
+ * the share of reports acknowledged within 1 s; POS flow latency on some terminals while
+ * the others beat; and a reconnect storm: the relay stopped with SIGTERM and started again
+ * on the same store and port, until 99 % of the agents are connected and reporting, with
+ * payments in flight across it (none may be lost or charged twice). The floor, from the
+ * same run: bare aedes and an in-process subscriber that acks each report
+ * (bench/fleet-floor-broker.ts), with the same swarm at min(N, 2,000) agents.
+ */
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Pool } from 'undici';
+import type { TerminalCreateResponse } from '../protocol/index.js';
+import { BenchChild } from './child.js';
+import { FleetRelays, type FleetRelay } from './fleet-relay.js';
+import type { SwarmStats, SwarmTerminal } from './ipc.js';
+import type { BenchOptions } from './options.js';
+import { basicAuth, Pos, postJson } from './pos-api.js';
+import { Tally, drive } from './pos-clients.js';
+import { LatencyRecorder, type LatencySummary } from './stats.js';
+
+export interface FleetWindow {
+  heartbeatS: number;
+  /** Reports acknowledged in the heartbeats-only window, and the relay's CPU over it. */
+  heartbeats: number;
+  seconds: number;
+  cpuPerHeartbeatUs: number;
+  /** Relay CPU over the window, % of one core. */
+  relayCpu: number;
+  /** Reports at least 1 s old over both windows, and the share acked within 1 s. */
+  reportsDue: number;
+  ackedWithin1s: number;
+  ack: LatencySummary;
+  /** POS flows on some terminals, paced, while the others beat. */
+  flows: number;
+  flowErrors: string;
+  flow: LatencySummary;
+}
+
+export interface FleetResult {
+  agents: number;
+  processes: number;
+  registerSeconds: number;
+  connectSeconds: number;
+  /** The relay's RSS after a GC with the terminals registered, and with every agent connected. */
+  rssRegistered: number;
+  rssConnected: number;
+  rssPerAgentKb: number;
+  windows: FleetWindow[];
+  storm: {
+    /** SIGTERM until 99 % of the agents are connected and have a report acked again. */
+    seconds: number;
+    /** SIGTERM until the new relay was ready. */
+    restartSeconds: number;
+    /** The new relay's CPU from its start to 99 %, % of one core. */
+    relayCpu: number;
+    reporting: number;
+    payments: number;
+    lost: number;
+    chargedTwice: number;
+    problems: string;
+  };
+  floor: { agents: number; rssPerAgentKb: number; cpuPerHeartbeatUs: number };
+}
+
+const RESULT_DELAY_MS = 200;
+const STORM_TIMEOUT_MS = 240_000;
+
+async function startSwarms(count: number): Promise<BenchChild[]> {
+  return Promise.all(
+    Array.from({ length: count }, () =>
+      BenchChild.start(new URL('./fleet-swarm.js', import.meta.url), {
+        env: { BENCH_SWARM_RESULT_DELAY_MS: String(RESULT_DELAY_MS) },
+      }),
+    ),
+  );
+}
+
+async function swarmStats(swarms: BenchChild[]): Promise<SwarmStats> {
+  const all = await Promise.all(swarms.map((s) => s.swarm({ kind: 'stats' })));
+  const sum = (pick: (s: SwarmStats) => number) => all.reduce((n, s) => n + pick(s!), 0);
+  return {
+    agents: sum((s) => s.agents),
+    connected: sum((s) => s.connected),
+    reporting: sum((s) => s.reporting),
+    reportsDue: sum((s) => s.reportsDue),
+    ackedWithin1s: sum((s) => s.ackedWithin1s),
+    ackMs: all.flatMap((s) => s!.ackMs),
+    starts: sum((s) => s.starts),
+    chargedTwice: sum((s) => s.chargedTwice),
+    problems: all.map((s) => s!.problems).join('; '),
+  };
+}
+
+const each = (swarms: BenchChild[], command: Parameters<BenchChild['swarm']>[0]) =>
+  Promise.all(swarms.map((s) => s.swarm(command)));
+
+/** Connects the terminals, split over the swarms, and waits until `share` of them report. */
+async function connectSwarms(
+  swarms: BenchChild[],
+  brokerUrl: string,
+  terminals: SwarmTerminal[],
+  options: BenchOptions,
+  heartbeatS: number,
+): Promise<number> {
+  const started = performance.now();
+  const per = Math.ceil(terminals.length / swarms.length);
+  await Promise.all(
+    swarms.map((swarm, i) =>
+      swarm.swarm({
+        kind: 'start',
+        brokerUrl,
+        terminals: terminals.slice(i * per, (i + 1) * per),
+        ratePerSecond: options.fleetRate / swarms.length,
+        heartbeatMs: heartbeatS * 1000,
+      }),
+    ),
+  );
+  const deadline =
+    started + (terminals.length / options.fleetRate) * 1000 + heartbeatS * 1000 + 120_000;
+  for (;;) {
+    const stats = await swarmStats(swarms);
+    if (stats.reporting >= terminals.length) break;
+    if (performance.now() > deadline) {
+      throw new Error(
+        `only ${stats.reporting} of ${terminals.length} agents reporting: ${stats.problems}`,
+      );
+    }
+    await sleep(250);
+  }
+  return (performance.now() - started) / 1000;
+}
+
+/** Registers `count` terminals through POST /pos/v1/terminal/create, `concurrency` at a time. */
+async function register(
+  origin: string,
+  account: { username: string; password: string },
+  count: number,
+): Promise<TerminalCreateResponse[]> {
+  const pool = new Pool(origin, { connections: 16, pipelining: 1 });
+  const authorization = basicAuth(account);
+  const created = new Array<TerminalCreateResponse>(count);
+  let next = 0;
+  const worker = async () => {
+    while (next < count) {
+      const slot = next++;
+      const answer = await postJson<TerminalCreateResponse>(
+        pool,
+        '/pos/v1/terminal/create',
+        authorization,
+        {},
+      );
+      if (answer.status !== 200 || !answer.body)
+        throw new Error(`terminal/create answered ${answer.status}`);
+      created[slot] = answer.body;
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: 16 }, worker));
+  } finally {
+    await pool.close();
+  }
+  return created;
+}
+
+/** Bare aedes with the same swarm: RSS per connection and CPU per heartbeat round trip. */
+async function measureFloor(options: BenchOptions, terminals: SwarmTerminal[]) {
+  const broker = await BenchChild.start(new URL('./fleet-floor-broker.js', import.meta.url), {
+    execArgv: ['--expose-gc'],
+  });
+  const swarms = await startSwarms(options.fleetProcesses);
+  try {
+    const agents = terminals.slice(0, Math.min(terminals.length, 2000));
+    const before = await broker.sample({ gc: true });
+    await connectSwarms(swarms, broker.brokerUrl!, agents, options, options.fleetShortHeartbeatS);
+    const after = await broker.sample({ gc: true });
+    await each(swarms, { kind: 'reset' });
+    const first = await broker.sample();
+    await sleep(options.fleetSeconds * 1000);
+    const last = await broker.sample();
+    const beats = (await swarmStats(swarms)).ackMs.length;
+    return {
+      agents: agents.length,
+      rssPerAgentKb: (after.rss - before.rss) / 1024 / agents.length,
+      cpuPerHeartbeatUs: ((last.cpuMs - first.cpuMs) * 1000) / Math.max(1, beats),
+    };
+  } finally {
+    await Promise.all(swarms.map((s) => s.stop()));
+    await broker.stop();
+  }
+}
+
+async function measureWindow(
+  relay: FleetRelay,
+  swarms: BenchChild[],
+  poses: Pos[],
+  options: BenchOptions,
+  heartbeatS: number,
+): Promise<FleetWindow> {
+  await each(swarms, { kind: 'period', heartbeatMs: heartbeatS * 1000 });
+  // One whole period first: every agent beats at the new period from then on.
+  await sleep(heartbeatS * 1000);
+  await each(swarms, { kind: 'reset' });
+  const first = await relay.process.sample();
+  const started = performance.now();
+  await sleep(options.fleetSeconds * 1000);
+  const last = await relay.process.sample();
+  const seconds = (performance.now() - started) / 1000;
+  const heartbeats = (await swarmStats(swarms)).ackMs.length;
+  const tally = new Tally();
+  await drive(
+    poses,
+    options.fleetFlowSeconds,
+    tally,
+    `fleet${heartbeatS}`,
+    options.fleetFlowsPerSecond,
+  );
+  await sleep(1500);
+  const stats = await swarmStats(swarms);
+  const ack = new LatencyRecorder();
+  for (const v of stats.ackMs) ack.record(v);
+  const cpuMs = last.cpuMs - first.cpuMs;
+  return {
+    heartbeatS,
+    heartbeats,
+    seconds,
+    cpuPerHeartbeatUs: (cpuMs * 1000) / Math.max(1, heartbeats),
+    relayCpu: (cpuMs / (seconds * 1000)) * 100,
+    reportsDue: stats.reportsDue,
+    ackedWithin1s: stats.ackedWithin1s,
+    ack: ack.summary(),
+    flows: tally.flows,
+    flowErrors: tally.errors.describe(),
+    flow: tally.latency.flow.summary(),
+  };
+}
+
+/** Payments started, then the relay restarted under them: each must end confirmed, once. */
+async function storm(
+  relays: FleetRelays,
+  relay: FleetRelay,
+  swarms: BenchChild[],
+  posTerminals: TerminalCreateResponse[],
+  agents: number,
+) {
+  const before = await relayPool(relay, async (pool) =>
+    Promise.all(
+      posTerminals.map((t, i) => new Pos(pool, t.terminal_id, t).purchase(`storm-${i}`, 1000, 0)),
+    ),
+  );
+  const payments = before.filter((a) => a.status === 200).length;
+  const started = performance.now();
+  await relay.process.signal('SIGTERM');
+  const next = await relays.start();
+  const restartSeconds = (performance.now() - started) / 1000;
+  const cpuFirst = await next.process.sample();
+  const cpuStarted = performance.now();
+  let stats = await swarmStats(swarms);
+  while (stats.reporting < agents * 0.99 && performance.now() - started < STORM_TIMEOUT_MS) {
+    await sleep(250);
+    stats = await swarmStats(swarms);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const cpuLast = await next.process.sample();
+  const relayCpu = ((cpuLast.cpuMs - cpuFirst.cpuMs) / (performance.now() - cpuStarted)) * 100;
+  const confirmed = await relayPool(next, async (pool) =>
+    Promise.all(
+      posTerminals.map(async (t, i) => {
+        const pos = new Pos(pool, t.terminal_id, t);
+        let answer = await pos.get(`storm-${i}`, 25);
+        for (
+          let tries = 0;
+          answer.body?.transaction?.state === 'PROCESSING' && tries < 4;
+          tries++
+        ) {
+          answer = await pos.get(`storm-${i}`, 25);
+        }
+        if (answer.body?.transaction?.state !== 'AWAITING_CONFIRM') return false;
+        return (await pos.confirm(`storm-${i}`)).body?.transaction?.state === 'CONFIRMED';
+      }),
+    ),
+  );
+  const after = await swarmStats(swarms);
+  return {
+    relay: next,
+    result: {
+      seconds,
+      restartSeconds,
+      relayCpu,
+      reporting: stats.reporting,
+      payments,
+      lost: payments - confirmed.filter(Boolean).length,
+      chargedTwice: after.chargedTwice,
+      problems: after.problems,
+    },
+  };
+}
+
+async function relayPool<T>(relay: FleetRelay, use: (pool: Pool) => Promise<T>): Promise<T> {
+  const pool = new Pool(relay.origin, { connections: 32, pipelining: 1 });
+  try {
+    return await use(pool);
+  } finally {
+    await pool.close();
+  }
+}
+
+export async function runFleet(options: BenchOptions): Promise<FleetResult> {
+  const n = options.fleetAgents;
+  const relays = new FleetRelays(n);
+  let relay = await relays.start();
+  let swarms: BenchChild[] = [];
+  let pool: Pool | undefined;
+  try {
+    const registerStarted = performance.now();
+    const created = await register(relay.origin, relays.account, n);
+    const registerSeconds = (performance.now() - registerStarted) / 1000;
+    const terminals = created.map((t) => ({ id: t.agent.username, password: t.agent.password }));
+    const floor = await measureFloor(options, terminals);
+
+    const registered = await relay.process.sample({ gc: true });
+    swarms = await startSwarms(options.fleetProcesses);
+    const connectSeconds = await connectSwarms(
+      swarms,
+      relay.brokerUrl,
+      terminals,
+      options,
+      options.fleetHeartbeatS,
+    );
+    const connected = await relay.process.sample({ gc: true });
+
+    pool = new Pool(relay.origin, { connections: options.fleetPos, pipelining: 1 });
+    const posTerminals = created.slice(0, options.fleetPos);
+    const poses = posTerminals.map((t) => new Pos(pool!, t.terminal_id, t));
+    const windows: FleetWindow[] = [];
+    for (const heartbeatS of [options.fleetHeartbeatS, options.fleetShortHeartbeatS]) {
+      windows.push(await measureWindow(relay, swarms, poses, options, heartbeatS));
+    }
+    await pool.close();
+    pool = undefined;
+    const restarted = await storm(relays, relay, swarms, posTerminals, n);
+    relay = restarted.relay;
+    return {
+      agents: n,
+      processes: options.fleetProcesses,
+      registerSeconds,
+      connectSeconds,
+      rssRegistered: registered.rss,
+      rssConnected: connected.rss,
+      rssPerAgentKb: (connected.rss - registered.rss) / 1024 / n,
+      windows,
+      storm: restarted.result,
+      floor,
+    };
+  } finally {
+    await pool?.close();
+    await Promise.all(swarms.map((s) => s.stop()));
+    await relay.process.stop();
+    relays.dispose();
+  }
+}
