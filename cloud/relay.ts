@@ -217,6 +217,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
     const service = new TransactionService({
       store,
       parkedWaits,
+      reportsShared: shared,
       outbox,
       clock,
       logger: partLogger(logger, 'transactions'),

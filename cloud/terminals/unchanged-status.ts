@@ -13,8 +13,9 @@
  * so `prev` is met. The store, which saw only the reports that changed something, is given
  * the position with `prev` moved back to what it holds. This holds only while the store's
  * last report for the terminal is still the one seen when the heartbeat was remembered;
- * once another relay commits one, the memory is dropped, and the store's own check rules
- * (at worst a report is held, then re-sent by its agent).
+ * once another relay commits one, the memory is dropped, and the store's own check rules.
+ * Used by a relay alone on its broker only: with relays sharing the agents' traffic, the
+ * next report may reach a relay that cannot see this memory (TransactionService).
  */
 import type { TerminalReadings } from '../../protocol/index.js';
 import { BoundedMap } from '../bounded-map.js';

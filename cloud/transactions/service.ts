@@ -56,6 +56,12 @@ export interface TransactionServiceDeps {
   timers?: Timers;
   /** Caps the long polls each credential has parked (default: no cap). */
   parkedWaits?: ParkedWaits;
+  /**
+   * Whether a terminal's reports may reach other relays too (several relays sharing one
+   * broker subscription): then every report's position is committed, since the next one
+   * may be checked by a relay that cannot see what this one kept in memory.
+   */
+  reportsShared?: boolean;
 }
 
 /**
@@ -87,12 +93,12 @@ export class TransactionService {
     REMEMBERED_KEYS,
   );
 
-  /** Heartbeats that change nothing, taken without a commit. */
-  private readonly unchangedStatus: UnchangedStatus;
+  /** Heartbeats that change nothing, taken without a commit (one relay only). */
+  private readonly unchangedStatus: UnchangedStatus | undefined;
 
   constructor(deps: TransactionServiceDeps) {
     this.store = deps.store;
-    this.unchangedStatus = new UnchangedStatus(deps.store);
+    this.unchangedStatus = deps.reportsShared ? undefined : new UnchangedStatus(deps.store);
     this.outbox = deps.outbox;
     this.clock = deps.clock;
     this.settings = deps.settings;
@@ -381,6 +387,11 @@ export class TransactionService {
     });
   }
 
+  /** The position to commit with a report (see UnchangedStatus.forStore). */
+  private forStore(terminalId: string, position: ReportPosition): Promise<ReportPosition> {
+    return this.unchangedStatus?.forStore(terminalId, position) ?? Promise.resolve(position);
+  }
+
   /**
    * Applies what a terminal reports. With its position in the agent's outbox, the
    * position is recorded in the same commit as the change, or the store refuses the
@@ -393,7 +404,7 @@ export class TransactionService {
   ): Promise<void> {
     publishReportTaken(terminalId, report);
     if (report.type === 'status') {
-      if (position && (await this.unchangedStatus.take(terminalId, report.readings, position))) {
+      if (position && (await this.unchangedStatus?.take(terminalId, report.readings, position))) {
         return;
       }
       const event = await this.store.updateTerminalStatus(
@@ -401,7 +412,7 @@ export class TransactionService {
         report.readings,
         report.at,
         newEventId(),
-        position && (await this.unchangedStatus.forStore(terminalId, position)),
+        position && (await this.forStore(terminalId, position)),
       );
       if (event) this.events.publish([event]);
       return;
@@ -413,14 +424,11 @@ export class TransactionService {
         'report for an unknown transaction',
       );
       if (position) {
-        await this.store.recordReport(
-          terminalId,
-          await this.unchangedStatus.forStore(terminalId, position),
-        );
+        await this.store.recordReport(terminalId, await this.forStore(terminalId, position));
       }
       return;
     }
-    const stored = position && (await this.unchangedStatus.forStore(terminalId, position));
+    const stored = position && (await this.forStore(terminalId, position));
     await this.change(
       { terminalId, externalId: key.externalId, ...(stored ? { report: stored } : {}) },
       decideReport(report, this.env()),
