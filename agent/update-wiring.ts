@@ -11,11 +11,15 @@ import type { UpdateOrderMessage } from '../protocol/index.js';
 import type { RunningAgent } from './agent.js';
 import type { AgentConfig } from './config.js';
 import type { ReaderPort } from './ports.js';
-import { resolveUpdateAtBoot, type BootDecision } from './update-boot.js';
+import {
+  BOOT_RESOLVED_ENV,
+  readResolvedBoot,
+  resolveUpdateAtBoot,
+  type BootDecision,
+} from './update-boot.js';
 import { Updater } from './updater.js';
 
-/** The exit code that asks the supervisor (systemd's Restart=) to start `current` again. */
-export const RESTART_EXIT_CODE = 75;
+export { RESTART_EXIT_CODE } from './update-boot.js';
 
 const READER_ANSWER_MS = 5000;
 
@@ -37,7 +41,13 @@ export interface PreparedUpdates {
 export function prepareUpdates(config: AgentConfig, logger: Logger): PreparedUpdates {
   const log = partLogger(logger, 'updater');
   let decision: BootDecision = { restart: false, running: undefined };
-  if (config.update) decision = resolveUpdateAtBoot(config.update.root, () => systemClock.now());
+  if (config.update) {
+    const { root } = config.update;
+    decision =
+      process.env[BOOT_RESOLVED_ENV] === '1'
+        ? readResolvedBoot(root)
+        : resolveUpdateAtBoot(root, () => systemClock.now());
+  }
   // Orders that come before the agent is wired wait here (the retained one comes at once).
   let early: UpdateOrderMessage | undefined;
   let updater: Updater | undefined;
