@@ -27,8 +27,9 @@ import {
 export const RESTART_EXIT_CODE = 75;
 
 /**
- * Set by the launcher (bin/tps-agent-launcher.ts) when it resolved this start before loading
- * the release: the release reads the decision and does not count the boot again.
+ * Set by the launcher (bin/tps-agent-launcher.ts) to the update root whose start it resolved
+ * before loading the release: the release reads the decision there and does not count the
+ * boot again. Another root (a config whose update.root is elsewhere) is resolved as before.
  */
 export const BOOT_RESOLVED_ENV = 'TPS_UPDATE_BOOT_RESOLVED';
 

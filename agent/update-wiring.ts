@@ -3,6 +3,7 @@
  * (update-boot.ts) before anything opens; then orders from the link go to the updater,
  * which checks health (broker, journal, reader) for a trial.
  */
+import path from 'node:path';
 import type { Logger } from 'pino';
 import { systemClock, systemTimers } from '../common/clock.js';
 import { readKeptConfig } from './fleet-config.js';
@@ -44,7 +45,7 @@ export function prepareUpdates(config: AgentConfig, logger: Logger): PreparedUpd
   if (config.update) {
     const { root } = config.update;
     decision =
-      process.env[BOOT_RESOLVED_ENV] === '1'
+      process.env[BOOT_RESOLVED_ENV] === path.resolve(root)
         ? readResolvedBoot(root)
         : resolveUpdateAtBoot(root, () => systemClock.now());
   }

@@ -30,7 +30,7 @@ export interface LaunchPlan {
 
 /** Reads `[--root DIR] …`; `ownDir` is the launcher's folder, the default root. */
 export function planLaunch(argv: string[], ownDir: string): LaunchPlan {
-  let root = ownDir;
+  let root = path.resolve(ownDir);
   const args = [...argv];
   if (args[0] === '--root') {
     if (!args[1]) throw new Error('--root needs a directory');
@@ -62,7 +62,7 @@ async function main(argv: string[]): Promise<void> {
     process.exitCode = RESTART_EXIT_CODE;
     return;
   }
-  if (outcome.resolved) process.env[BOOT_RESOLVED_ENV] = '1';
+  if (outcome.resolved) process.env[BOOT_RESOLVED_ENV] = plan.root;
   process.argv = [process.argv[0]!, outcome.entry, ...plan.args];
   try {
     await import(pathToFileURL(outcome.entry).href);

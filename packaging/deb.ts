@@ -1,8 +1,9 @@
 /**
  * The release as a Debian package, built with dpkg-deb: the release folder under
  * /opt/tps-agent/releases/<version>/, its launcher as /opt/tps-agent/launcher.js (outside
- * every release: dpkg replaces it, never the updater), the unit in /lib/systemd/system, and maintainer
- * scripts that make the user, the config and journal folders and the `current` link
+ * every release: dpkg replaces it, never the updater), the unit in /lib/systemd/system,
+ * and maintainer scripts that make the user, the config and journal folders and the
+ * `current` link
  * (docs/fleet.md, "Releases"; the field engineer's side in docs/install.md).
  */
 import { spawn } from 'node:child_process';
