@@ -23,6 +23,16 @@ import {
   type UpdateState,
 } from './update-state.js';
 
+/** The exit code that asks the supervisor (systemd's Restart=) to start `current` again. */
+export const RESTART_EXIT_CODE = 75;
+
+/**
+ * Set by the launcher (bin/tps-agent-launcher.ts) to the update root whose start it resolved
+ * before loading the release: the release reads the decision there and does not count the
+ * boot again. Another root (a config whose update.root is elsewhere) is resolved as before.
+ */
+export const BOOT_RESOLVED_ENV = 'TPS_UPDATE_BOOT_RESOLVED';
+
 /** Starts a release gets to prove itself healthy; a release that crashes keeps failing. */
 export const MAX_TRIAL_BOOTS = 3;
 
@@ -79,13 +89,15 @@ export function resolveUpdateAtBoot(root: string, now: () => Date): BootDecision
 function startTrial(root: string, trial: Trial): BootDecision {
   const boots = trial.boots + 1;
   if (boots > MAX_TRIAL_BOOTS) {
-    const { order_id, from, to } = trial;
+    const { order_id, from, to, start_error } = trial;
     const rolling = {
       phase: 'rolling_back' as const,
       order_id,
       from,
       to,
-      reason: `did not prove healthy in ${MAX_TRIAL_BOOTS} starts`,
+      reason: start_error
+        ? `the release did not start (${MAX_TRIAL_BOOTS} tries): ${start_error}`.slice(0, 500)
+        : `did not prove healthy in ${MAX_TRIAL_BOOTS} starts`,
     };
     writeUpdateState(root, rolling);
     return rollBack(root, rolling, () => new Date());
@@ -116,4 +128,26 @@ export function rollBack(
     },
   });
   return { restart: true, reason: `rolled back from ${state.to}: ${state.reason}` };
+}
+
+/**
+ * The decision the launcher (bin/tps-agent-launcher.ts) took for this start, read without
+ * changing anything: the boot was counted once already, before the release loaded.
+ */
+export function readResolvedBoot(root: string): BootDecision {
+  const running = currentVersion(root);
+  const state = readUpdateState(root);
+  if (state.phase === 'trial' && state.to === running)
+    return { restart: false, running, trial: state };
+  return { restart: false, running };
+}
+
+/**
+ * The launcher could not load the release on trial: the reason is kept for the roll-back
+ * that follows once the starts run out. Outside a trial nothing is recorded.
+ */
+export function recordStartFailure(root: string, message: string): void {
+  const state = readUpdateState(root);
+  if (state.phase !== 'trial' || state.to !== currentVersion(root)) return;
+  writeUpdateState(root, { ...state, start_error: message.slice(0, 300) });
 }

@@ -22,7 +22,13 @@ export const UpdateState = z.discriminatedUnion('phase', [
   /** About to move `current` from `from` to `to`. */
   z.object({ phase: z.literal('switching'), ...Switch }),
   /** `current` is `to`; it has `boots` starts to prove itself healthy. */
-  z.object({ phase: z.literal('trial'), ...Switch, boots: z.int().min(0) }),
+  z.object({
+    phase: z.literal('trial'),
+    ...Switch,
+    boots: z.int().min(0),
+    /** Why the last start could not even load the release (the launcher records it). */
+    start_error: z.string().max(500).optional(),
+  }),
   /** `to` failed; `current` goes back to `from`. */
   z.object({ phase: z.literal('rolling_back'), ...Switch, reason: z.string().max(500) }),
 ]);

@@ -3,6 +3,7 @@
  * (update-boot.ts) before anything opens; then orders from the link go to the updater,
  * which checks health (broker, journal, reader) for a trial.
  */
+import path from 'node:path';
 import type { Logger } from 'pino';
 import { systemClock, systemTimers } from '../common/clock.js';
 import { readKeptConfig } from './fleet-config.js';
@@ -11,11 +12,15 @@ import type { UpdateOrderMessage } from '../protocol/index.js';
 import type { RunningAgent } from './agent.js';
 import type { AgentConfig } from './config.js';
 import type { ReaderPort } from './ports.js';
-import { resolveUpdateAtBoot, type BootDecision } from './update-boot.js';
+import {
+  BOOT_RESOLVED_ENV,
+  readResolvedBoot,
+  resolveUpdateAtBoot,
+  type BootDecision,
+} from './update-boot.js';
 import { Updater } from './updater.js';
 
-/** The exit code that asks the supervisor (systemd's Restart=) to start `current` again. */
-export const RESTART_EXIT_CODE = 75;
+export { RESTART_EXIT_CODE } from './update-boot.js';
 
 const READER_ANSWER_MS = 5000;
 
@@ -37,7 +42,13 @@ export interface PreparedUpdates {
 export function prepareUpdates(config: AgentConfig, logger: Logger): PreparedUpdates {
   const log = partLogger(logger, 'updater');
   let decision: BootDecision = { restart: false, running: undefined };
-  if (config.update) decision = resolveUpdateAtBoot(config.update.root, () => systemClock.now());
+  if (config.update) {
+    const { root } = config.update;
+    decision =
+      process.env[BOOT_RESOLVED_ENV] === path.resolve(root)
+        ? readResolvedBoot(root)
+        : resolveUpdateAtBoot(root, () => systemClock.now());
+  }
   // Orders that come before the agent is wired wait here (the retained one comes at once).
   let early: UpdateOrderMessage | undefined;
   let updater: Updater | undefined;

@@ -60,7 +60,8 @@ function cpuSecondsOf(pid: number): number {
 function unitNodeFlags(release: string): string[] {
   const unit = fs.readFileSync(path.join(release, 'systemd/tps-agent.service'), 'utf8');
   const words = /^ExecStart=(.*)$/m.exec(unit)?.[1]?.split(/\s+/) ?? [];
-  const script = words.findIndex((word) => word.endsWith('/bin/tps-agent.js'));
+  // The script is the launcher (/opt/tps-agent/launcher.js) or, before it, the agent's entry.
+  const script = words.findIndex((word) => word.endsWith('.js'));
   return words.slice(1, Math.max(1, script));
 }
 

@@ -1,7 +1,9 @@
 /**
  * The release as a Debian package, built with dpkg-deb: the release folder under
- * /opt/tps-agent/releases/<version>/, the unit in /lib/systemd/system, and maintainer
- * scripts that make the user, the config and journal folders and the `current` link
+ * /opt/tps-agent/releases/<version>/, its launcher as /opt/tps-agent/launcher.js (outside
+ * every release: dpkg replaces it, never the updater), the unit in /lib/systemd/system,
+ * and maintainer scripts that make the user, the config and journal folders and the
+ * `current` link
  * (docs/fleet.md, "Releases"; the field engineer's side in docs/install.md).
  */
 import { spawn } from 'node:child_process';
@@ -9,6 +11,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Arch } from './manifest.js';
+
+/** The launcher in a release folder (bundled by package-agent.ts). */
+export const LAUNCHER_FILE = 'bin/tps-agent-launcher.js';
 
 const DEB_ARCH: Record<Arch, string> = { 'linux-x64': 'amd64', 'linux-arm64': 'arm64' };
 
@@ -119,6 +124,11 @@ export async function buildDeb(input: DebInput): Promise<void> {
     const releaseDir = path.join(root, 'opt/tps-agent/releases', input.version);
     fs.mkdirSync(path.dirname(releaseDir), { recursive: true });
     fs.cpSync(input.release, releaseDir, { recursive: true });
+    fs.copyFileSync(
+      path.join(input.release, LAUNCHER_FILE),
+      path.join(root, 'opt/tps-agent/launcher.js'),
+    );
+    fs.chmodSync(path.join(root, 'opt/tps-agent/launcher.js'), 0o755);
     const unitDir = path.join(root, 'lib/systemd/system');
     fs.mkdirSync(unitDir, { recursive: true });
     fs.copyFileSync(

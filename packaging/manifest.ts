@@ -20,7 +20,7 @@ import type { z } from 'zod';
 export type Arch = z.infer<typeof ReleaseArch>;
 
 /** Files run directly: the entry. The rest are read, not executed. */
-const EXECUTABLE = new Set(['bin/tps-agent.js']);
+const EXECUTABLE = new Set(['bin/tps-agent.js', 'bin/tps-agent-launcher.js']);
 
 /** Every file of the folder, sorted, as the manifest lists them; sets each file's mode. */
 export function listReleaseFiles(folder: string): ReleaseFile[] {

@@ -17,7 +17,7 @@ import {
   type ReleaseManifest,
 } from '../protocol/release.js';
 import { EXTERNAL_PACKAGES, bundleAgent } from './bundle.js';
-import { buildDeb, debFileName } from './deb.js';
+import { LAUNCHER_FILE, buildDeb, debFileName } from './deb.js';
 import { loadSigningKey, writeManifest, type Arch } from './manifest.js';
 import { copyNativeModules } from './native-modules.js';
 
@@ -67,6 +67,12 @@ async function packageOne(
 
   const { inputs } = await bundleAgent(ROOT, path.join(folder, 'bin/tps-agent.js'));
   log(`${arch}: bundled ${inputs.length} files, no relay code`);
+  // The launcher travels with each release; the .deb installs it outside them (deb.ts).
+  await bundleAgent(
+    ROOT,
+    path.join(folder, LAUNCHER_FILE),
+    path.join(ROOT, 'bin/tps-agent-launcher.ts'),
+  );
   const packages = await copyNativeModules({
     root: ROOT,
     arch,

@@ -40,12 +40,20 @@ interface Run {
 function unitNodeFlags(release: string): string[] {
   const unit = fs.readFileSync(path.join(release, 'systemd/tps-agent.service'), 'utf8');
   const words = /^ExecStart=(.*)$/m.exec(unit)?.[1]?.split(/\s+/) ?? [];
-  return words.slice(1, words.indexOf('/opt/tps-agent/current/bin/tps-agent.js'));
+  return words.slice(1, words.indexOf('/opt/tps-agent/launcher.js'));
 }
 
-/** `node [flags] bin/tps-agent.js …` in `cwd`, as a field engineer (or the unit) runs it. */
-function runAgentCli(cwd: string, args: string[], flags: string[] = []) {
-  const child = spawn(process.execPath, [...flags, 'bin/tps-agent.js', ...args], {
+/**
+ * `node [flags] <entry> …` in `cwd`, as a field engineer runs `bin/tps-agent.js` (or the
+ * unit runs the launcher).
+ */
+function runAgentCli(
+  cwd: string,
+  args: string[],
+  flags: string[] = [],
+  entry = 'bin/tps-agent.js',
+) {
+  const child = spawn(process.execPath, [...flags, entry, ...args], {
     cwd,
     env: { PATH: process.env.PATH, TPS_LOG_FORMAT: 'json' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -219,7 +227,16 @@ describe('the packaged agent (linux-x64)', () => {
     });
     const flags = unitNodeFlags(unpacked);
     expect(flags).toContain('--max-semi-space-size=1');
-    const agent = runAgentCli(unpacked, ['--config', config], flags);
+    // The .deb's layout: the launcher beside `current`, no node_modules of its own.
+    const opt = path.join(work, 'opt-tps-agent');
+    fs.mkdirSync(path.join(opt, 'releases'), { recursive: true });
+    fs.symlinkSync(unpacked, path.join(opt, 'releases', version));
+    fs.symlinkSync(path.join('releases', version), path.join(opt, 'current'));
+    fs.copyFileSync(
+      path.join(unpacked, 'bin/tps-agent-launcher.js'),
+      path.join(opt, 'launcher.js'),
+    );
+    const agent = runAgentCli(opt, ['--config', config], flags, 'launcher.js');
     const pos = (operation: string, body: object) =>
       post(
         relay.baseUrl,
@@ -338,6 +355,11 @@ describe('the packaged agent (linux-x64)', () => {
     expect(files.has(`${releaseDir}/${RELEASE_MANIFEST_FILE}`)).toBe(true);
     expect(files.has(`${releaseDir}/${RELEASE_SIGNATURE_FILE}`)).toBe(true);
     expect(files.get('/lib/systemd/system/tps-agent.service')?.mode).toBe('-rw-r--r--');
+    // Outside every release and root's: dpkg replaces the launcher, never the updater.
+    expect(files.get('/opt/tps-agent/launcher.js')).toEqual({
+      mode: '-rwxr-xr-x',
+      owner: 'root/root',
+    });
     // `current` is made by postinst, so that the updater (not dpkg) owns the switch.
     expect(files.has('/opt/tps-agent/current')).toBe(false);
 
@@ -356,10 +378,10 @@ describe('the packaged agent (linux-x64)', () => {
     expect(postinst).toContain('mv -T /opt/tps-agent/current.new /opt/tps-agent/current');
   });
 
-  it('ships the unit for the release layout: it runs current/bin/tps-agent.js as tps-agent', () => {
+  it('ships the unit for the release layout: it runs the launcher (then current/bin/tps-agent.js) as tps-agent', () => {
     const unit = fs.readFileSync(path.join(unpacked, 'systemd/tps-agent.service'), 'utf8');
     expect(unit).toMatch(
-      /^ExecStart=\/usr\/bin\/node (--[\w-]+(=\S+)? )*\/opt\/tps-agent\/current\/bin\/tps-agent\.js --config \/etc\/tps-agent\/agent\.json$/m,
+      /^ExecStart=\/usr\/bin\/node (--[\w-]+(=\S+)? )*\/opt\/tps-agent\/launcher\.js --config \/etc\/tps-agent\/agent\.json$/m,
     );
     expect(unit).toMatch(/^User=tps-agent$/m);
     expect(unit).toMatch(/^ReadWritePaths=\/opt\/tps-agent$/m);

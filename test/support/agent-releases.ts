@@ -33,8 +33,11 @@ export const ARCH = thisArch() ?? 'linux-x64';
 export interface ReleaseOptions {
   version: string;
   privateKeyPem: string;
-  /** `unhealthy`: the agent runs with a reader that is not there, so it never answers. */
-  health?: 'healthy' | 'unhealthy';
+  /**
+   * `unhealthy`: the agent runs with a reader that is not there, so it never answers.
+   * `broken`: the entry throws as it loads, before any of the agent's code runs.
+   */
+  health?: 'healthy' | 'unhealthy' | 'broken';
   /** Change the entry after signing: its hash no longer matches the manifest. */
   tamperFile?: boolean;
 }
@@ -82,6 +85,11 @@ export async function buildRelease(dir: string, options: ReleaseOptions): Promis
 }
 
 function entryScript(options: ReleaseOptions): string {
+  if (options.health === 'broken') {
+    return `// tps-agent ${options.version} (a test release): cannot even load.
+throw new Error('tps-agent ${options.version} is broken: it throws as it loads');
+`;
+  }
   const unhealthy =
     options.health === 'unhealthy'
       ? `
@@ -210,7 +218,10 @@ export class UpdateDesk {
   }
 }
 
-/** Starts `<root>/current/bin/tps-agent.js` again whenever it exits. */
+/**
+ * Starts `<root>/current/bin/tps-agent.js` again whenever it exits; with `launcher`, through
+ * bin/tps-agent-launcher.ts, as the packaged unit does.
+ */
 export class Supervisor {
   starts = 0;
   readonly exits: Array<{ code: number | null; signal: string | null }> = [];
@@ -222,19 +233,17 @@ export class Supervisor {
     private readonly root: string,
     private readonly configFile: string,
     private readonly env: Record<string, string> = {},
+    private readonly launcher = false,
   ) {}
 
   start(): void {
     this.starts += 1;
+    const entry = this.launcher
+      ? [path.join(repo, 'bin/tps-agent-launcher.ts'), '--root', this.root]
+      : [path.join(this.root, 'current/bin/tps-agent.js')];
     const child = spawn(
       process.execPath,
-      [
-        '--import',
-        'tsx',
-        path.join(this.root, 'current/bin/tps-agent.js'),
-        '--config',
-        this.configFile,
-      ],
+      ['--import', 'tsx', ...entry, '--config', this.configFile],
       { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...this.env } },
     );
     this.child = child;
@@ -284,6 +293,8 @@ export interface UpdatableTerminal {
   relay: string;
   readerDelayMs?: number;
   env?: Record<string, string>;
+  /** Started through the launcher (bin/tps-agent-launcher.ts), as the packaged unit does. */
+  launcher?: boolean;
 }
 
 /**
@@ -307,7 +318,7 @@ export async function startUpdatableTerminal(t: UpdatableTerminal) {
       update: { root: t.root, public_key: 'release-key.pem', relay: t.relay, health_deadline_s: 5 },
     }),
   );
-  const supervisor = new Supervisor(t.root, configFile, t.env);
+  const supervisor = new Supervisor(t.root, configFile, t.env, t.launcher);
   supervisor.start();
   return { root: t.root, configFile, supervisor };
 }
