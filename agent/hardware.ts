@@ -39,7 +39,7 @@ export interface Hardware {
 }
 
 export interface HardwareOptions {
-  /** Follows the native reader's line, for remote diagnostics (fleet-trace.ts). */
+  /** Follows the reader's line (native frames, ZVT APDUs), for remote diagnostics (fleet-trace.ts). */
   trace?: LineTrace;
 }
 
@@ -50,7 +50,9 @@ export function openHardware(
 ): Hardware {
   const { reader, printer } = config;
   const readerLogger = partLogger(logger, 'reader');
-  if (reader.protocol === 'zvt') return withPrinter(zvtHardware(config, readerLogger), printer);
+  if (reader.protocol === 'zvt') {
+    return withPrinter(zvtHardware(config, readerLogger, options.trace), printer);
+  }
   const tap = options.trace ? (stream: Duplex) => options.trace!.tap(stream) : undefined;
   const emulated = reader.emulated
     ? emulatedReader({
@@ -77,10 +79,12 @@ export function openHardware(
 function zvtHardware(
   config: Pick<AgentConfig, 'reader' | 'data_dir'>,
   logger: Logger,
+  trace: LineTrace | undefined,
 ): Omit<Hardware, 'printer'> {
   const { reader } = config;
   const settings = {
     stateFile: zvtStateFile(config.data_dir),
+    ...(trace ? { trace } : {}),
     ...(reader.password !== undefined ? { password: reader.password } : {}),
     ...(reader.profile !== undefined ? { profile: reader.profile } : {}),
   };
