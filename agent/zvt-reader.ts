@@ -45,6 +45,8 @@ export interface ZvtDriverSettings {
   t4Ms?: number;
   /** Follows the APDUs of each (re)opened channel, for remote diagnostics. */
   trace?: LineTrace;
+  /** The terminal's software version when a status enquiry brings a new one. */
+  onSoftwareVersion?: (version: string) => void;
 }
 
 /** What a ZVT terminal can do under the configured profile: the agent says it to the relay. */
@@ -68,7 +70,7 @@ export async function driverOn(
   description: string,
   settings: ZvtDriverSettings,
 ): Promise<ReaderConnection> {
-  const { logger, password, profile, stateFile, t3Ms, t4Ms, trace } = settings;
+  const { logger, password, profile, stateFile, t3Ms, t4Ms, trace, onSoftwareVersion } = settings;
   trace?.tapApdus(channel);
   const options: ZvtReaderOptions = {
     channel,
@@ -78,6 +80,7 @@ export async function driverOn(
     ...(profile !== undefined ? { profile } : {}),
     ...(t3Ms !== undefined ? { t3Ms } : {}),
     ...(t4Ms !== undefined ? { t4Ms } : {}),
+    ...(onSoftwareVersion ? { onSoftwareVersion } : {}),
   };
   const reader = await openZvtCardReader(options);
   return { reader, description, close: () => reader.close() };
