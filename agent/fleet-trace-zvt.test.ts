@@ -63,6 +63,9 @@ describe('the trace of a ZVT terminal', () => {
       const all = JSON.stringify(frames);
       expect(all).not.toContain(PASSWORD);
       expect(all).not.toMatch(/\d{12,19}/);
+      // The receipt's masked card number keeps only its last 4 digits.
+      expect(all).toContain('************0119');
+      expect(all).not.toContain('476173******0119');
     } finally {
       await emulated.close();
     }
@@ -87,6 +90,10 @@ describe('the trace of a ZVT terminal', () => {
     await channel.send(messageBytes(registration({ password: PASSWORD })));
     peer.emit(
       'apdu',
+      messageBytes({ type: 'print-line', attribute: 0, text: 'VISA    476173******0119' }),
+    );
+    peer.emit(
+      'apdu',
       messageBytes({
         type: 'status-information',
         bmps: bmpsFrom({ resultCode: 0, amount: 500, pan: '4761739001010119', expiryDate: '2812' }),
@@ -94,11 +101,12 @@ describe('the trace of a ZVT terminal', () => {
     );
     expect(sent).toHaveLength(2); // the driver's APDUs still go out
     const texts = trace.snapshot().frames.map((f) => f.text);
-    expect(texts).toHaveLength(3);
+    expect(texts).toHaveLength(4);
     expect(texts[0]).toMatch(/23 [^=]*=\(\d+ bytes, not shown\)/);
     expect(texts[1]).toMatch(/^06 00 registration {2}password \(not shown\)/);
-    expect(texts[2]).toMatch(/22 pan=\(8 bytes, not shown\)/);
-    expect(texts[2]).toMatch(/0E expiry[^=]*=\(2 bytes, not shown\)/);
+    expect(texts[2]).toBe('06 D1 print line  attr 00 "VISA    ************0119"');
+    expect(texts[3]).toMatch(/22 pan=\(8 bytes, not shown\)/);
+    expect(texts[3]).toMatch(/0E expiry[^=]*=\(2 bytes, not shown\)/);
     const all = texts.join('\n');
     expect(all).not.toContain('4761739001010119');
     expect(all).not.toContain('476173');

@@ -44,6 +44,16 @@ export function maskDigitRuns(text: string): string {
   );
 }
 
+/**
+ * A card number the terminal masked (on a receipt line: `476173******0119`) keeps only its
+ * last 4 digits in the trace, as on the customer's copy: the trace leaves the terminal.
+ */
+export function maskMaskedCardNumbers(text: string): string {
+  return text.replace(/[0-9*]{12,19}/g, (run) =>
+    run.includes('*') ? `${'*'.repeat(run.length - 4)}${run.slice(-4)}` : run,
+  );
+}
+
 export class LineTrace {
   private frames: TracedFrame[] = [];
   private dropped = 0;
@@ -75,7 +85,7 @@ export class LineTrace {
         context = { command: message.type };
         if (ZVT_PAYMENT_STARTS.has(message.type)) this.restart(undefined);
       }
-      this.add(direction, text);
+      this.add(direction, maskMaskedCardNumbers(text));
     };
     channel.on('apdu', (apdu) => add('reader→host', apdu));
     const send = channel.send.bind(channel);
