@@ -98,6 +98,8 @@ export interface RunningAgent {
   readonly link: AgentLink;
   /** READY when no payment is under way (an update waits for it). */
   readonly transactionState: TerminalTransactionState;
+  /** The reader told more about itself (a ZVT terminal's software version): say it again. */
+  readerFacts(reader: { model?: string; firmware?: string }): void;
 }
 
 export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<RunningAgent> {
@@ -145,6 +147,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
   heartbeat.update({ connected: false, transaction_state: executor.transactionState });
 
   const fleet = deps.fleet ?? {};
+  let readerFacts = fleet.reader;
   const applier = new FleetConfigApplier({
     base: fleet.base ?? config,
     running: config,
@@ -200,20 +203,23 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
           logger: partLogger(logger, 'diagnostics'),
         }).then((reply) => reply && link.publishFleet('diagnosticReply', reply, false)),
       connected: () => {
-        const facts: FactsMessage = {
-          agent_version: AGENT_VERSION,
-          reader: {
-            protocol: (deps.readerCapabilities ?? NATIVE_READER_CAPABILITIES).protocol,
-            ...fleet.reader,
-          },
-          at: clock.now().toISOString(),
-        };
-        link.publishFleet('facts', facts, true);
+        publishFacts();
         applier.repeat();
       },
     },
   });
   wired.link = link;
+  function publishFacts(): void {
+    const facts: FactsMessage = {
+      agent_version: AGENT_VERSION,
+      reader: {
+        protocol: (deps.readerCapabilities ?? NATIVE_READER_CAPABILITIES).protocol,
+        ...readerFacts,
+      },
+      at: clock.now().toISOString(),
+    };
+    link.publishFleet('facts', facts, true);
+  }
   link.start();
   heartbeat.start();
   recovery.catch((error: unknown) => logger.error({ err: error }, 'recovery failed'));
@@ -224,6 +230,10 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     link,
     get transactionState() {
       return executor.transactionState;
+    },
+    readerFacts: (reader) => {
+      readerFacts = reader;
+      if (link.connected) publishFacts();
     },
     stop: () =>
       (stopping ??= (async () => {

@@ -238,12 +238,13 @@ async function runDaemon(file: string): Promise<void> {
         base,
         restart: () => void restart(),
         setLogLevel: (level) => levels.set(level),
-        reader: { model: hardware.model },
+        reader: hardware.facts(),
         ...(refused ? { refused } : {}),
         logs,
         trace,
       },
     });
+    hardware.onFactsChanged(() => agent.readerFacts(hardware.facts()));
     return { agent, hardware };
   };
   let running: Awaited<ReturnType<typeof start>> | undefined;

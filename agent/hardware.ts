@@ -33,13 +33,27 @@ export interface Hardware {
   /** What the reader can do: the agent tells the relay with its presence. */
   capabilities: ReaderCapabilities;
   printer?: PrinterPort;
-  /** The reader's model as far as the agent can tell, for the fleet's facts. */
-  model: string;
+  /** The reader's model and firmware as far as the agent can tell, for the fleet's facts. */
+  facts(): ReaderFacts;
+  /** Called when the reader told something new about itself (a ZVT software version). */
+  onFactsChanged(listener: () => void): void;
   close(): Promise<void>;
 }
 
+export interface ReaderFacts {
+  model: string;
+  firmware?: string;
+}
+
+/** What the fleet's facts take of a text the reader sent: printable, at most 64 characters. */
+const factText = (text: string): string =>
+  text
+    .replace(/[^\x20-\x7e]/g, ' ')
+    .trim()
+    .slice(0, 64);
+
 export interface HardwareOptions {
-  /** Follows the native reader's line, for remote diagnostics (fleet-trace.ts). */
+  /** Follows the reader's line (native frames, ZVT APDUs), for remote diagnostics (fleet-trace.ts). */
   trace?: LineTrace;
 }
 
@@ -50,7 +64,9 @@ export function openHardware(
 ): Hardware {
   const { reader, printer } = config;
   const readerLogger = partLogger(logger, 'reader');
-  if (reader.protocol === 'zvt') return withPrinter(zvtHardware(config, readerLogger), printer);
+  if (reader.protocol === 'zvt') {
+    return withPrinter(zvtHardware(config, readerLogger, options.trace), printer);
+  }
   const tap = options.trace ? (stream: Duplex) => options.trace!.tap(stream) : undefined;
   const emulated = reader.emulated
     ? emulatedReader({
@@ -67,7 +83,10 @@ export function openHardware(
     {
       reader: driverReader,
       capabilities: NATIVE_READER_CAPABILITIES,
-      model: emulated ? 'emulated native reader' : `native reader on ${reader.port ?? '?'}`,
+      facts: () => ({
+        model: emulated ? 'emulated native reader' : `native reader on ${reader.port ?? '?'}`,
+      }),
+      onFactsChanged: () => undefined,
       close: () => (emulated ? emulated.close() : driverReader.close()),
     },
     printer,
@@ -77,10 +96,28 @@ export function openHardware(
 function zvtHardware(
   config: Pick<AgentConfig, 'reader' | 'data_dir'>,
   logger: Logger,
+  trace: LineTrace | undefined,
 ): Omit<Hardware, 'printer'> {
   const { reader } = config;
+  // The terminal says its software version in answer to a status enquiry (heartbeat, doctor).
+  let firmware: string | undefined;
+  const listeners: (() => void)[] = [];
+  const known = {
+    onFactsChanged: (listener: () => void) => void listeners.push(listener),
+  };
+  const facts = (model: string) => () => ({
+    model,
+    ...(firmware !== undefined ? { firmware } : {}),
+  });
   const settings = {
     stateFile: zvtStateFile(config.data_dir),
+    ...(trace ? { trace } : {}),
+    onSoftwareVersion: (version: string) => {
+      const text = factText(version);
+      if (text === '' || text === firmware) return;
+      firmware = text;
+      for (const listener of listeners) listener();
+    },
     ...(reader.password !== undefined ? { password: reader.password } : {}),
     ...(reader.profile !== undefined ? { profile: reader.profile } : {}),
   };
@@ -94,7 +131,8 @@ function zvtHardware(
     return {
       reader: emulated.reader,
       capabilities: emulated.capabilities,
-      model: `emulated ZVT terminal (${reader.profile ?? 'generic'} profile)`,
+      facts: facts(`emulated ZVT terminal (${reader.profile ?? 'generic'} profile)`),
+      ...known,
       close: emulated.close,
     };
   }
@@ -105,7 +143,8 @@ function zvtHardware(
   return {
     reader: driverReader,
     capabilities: zvtReaderCapabilities(reader.profile),
-    model: `ZVT terminal (${reader.profile ?? 'generic'} profile)`,
+    facts: facts(`ZVT terminal (${reader.profile ?? 'generic'} profile)`),
+    ...known,
     close: () => driverReader.close(),
   };
 }

@@ -24,6 +24,7 @@ import {
 } from '../firmware-bridge/zvt/reader/zvt-card-reader.js';
 import { ZvtSerialLink } from '../firmware-bridge/zvt/serial-link.js';
 import type { ReaderCapabilities } from '../protocol/reader-capabilities.js';
+import type { LineTrace } from './fleet-trace.js';
 import {
   DriverReader,
   type OpenReaderConnection,
@@ -42,6 +43,10 @@ export interface ZvtDriverSettings {
   /** ZVT timers, for tests (defaults T3 5 s, T4 180 s). */
   t3Ms?: number;
   t4Ms?: number;
+  /** Follows the APDUs of each (re)opened channel, for remote diagnostics. */
+  trace?: LineTrace;
+  /** The terminal's software version when a status enquiry brings a new one. */
+  onSoftwareVersion?: (version: string) => void;
 }
 
 /** What a ZVT terminal can do under the configured profile: the agent says it to the relay. */
@@ -65,7 +70,8 @@ export async function driverOn(
   description: string,
   settings: ZvtDriverSettings,
 ): Promise<ReaderConnection> {
-  const { logger, password, profile, stateFile, t3Ms, t4Ms } = settings;
+  const { logger, password, profile, stateFile, t3Ms, t4Ms, trace, onSoftwareVersion } = settings;
+  trace?.tapApdus(channel);
   const options: ZvtReaderOptions = {
     channel,
     stateFile,
@@ -74,6 +80,7 @@ export async function driverOn(
     ...(profile !== undefined ? { profile } : {}),
     ...(t3Ms !== undefined ? { t3Ms } : {}),
     ...(t4Ms !== undefined ? { t4Ms } : {}),
+    ...(onSoftwareVersion ? { onSoftwareVersion } : {}),
   };
   const reader = await openZvtCardReader(options);
   return { reader, description, close: () => reader.close() };

@@ -15,6 +15,8 @@
  * currency as decimal numbers, other BCD as its digits, bytes as hex, text quoted, binary
  * as hex. Texts over 60 characters are cut unless `full`. Card numbers arrive masked by the
  * terminal and are shown as they are (E as `*`); track data, CVV and PIN data only by size.
+ * `cardData: 'hidden'` (the fleet's trace, which leaves the terminal) also shows the PAN and
+ * the expiry only by size, never the password, and data the codec cannot read only by size.
  */
 import { BMP_SPECS, type Bmp } from '../zvt/bmp.js';
 import { controlName, decodeApdu, hex, hexBytes } from '../zvt/apdu.js';
@@ -42,10 +44,22 @@ export interface ZvtApduText {
 /** PT → ECR messages the codec keeps as `other` (zvt-notes §5.1). */
 const OTHER_PT_MESSAGES = new Set(['06 D0', '06 E4']);
 
-export function apduText(apdu: Buffer, context: DecodeContext = {}, full = false): ZvtApduText {
+export interface ApduTextOptions {
+  /** `hidden`: card data (PAN, expiry, tracks…), the password and unread data by size only. */
+  cardData?: 'shown' | 'hidden';
+}
+
+export function apduText(
+  apdu: Buffer,
+  context: DecodeContext = {},
+  full = false,
+  options: ApduTextOptions = {},
+): ZvtApduText {
+  const hide = options.cardData === 'hidden';
+  const raw = (bytes: Buffer) => (hide ? `(${bytes.length} bytes)` : cut(hexBytes(bytes), full));
   const parsed = decodeApdu(apdu);
   if (!parsed.ok) {
-    return { text: `undecodable APDU (${parsed.error.message}): ${cut(hexBytes(apdu), full)}` };
+    return { text: `undecodable APDU (${parsed.error.message}): ${raw(apdu)}` };
   }
   const { cls, ins } = parsed.value;
   const ack = cls === 0x80 || cls === 0x84;
@@ -57,13 +71,13 @@ export function apduText(apdu: Buffer, context: DecodeContext = {}, full = false
   if (!decoded.ok) {
     const { code, offset, message } = decoded.error;
     return {
-      text: `${head}  undecodable (${code} at ${offset}: ${message}): ${cut(hexBytes(apdu), full)}`,
+      text: `${head}  undecodable (${code} at ${offset}: ${message}): ${raw(apdu)}`,
       sender: senderOfControl(parsed.value.cls, control),
     };
   }
   const message = decoded.value;
   return {
-    text: `${head}${bodyText(message, full)}`,
+    text: `${head}${bodyText(message, full, hide)}`,
     ...(message.type === 'ack' ? {} : { sender: senderOf(message, control) }),
     message,
   };
@@ -80,7 +94,8 @@ function senderOfControl(cls: number, control: string): ZvtSender | undefined {
   return cls === 0x04 || OTHER_PT_MESSAGES.has(control) ? 'pt' : 'ecr';
 }
 
-function bodyText(message: ZvtMessage, full: boolean): string {
+function bodyText(message: ZvtMessage, full: boolean, hide: boolean): string {
+  const password = (value: string) => `password ${hide ? '(not shown)' : value}`;
   const parts: string[] = [];
   switch (message.type) {
     case 'ack':
@@ -88,12 +103,16 @@ function bodyText(message: ZvtMessage, full: boolean): string {
       else if (message.code === 0x00) parts.push('positive acknowledgement (84 00)');
       else parts.push(`negative acknowledgement ${resultCodeText(message.code)}`);
       if (message.data.length > 0) {
-        parts.push(message.bmps ? bmpsText(message.bmps, full) : `data ${hexBytes(message.data)}`);
+        parts.push(
+          message.bmps
+            ? bmpsText(message.bmps, full, {}, hide)
+            : `data ${hide ? `(${message.data.length} bytes)` : hexBytes(message.data)}`,
+        );
       }
       return ` ${parts.join(' ')}`;
     case 'registration':
       parts.push(
-        `password ${message.password}`,
+        password(message.password),
         `config ${hex(message.config)}`,
         ...(message.currency === undefined ? [] : [`currency ${message.currency}`]),
       );
@@ -103,7 +122,7 @@ function bodyText(message: ZvtMessage, full: boolean): string {
     case 'end-of-day':
     case 'repeat-receipt':
     case 'status-enquiry':
-      if (message.password !== undefined) parts.push(`password ${message.password}`);
+      if (message.password !== undefined) parts.push(password(message.password));
       break;
     case 'intermediate-status':
       parts.push(intermediateStatusText(message.status));
@@ -111,7 +130,7 @@ function bodyText(message: ZvtMessage, full: boolean): string {
       break;
     case 'print-line':
       parts.push(`attr ${hex(message.attribute)}`, quote(message.text, full));
-      if (message.tlv) parts.push(`06 tlv=${tlvText(message.tlv.items, full)}`);
+      if (message.tlv) parts.push(`06 tlv=${tlvText(message.tlv.items, full, hide)}`);
       break;
     case 'completion':
       if (message.status) {
@@ -129,7 +148,11 @@ function bodyText(message: ZvtMessage, full: boolean): string {
       if (message.currency !== undefined) parts.push(`currency ${message.currency}`);
       break;
     case 'other':
-      if (message.data.length > 0) parts.push(`data ${cut(hexBytes(message.data), full)}`);
+      if (message.data.length > 0) {
+        parts.push(
+          `data ${hide ? `(${message.data.length} bytes)` : cut(hexBytes(message.data), full)}`,
+        );
+      }
       return parts.length > 0 ? `  ${parts.join(' ')}` : '';
     case 'log-off':
     case 'abort-command':
@@ -141,7 +164,7 @@ function bodyText(message: ZvtMessage, full: boolean): string {
     // BMP 19 of a completion is the terminal's status byte, elsewhere the payment type.
     const names: Record<number, string> =
       message.type === 'completion' ? { 0x19: 'status-byte' } : {};
-    parts.push(bmpsText(message.bmps, full, names));
+    parts.push(bmpsText(message.bmps, full, names, hide));
   }
   return parts.length > 0 ? `  ${parts.join(' ')}` : '';
 }
@@ -150,8 +173,9 @@ export function bmpsText(
   bmps: readonly Bmp[],
   full = false,
   names: Readonly<Record<number, string>> = {},
+  hide = false,
 ): string {
-  return bmps.map((bmp) => bmpText(bmp, full, names[bmp.tag])).join(' ');
+  return bmps.map((bmp) => bmpText(bmp, full, names[bmp.tag], hide)).join(' ');
 }
 
 /** BCD fields that are numbers (amount in minor units, trace, receipt, currency…). */
@@ -162,11 +186,15 @@ const DECIMAL_TAGS: ReadonlySet<number> = new Set([0x04, 0x0b, 0x37, 0x49, 0x87,
  * data, CVV, PIN data. Monitor output gets pasted into tickets, so only their size is shown.
  */
 const SECRET_TAGS: ReadonlySet<number> = new Set([0x23, 0x24, 0x2d, 0x3a, 0xd1]);
+/** Masked by the terminal, but not by every one: hidden where the text leaves the terminal. */
+const CARD_TAGS: ReadonlySet<number> = new Set([0x0e, 0x22]);
 
-function bmpText(bmp: Bmp, full: boolean, alias: string | undefined): string {
+function bmpText(bmp: Bmp, full: boolean, alias: string | undefined, hide: boolean): string {
   const name = alias ?? BMP_SPECS.get(bmp.tag)?.name ?? 'unknown';
   const label = `${hex(bmp.tag)} ${name}`;
-  if (SECRET_TAGS.has(bmp.tag)) return `${label}=(${valueBytes(bmp)} bytes, not shown)`;
+  if (SECRET_TAGS.has(bmp.tag) || (hide && CARD_TAGS.has(bmp.tag))) {
+    return `${label}=(${valueBytes(bmp)} bytes, not shown)`;
+  }
   // The PAN as printed: E is a masked digit, F pads.
   if (bmp.tag === 0x22 && bmp.format === 'bcd') {
     return `${label}=${bmp.value.replace(/F+$/, '').replaceAll('E', '*')}`;
@@ -183,9 +211,9 @@ function bmpText(bmp: Bmp, full: boolean, alias: string | undefined): string {
     case 'text':
       return `${label}=${quote(bmp.value.replace(/\0+$/, ''), full)}`;
     case 'binary':
-      return `${label}=${cut(hexBytes(bmp.value), full)}`;
+      return `${label}=${hide ? `(${bmp.value.length} bytes)` : cut(hexBytes(bmp.value), full)}`;
     case 'tlv':
-      return `${label}=${tlvText(bmp.value.items, full)}`;
+      return `${label}=${tlvText(bmp.value.items, full, hide)}`;
   }
 }
 
@@ -196,14 +224,13 @@ function valueBytes(bmp: Bmp): number {
 }
 
 /** `{1F07=02 25{07="line" 07="line"}}`. */
-function tlvText(items: readonly Tlv[], full: boolean): string {
+function tlvText(items: readonly Tlv[], full: boolean, hide = false): string {
   const inner = items.map((item) => {
     const tag = item.tag.toString(16).toUpperCase().padStart(2, '0');
-    if (isConstructed(item)) return `${tag}${tlvText(item.items, full)}`;
-    // Text lines (07) as text; everything else as hex.
-    return item.tag === 0x07
-      ? `${tag}=${quote(item.value.toString('latin1'), full)}`
-      : `${tag}=${cut(hexBytes(item.value), full)}`;
+    if (isConstructed(item)) return `${tag}${tlvText(item.items, full, hide)}`;
+    // Text lines (07) as text; everything else as hex (hidden: by size).
+    if (item.tag === 0x07) return `${tag}=${quote(item.value.toString('latin1'), full)}`;
+    return `${tag}=${hide ? `(${item.value.length} bytes)` : cut(hexBytes(item.value), full)}`;
   });
   return `{${inner.join(' ')}}`;
 }

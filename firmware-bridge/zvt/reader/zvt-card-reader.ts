@@ -88,6 +88,8 @@ export interface ZvtReaderOptions {
   timers?: Timers;
   clock?: Clock;
   logger?: ZvtReaderLogger;
+  /** The PT's software version, each time a status enquiry brings a new one (fleet facts). */
+  onSoftwareVersion?: (version: string) => void;
 }
 
 const SCREEN_READY = 'Ready';
@@ -112,6 +114,9 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
   private active: string | undefined;
   private screen = SCREEN_READY;
   private registered = false;
+  /** The PT's software version from its last status enquiry that carried one. */
+  softwareVersion: string | undefined;
+  private readonly onSoftwareVersion: ((version: string) => void) | undefined;
 
   constructor(options: ZvtReaderOptions) {
     super();
@@ -123,6 +128,7 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
     this.logger = options.logger;
     this.timers = options.timers ?? systemTimers;
     this.t3Ms = options.t3Ms ?? 5000;
+    this.onSoftwareVersion = options.onSoftwareVersion;
     this.state = new ZvtDriverState(options.stateFile);
     this.session = new ZvtSession(options.channel, {
       t3Ms: this.t3Ms,
@@ -294,6 +300,11 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
       throw linkError(error);
     });
     const terminalStatus = outcome.completion?.status?.terminalStatus;
+    const version = outcome.completion?.status?.softwareVersion;
+    if (version !== undefined && version !== this.softwareVersion) {
+      this.softwareVersion = version;
+      this.onSoftwareVersion?.(version);
+    }
     if (terminalStatus !== undefined) this.screen = terminalStatusText(terminalStatus);
     else if (outcome.kind === 'refused') this.screen = 'Busy';
     const status = this.statusNow();
