@@ -15,8 +15,9 @@ import type {
 } from '../../protocol/index.js';
 import type { Timers } from '../../common/clock.js';
 import type { Principal } from '../accounts/principal.js';
-import type { Cancellation } from '../cancellation.js';
+import { Cancellation } from '../cancellation.js';
 import { ApiError } from '../errors.js';
+import { longPoll, type Parked } from '../long-poll.js';
 import type { TerminalRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
 
@@ -26,7 +27,7 @@ export const MAX_PENDING = 100;
 
 interface Pending {
   terminalId: string;
-  settle: (reply: DiagnosticReplyMessage | undefined) => void;
+  parked: Parked<DiagnosticReplyMessage | undefined>;
 }
 
 export interface FleetDiagnosticsOptions {
@@ -41,6 +42,8 @@ export interface FleetDiagnosticsOptions {
 
 export class FleetDiagnostics {
   private readonly pending = new Map<string, Pending>();
+  /** Cancelled at shutdown: waiting requests end as unanswered. */
+  private readonly closing = new Cancellation();
 
   constructor(private readonly options: FleetDiagnosticsOptions) {}
 
@@ -80,19 +83,19 @@ export class FleetDiagnostics {
       ...(body.lines !== undefined ? { lines: body.lines } : {}),
     };
     const waitMs = (body.wait_seconds ?? DEFAULT_DIAGNOSTIC_WAIT_S) * 1000;
-    const reply = await new Promise<DiagnosticReplyMessage | undefined>((resolve) => {
-      const settle = (value: DiagnosticReplyMessage | undefined) => {
-        if (!this.pending.delete(request.request_id)) return;
-        timers.clearTimeout(timer);
-        gone?.remove(goneAway);
-        resolve(value);
-      };
-      const goneAway = () => settle(undefined);
-      this.pending.set(request.request_id, { terminalId: terminal.id, settle });
-      const timer = timers.setTimeout(() => settle(undefined), waitMs);
-      gone?.add(goneAway);
-      if (!this.options.send(terminal.id, request)) settle(undefined);
-    });
+    const reply = await longPoll<DiagnosticReplyMessage | undefined>(
+      {
+        waitMs,
+        otherwise: () => undefined,
+        cancelledBy: gone ? [gone, this.closing] : [this.closing],
+        timers,
+      },
+      (parked) => {
+        this.pending.set(request.request_id, { terminalId: terminal.id, parked });
+        if (!this.options.send(terminal.id, request)) parked.settle(undefined);
+        return () => this.pending.delete(request.request_id);
+      },
+    );
     if (!reply) {
       logger.info({ terminalId: terminal.id, kind: body.kind }, 'no diagnostic answer in time');
       throw new ApiError(
@@ -115,11 +118,11 @@ export class FleetDiagnostics {
   /** An agent's answer; one for another request, or from another terminal, is ignored. */
   replied(terminalId: string, reply: DiagnosticReplyMessage): void {
     const pending = this.pending.get(reply.request_id);
-    if (pending?.terminalId === terminalId) pending.settle(reply);
+    if (pending?.terminalId === terminalId) pending.parked.settle(reply);
   }
 
   /** Waiting requests end as unanswered. */
   close(): void {
-    for (const pending of [...this.pending.values()]) pending.settle(undefined);
+    this.closing.cancel();
   }
 }
