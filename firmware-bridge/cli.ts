@@ -3,7 +3,12 @@
  * subcommand is a thin shell around a function in tools/ or printer/.
  */
 import { UsageError, parseCommandLine, withUsage } from '../common/cli.js';
-import { EMULATE_USAGE, MONITOR_USAGE, PROBE_USAGE } from './tools/bridge-usage.js';
+import {
+  EMULATE_USAGE,
+  MONITOR_OPTIONS,
+  MONITOR_USAGE,
+  PROBE_USAGE,
+} from './tools/bridge-usage.js';
 import { integer, takeProtocol, untilStopped } from './tools/cli-args.js';
 import { startEmulator } from './tools/emulate.js';
 import { monitorBetween, monitorPort } from './tools/monitor.js';
@@ -125,13 +130,7 @@ async function runMonitor(argv: string[]): Promise<void> {
   const { values, positionals } = parseCommandLine(
     {
       args: argv,
-      options: {
-        between: { type: 'boolean' },
-        baud: { type: 'string' },
-        full: { type: 'boolean' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
+      options: MONITOR_OPTIONS,
       allowPositionals: true,
     },
     MONITOR_USAGE,

@@ -1,5 +1,14 @@
 /** The usage texts of `tps bridge emulate`, `monitor` and `probe` (docs/bench-tools.md). */
 
+/** The options of `tps bridge monitor`, for both reader protocols. */
+export const MONITOR_OPTIONS = {
+  between: { type: 'boolean' },
+  baud: { type: 'string' },
+  full: { type: 'boolean' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
 const PORT = `PORT is a serial port path (/dev/ttyUSB0, /dev/pts/4, COM3) or tcp://HOST:PORT (a
 serial-to-network bridge in raw mode). --protocol zvt: the same for ZVT payment terminals
 ('tps bridge <command> --protocol zvt --help').`;

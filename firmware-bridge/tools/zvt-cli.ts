@@ -20,6 +20,7 @@ import { monitorZvtBetween, monitorZvtPort, relayZvtTcp } from './zvt-monitor.js
 import { resultCodeText } from './zvt-names.js';
 import { probeZvtTerminal, zvtProbeText } from './zvt-probe.js';
 import { ZVT_EMULATE_USAGE, ZVT_MONITOR_USAGE, ZVT_PROBE_USAGE } from './zvt-usage.js';
+import { MONITOR_OPTIONS } from './bridge-usage.js';
 
 const PASSWORD = /^[0-9]{6}$/;
 
@@ -88,13 +89,7 @@ export const runZvtMonitor = withUsage(ZVT_MONITOR_USAGE, async (argv: string[])
   const { values, positionals } = parseCommandLine(
     {
       args: argv,
-      options: {
-        between: { type: 'boolean' },
-        baud: { type: 'string' },
-        full: { type: 'boolean' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
+      options: MONITOR_OPTIONS,
       allowPositionals: true,
     },
     ZVT_MONITOR_USAGE,
