@@ -16,6 +16,7 @@ import {
 } from './fleet-child.js';
 import type { BenchOptions } from './options.js';
 import { Pos } from './pos-api.js';
+import { measureMqttFloor, type MqttFloor } from './mqtt-floor.js';
 import { measureFlows, type FlowsResult } from './pos-clients.js';
 import { startRelayChild } from './relay-child.js';
 
@@ -28,14 +29,38 @@ export interface AgentPathResult {
   agentWarnings: string;
   /** Where the agents' journals were (fleet-child.ts: tmpfs unless told otherwise). */
   journalDir: string;
+  /** The broker alone carrying the flow's MQTT round trips at the rate they came. */
+  mqttFloor?: MqttFloor & { roundTripsPerFlow: number };
 }
+
+/**
+ * Commands a flow sends its terminal: the start. Confirming is the relay's own business,
+ * and the instant-success amount never pauses for a continue.
+ */
+const COMMANDS_PER_FLOW = 1;
 
 const CONNECT_TIMEOUT_MS = 60_000;
 
 export async function runAgentPath(options: BenchOptions): Promise<AgentPathResult> {
+  const measured = await measureAgentPath(options);
+  const { reportsPerFlow, flowsPerSecond } = measured.flows;
+  if (reportsPerFlow === undefined || !flowsPerSecond) return measured;
+  // With the relay and its agents gone, so that the broker has the machine they had.
+  const roundTripsPerFlow = reportsPerFlow + COMMANDS_PER_FLOW;
+  const floor = await measureMqttFloor(
+    flowsPerSecond * roundTripsPerFlow,
+    Math.min(options.seconds, 10),
+  );
+  return { ...measured, mqttFloor: { ...floor, roundTripsPerFlow } };
+}
+
+async function measureAgentPath(options: BenchOptions): Promise<AgentPathResult> {
   // The same relay as the flows phase (in-process simulators, none created): terminals
   // registered with terminal/create are agent terminals, reached over MQTT.
-  const relay = await startRelayChild({ simulatorDelayMs: 2000 });
+  const relay = await startRelayChild({
+    simulatorDelayMs: 2000,
+    env: { BENCH_COUNT_REPORTS: '1' },
+  });
   const pool = new Pool(relay.origin, {
     connections: options.clients,
     pipelining: 1,

@@ -18,6 +18,7 @@ import type {
 
 export interface ChildHooks {
   parked?: () => number;
+  reportsTaken?: () => number;
   /** The agent fleet: its agents for samples, and its own requests. */
   agents?: () => FleetAgents;
   fleet?: (request: FleetRequest) => Promise<FleetReply>;
@@ -88,6 +89,7 @@ export function serveParent(hooks: ChildHooks): void {
       mainThreadCpuMs: mainThreadCpuMs(),
       sockets: process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length,
       ...(hooks.parked ? { parked: hooks.parked() } : {}),
+      ...(hooks.reportsTaken ? { reportsTaken: hooks.reportsTaken() } : {}),
       ...(hooks.agents ? { agents: hooks.agents() } : {}),
     };
   };

@@ -19,6 +19,8 @@ export interface ProcessSample {
   sockets: number;
   /** Long polls parked on the relay's change feed; absent for the other children. */
   parked?: number;
+  /** Reports the relay has taken in, when it counts them (BENCH_COUNT_REPORTS=1). */
+  reportsTaken?: number;
   /** The agent fleet's agents; absent for the other children. */
   agents?: FleetAgents;
 }

@@ -37,7 +37,12 @@ export async function cpuWindow(child: BenchChild, fleet?: BenchChild) {
   const machine = machineBusyMs();
   const started = performance.now();
   return {
-    async end(): Promise<{ seconds: number; cpu: CpuShares; sample: ProcessSample }> {
+    async end(): Promise<{
+      seconds: number;
+      cpu: CpuShares;
+      first: ProcessSample;
+      sample: ProcessSample;
+    }> {
       const wallMs = performance.now() - started;
       const used = process.cpuUsage(client);
       const machineMs = machineBusyMs() - machine;
@@ -64,6 +69,7 @@ export async function cpuWindow(child: BenchChild, fleet?: BenchChild) {
           ...(fleetShare !== undefined ? { fleet: fleetShare } : {}),
           others,
         },
+        first,
         sample,
       };
     },

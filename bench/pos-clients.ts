@@ -42,6 +42,8 @@ export interface FlowsResult {
   heapAfter: number;
   /** CPU use over the measured window: relay (server), POS clients, everything else. */
   cpu: CpuShares;
+  /** Reports the relay took in per flow over the window, where it counts them. */
+  reportsPerFlow?: number;
   /** The relay's CPU profile of the measured window, when asked for, and its top entries. */
   profile?: { file: string; summary: string };
 }
@@ -143,7 +145,10 @@ export async function drive(
 }
 
 export async function runPurchaseFlows(options: BenchOptions): Promise<FlowsResult> {
-  const relay = await startRelayChild({ simulatorDelayMs: 2000 });
+  const relay = await startRelayChild({
+    simulatorDelayMs: 2000,
+    env: { BENCH_COUNT_REPORTS: '1' },
+  });
   const pool = new Pool(relay.origin, {
     connections: options.clients,
     pipelining: 1,
@@ -184,7 +189,11 @@ export async function measureFlows(
   const tally = new Tally();
   const window = await cpuWindow(relay.process, extra.fleet);
   await drive(poses, options.seconds, tally, `flow${extra.phase ?? ''}`);
-  const { seconds, cpu, sample: loaded } = await window.end();
+  const { seconds, cpu, first, sample: loaded } = await window.end();
+  const reportsTaken =
+    first.reportsTaken !== undefined && loaded.reportsTaken !== undefined
+      ? loaded.reportsTaken - first.reportsTaken
+      : undefined;
   const profile =
     extra.profile && options.cpuProfDir
       ? await writeProfile(relay.process, options.cpuProfDir, `relay-flows${extra.phase ?? ''}`)
@@ -210,6 +219,9 @@ export async function measureFlows(
     idleHeap: idle.heapUsed,
     heapAfter: after.heapUsed,
     cpu,
+    ...(reportsTaken !== undefined && tally.flows
+      ? { reportsPerFlow: reportsTaken / tally.flows }
+      : {}),
     ...(profile ? { profile } : {}),
   };
 }

@@ -4,7 +4,7 @@
  * (read by loadCloudConfig); reports its origin, its MQTT broker's address (where agents
  * connect) and its parked long polls over IPC. With BENCH_REPORT_TIMES=1 it also notes
  * when it took in each transaction's result (the relay's diagnostics channel), for the
- * wake-up phase.
+ * wake-up phase; with BENCH_COUNT_REPORTS=1 it counts the reports it takes in.
  */
 import diagnosticsChannel from 'node:diagnostics_channel';
 import { loadCloudConfig } from '../cloud/config.js';
@@ -30,6 +30,13 @@ function recordReportTimes(): () => Array<[string, number]> {
   return () => [...times];
 }
 
+/** How many reports (status and transaction) the relay has taken in. */
+function countReports(): () => number {
+  let taken = 0;
+  diagnosticsChannel.subscribe(REPORT_TAKEN_CHANNEL, () => void taken++);
+  return () => taken;
+}
+
 async function main(): Promise<void> {
   const config = loadCloudConfig(
     {},
@@ -40,10 +47,12 @@ async function main(): Promise<void> {
     { host: '127.0.0.1', port: 0, defaultSimulator: false, logLevel: 'warn' },
   );
   const reportTimes = process.env.BENCH_REPORT_TIMES === '1' ? recordReportTimes() : undefined;
+  const reportsTaken = process.env.BENCH_COUNT_REPORTS === '1' ? countReports() : undefined;
   const relay = await startRelay(config);
   serveParent({
     parked: () => relay.service.feed.size,
     ...(reportTimes ? { reportTimes } : {}),
+    ...(reportsTaken ? { reportsTaken } : {}),
     stop: () => relay.close(),
   });
   // As `tps cloud` does: the fleet phase restarts the relay this way.

@@ -4,6 +4,7 @@
  * phase) and simulators (flows/s of simulated terminals as agents inside the relay,
  * against simulated terminals in process, with the same POS clients).
  */
+import os from 'node:os';
 import type { AgentPathResult } from './agent-path.js';
 import type { FlowsResult } from './pos-clients.js';
 import type { SimulatorsResult } from './simulators.js';
@@ -23,6 +24,33 @@ function agentPathCpuRatio(flows?: FlowsResult, agentpath?: AgentPathResult) {
   const a = agentpath?.flows;
   if (!flows || !a || !a.flows || !flows.flows) return undefined;
   return cpuPerFlow(a) / cpuPerFlow(flows);
+}
+
+/**
+ * The least the agent path can cost the relay: the in-process flow plus what bare aedes
+ * takes for the flow's MQTT round trips, both measured in the same run.
+ */
+function agentPathFloor(flows?: FlowsResult, agentpath?: AgentPathResult) {
+  const floor = agentpath?.mqttFloor;
+  if (!flows || !flows.flows || !floor) return undefined;
+  const mqtt = floor.roundTripsPerFlow * floor.cpuPerRoundTripUs;
+  const perFlow = cpuPerFlow(flows) + mqtt;
+  return { mqtt, perFlow, ratio: perFlow / cpuPerFlow(flows) };
+}
+
+/**
+ * The most flows/s simulated terminals as agents could give on this machine: each flow
+ * costs the relay's process what the agent path's flow costs the relay and its agent
+ * together (same run), and it has the cores the POS clients leave.
+ */
+function simulatorCeiling(simulators: SimulatorsResult, agentpath?: AgentPathResult) {
+  const a = agentpath?.flows;
+  const { inProcess, agents } = simulators;
+  if (!a?.flows || a.cpu.fleet === undefined || !inProcess.flowsPerSecond) return undefined;
+  const perFlowUs = cpuPerFlow(a) + cpuPer(a.cpu.fleet, a.seconds, a.flows);
+  const coresLeft = os.cpus().length * 100 - agents.cpu.client;
+  const flowsPerSecond = ((coresLeft / 100) * 1e6) / perFlowUs;
+  return { flowsPerSecond, ratio: flowsPerSecond / inProcess.flowsPerSecond };
 }
 
 function sideBySide(
@@ -45,6 +73,10 @@ function sideBySide(
     ['confirm p50 / p99', ...latency('confirm')],
     ['flow p50 / p99', ...latency('flow')],
     ['gets (still PROCESSING)', ...both((f) => count(f.latency.get.count))],
+    [
+      'reports taken in per flow',
+      ...both((f) => (f.reportsPerFlow === undefined ? '-' : f.reportsPerFlow.toFixed(2))),
+    ],
     ['errors', ...both((f) => count(f.errors))],
     ['relay CPU (of one core)', ...both((f) => pct(f.cpu.server))],
     ['relay CPU per flow', ...both((f) => us(cpuPerFlow(f)))],
@@ -72,6 +104,27 @@ export function renderAgentPath(flows?: FlowsResult, agentpath?: AgentPathResult
     ]);
     rows.push(["agents' journals in", '', agentpath.journalDir]);
     rows.push(['agent warnings', '', agentpath.agentWarnings]);
+    const rt = agentpath.mqttFloor;
+    if (rt) {
+      rows.push([
+        'MQTT round trips per flow',
+        '',
+        `${rt.roundTripsPerFlow.toFixed(2)} (reports ${(rt.roundTripsPerFlow - 1).toFixed(2)}, commands 1)`,
+      ]);
+      rows.push([
+        'bare aedes CPU per round trip',
+        '',
+        `${us(rt.cpuPerRoundTripUs)} at ${perSecond(rt.roundTripsPerSecond)}`,
+      ]);
+    }
+    const floor = agentPathFloor(flows, agentpath);
+    if (floor) {
+      rows.push([
+        'floor: in process + bare aedes for the round trips',
+        '',
+        `${us(floor.perFlow)} (${floor.ratio.toFixed(2)} × in process; MQTT ${us(floor.mqtt)})`,
+      ]);
+    }
   }
   return table(rows);
 }
@@ -99,6 +152,14 @@ export function pathTargetRows(
         `${ratio !== undefined ? ` = ${ratio.toFixed(2)} ×` : ''}, ${count(a.errors)} errors`,
       ratio === undefined ? '' : verdict(ratio <= PATH_TARGETS.agentPathCpuRatio && a.errors === 0),
     ]);
+    const floor = agentPathFloor(flows, agentpath);
+    if (floor) {
+      rows.push([
+        '  floor: in process + bare aedes for its round trips',
+        `${us(floor.perFlow)} = ${floor.ratio.toFixed(2)} ×`,
+        '',
+      ]);
+    }
     if (flows) {
       rows.push([
         '  flows/s, agent path ÷ in process (no target)',
@@ -118,6 +179,14 @@ export function pathTargetRows(
         ratio >= PATH_TARGETS.simulatorRatio && agents.errors === 0 && inProcess.errors === 0,
       ),
     ]);
+    const ceiling = simulatorCeiling(simulators, agentpath);
+    if (ceiling) {
+      rows.push([
+        '  ceiling: cores left ÷ (relay + agent) CPU per flow of the agent path',
+        `${perSecond(ceiling.flowsPerSecond)} = ${ceiling.ratio.toFixed(2)}`,
+        '',
+      ]);
+    }
   }
   return rows;
 }
