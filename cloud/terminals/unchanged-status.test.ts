@@ -67,10 +67,8 @@ describe('UnchangedStatus', () => {
     expect(next).toEqual({ journal: J, seq: 4, prev: 1 });
     await store.updateTerminalStatus('t-1', { battery_percentage: 70 }, NOW, 'ev-4', next);
     expect(await store.lastReport('t-1')).toEqual({ journal: J, seq: 4 });
-    // Redelivered now, the heartbeats are older than what the store holds.
-    expect(await outcome(unchanged.take('t-1', idle, { journal: J, seq: 3, prev: 2 }))).toBe(
-      'duplicate',
-    );
+    // Redelivered now, a heartbeat changes a reading again: the store finds it a duplicate.
+    expect(await redelivered(unchanged, { journal: J, seq: 3, prev: 2 })).toBe('duplicate');
   });
 
   it('forgets a heartbeat once the store moved on without it (another relay wrote)', async () => {
@@ -87,8 +85,21 @@ describe('UnchangedStatus', () => {
       seq: 4,
       prev: 2,
     });
-    expect(await outcome(unchanged.take('t-1', idle, { journal: J, seq: 2, prev: 1 }))).toBe(
-      'duplicate',
-    );
+    expect(await redelivered(unchanged, { journal: J, seq: 2, prev: 1 })).toBe('duplicate');
   });
 });
+
+/** A heartbeat sent again: taken here if it changes nothing, else written, as the relay does. */
+async function redelivered(
+  unchanged: UnchangedStatus,
+  position: { journal: string; seq: number; prev: number },
+) {
+  return outcome(
+    (async () => {
+      if (await unchanged.take('t-1', idle, position)) return 'taken';
+      const forStore = await unchanged.forStore('t-1', position);
+      await store.updateTerminalStatus('t-1', idle, NOW, `ev-${position.seq}`, forStore);
+      return 'written';
+    })(),
+  );
+}

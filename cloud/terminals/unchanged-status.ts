@@ -40,16 +40,17 @@ export class UnchangedStatus {
 
   /**
    * Takes a status report without a commit when it changes nothing and is next in line:
-   * answers true (it may be acknowledged). Throws ReportOutOfOrder for a duplicate or a
-   * gap, as the store would. Answers false when it must be written: it changes a reading,
-   * or the terminal is unknown.
+   * answers true (it may be acknowledged); throws ReportOutOfOrder for such a report that
+   * is a duplicate or a gap, as the store would. Answers false when it must be written (it
+   * changes a reading, or the terminal is unknown): the store then checks its order.
    */
   async take(terminalId: string, readings: TerminalReadings, position: ReportPosition) {
+    // Most reports that reach here change a reading: the order is read only for the rest.
+    const status = (await this.store.getTerminal(terminalId))?.status;
+    if (!status || changes(status, readings)) return false;
     const stored = await this.store.lastReport(terminalId);
     const verdict = checkReport(this.last(terminalId, stored), position);
     if (verdict !== 'apply') throw new ReportOutOfOrder(verdict);
-    const status = (await this.store.getTerminal(terminalId))?.status;
-    if (!status || changes(status, readings)) return false;
     this.remembered.set(terminalId, { journal: position.journal, seq: position.seq, stored });
     return true;
   }
