@@ -22,7 +22,7 @@ import { FleetRelays, type FleetRelay } from './fleet-relay.js';
 import type { SwarmStats, SwarmTerminal } from './ipc.js';
 import type { BenchOptions } from './options.js';
 import { basicAuth, Pos, postJson } from './pos-api.js';
-import { Tally, drive } from './pos-clients.js';
+import { Tally, drive, writeProfile } from './pos-clients.js';
 import { LatencyRecorder, type LatencySummary } from './stats.js';
 
 export interface FleetWindow {
@@ -207,11 +207,15 @@ async function measureWindow(
   // One whole period first: every agent beats at the new period from then on.
   await sleep(heartbeatS * 1000);
   await each(swarms, { kind: 'reset' });
+  if (options.cpuProfDir) await relay.process.profileStart();
   const first = await relay.process.sample();
   const started = performance.now();
   await sleep(options.fleetSeconds * 1000);
   const last = await relay.process.sample();
   const seconds = (performance.now() - started) / 1000;
+  if (options.cpuProfDir) {
+    await writeProfile(relay.process, options.cpuProfDir, `relay-fleet-${heartbeatS}s`);
+  }
   const heartbeats = (await swarmStats(swarms)).ackMs.length;
   const tally = new Tally();
   await drive(

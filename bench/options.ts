@@ -103,7 +103,7 @@ ${Object.entries(SPEC)
   .map(([flag, s]) => `  --${flag.padEnd(24)} ${s.env.padEnd(30)} default ${s.fallback}`)
   .join('\n')}
   --${'only'.padEnd(24)} ${'BENCH_ONLY'.padEnd(30)} comma list of ${PHASES.join(',')}
-  --${'cpu-prof'.padEnd(24)} ${'BENCH_CPU_PROF'.padEnd(30)} directory: write CPU profiles of the flows, agentpath and wakeup relays there
+  --${'cpu-prof'.padEnd(24)} ${'BENCH_CPU_PROF'.padEnd(30)} directory: write CPU profiles of the flows, agentpath, simulators, wakeup and fleet relays there
 `;
 
 export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptions | 'help' {

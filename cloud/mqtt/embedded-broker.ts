@@ -24,6 +24,14 @@ import { MessageRate, WarningLimiter, limitPacketSize } from './listener-limits.
 import type { BrokerChannel } from './mqtt-link.js';
 import { retainedByTopicPersistence } from './retained-by-topic.js';
 
+
+/**
+ * Connections the kernel holds completed for the listener until the broker accepts them.
+ * A fleet comes back all at once after a restart; Node's default (511) overflows, and an
+ * agent whose handshake the kernel dropped waits out TCP's retransmission back-off (1 s,
+ * 3 s, 7 s...) while the relay sits idle. Linux caps it at net.core.somaxconn.
+ */
+const ACCEPT_BACKLOG = 8192;
 export interface EmbeddedBroker {
   /**
    * The relay's own link into the broker, without an MQTT client: the relay subscribes
@@ -357,7 +365,7 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
     async listen(host, port) {
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
-        server.listen(port, host, () => resolve());
+        server.listen({ port, host, backlog: ACCEPT_BACKLOG }, () => resolve());
       });
       const bound = (server.address() as net.AddressInfo).port;
       return {
