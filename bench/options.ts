@@ -18,6 +18,7 @@ export const PHASES = [
   'cluster',
   'agentfootprint',
   'fleet',
+  'fleetcluster',
 ] as const;
 export type Phase = (typeof PHASES)[number];
 

@@ -13,7 +13,8 @@ import { runBareCeiling } from './bare-ceiling.js';
 import { runCluster } from './cluster.js';
 import { runEvents } from './events.js';
 import { probeDisk } from './disk-probe.js';
-import { renderFleet } from './fleet-report.js';
+import { runFleetCluster } from './fleet-cluster.js';
+import { renderFleet, renderFleetCluster } from './fleet-report.js';
 import { runFleet } from './fleet-scale.js';
 import { describeMachine } from './machine.js';
 import { USAGE, parseOptions, type BenchOptions, type Phase } from './options.js';
@@ -162,6 +163,8 @@ async function main(): Promise<void> {
   if (footprint) log(renderAgentFootprint(footprint));
   const fleet = await phase('fleet', options, () => runFleet(options));
   if (fleet) log(renderFleet(fleet));
+  const fleetCluster = await phase('fleetcluster', options, () => runFleetCluster(options));
+  if (fleetCluster) log(renderFleetCluster(fleetCluster));
 
   log(`\n== targets ==\n${renderTargets(results)}`);
   const noise = renderNoise(results);
