@@ -99,11 +99,14 @@ function configuration(
   ].join('\n');
 }
 
+/** Whether a `mosquitto` binary is on PATH. */
+export const hasMosquitto = () => !spawnSync('mosquitto', ['-h']).error;
+
 /** A Mosquitto configured as the product needs it (Nagle off), on free ports; none without the binary. */
 export async function startMosquitto(
   options: MosquittoOptions = {},
 ): Promise<BenchMosquitto | undefined> {
-  if (spawnSync('mosquitto', ['-h']).error) return undefined;
+  if (!hasMosquitto()) return undefined;
   const agents = await freePort();
   const relays = options.brokerDir ? await freePort() : agents;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-bench-mosquitto-'));

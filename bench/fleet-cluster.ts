@@ -24,7 +24,12 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import type { BenchChild } from './child.js';
-import { freshDatabase, startMosquitto, type BenchMosquitto } from './external-backends.js';
+import {
+  freshDatabase,
+  hasMosquitto,
+  startMosquitto,
+  type BenchMosquitto,
+} from './external-backends.js';
 import {
   connectSwarms,
   measureHeartbeats,
@@ -105,6 +110,7 @@ export async function runFleetCluster(options: BenchOptions): Promise<FleetClust
       skipped: 'DATABASE_URL is not set (e.g. postgres://postgres@127.0.0.1:5432/postgres)',
     };
   }
+  if (!hasMosquitto()) return { skipped: 'no mosquitto binary on PATH' };
   const n = options.fleetAgents;
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-bench-fleetcluster-'));
   const brokerDir = path.join(work, 'broker');
@@ -126,9 +132,12 @@ export async function runFleetCluster(options: BenchOptions): Promise<FleetClust
     await writeBrokerFiles(brokerDir, tpsEnv);
     // Room for every agent and the sockets of a restart still closing, as the fleet phase
     // gives its relay: the printed configuration's 10,000 is one listener's default.
-    broker = await startMosquitto({ brokerDir, maxConnections: Math.ceil(n * 1.2) + 100 });
-    if (!broker) return { skipped: 'no mosquitto binary on PATH' };
-    const mosquitto = broker;
+    const mosquitto = await startMosquitto({
+      brokerDir,
+      maxConnections: Math.ceil(n * 1.2) + 100,
+    });
+    if (!mosquitto) return { skipped: 'no mosquitto binary on PATH' };
+    broker = mosquitto;
     relaySet = new FleetRelays(n, {
       ...tpsEnv,
       TPS_MQTT_URL: mosquitto.relayUrl,
@@ -145,15 +154,16 @@ export async function runFleetCluster(options: BenchOptions): Promise<FleetClust
     mosquitto.reload();
     const brokerFilesSeconds = (performance.now() - filesStarted) / 1000;
 
-    const rss = async (gc: boolean) => [
-      ...(await Promise.all(relays.map(async (r) => (await r.process.sample({ gc })).rss))),
+    // The relays' after a GC; Mosquitto's as it stands (C, no collector).
+    const rss = async () => [
+      ...(await Promise.all(relays.map(async (r) => (await r.process.sample({ gc: true })).rss))),
       rssOf(mosquitto.pid()),
     ];
     const cpuMsOf = [
       ...relays.map((r) => async () => (await r.process.sample()).cpuMs),
       async () => cpuSecondsOf(mosquitto.pid()) * 1000,
     ];
-    const registered = await rss(true);
+    const registered = await rss();
     swarms = await startSwarms(options.fleetProcesses);
     const terminals = swarmTerminals(created);
     const connectSeconds = await connectSwarms(
@@ -163,7 +173,7 @@ export async function runFleetCluster(options: BenchOptions): Promise<FleetClust
       options,
       options.fleetHeartbeatS,
     );
-    const connected = await rss(true);
+    const connected = await rss();
 
     // Each POS keeps to one relay, the clients split evenly, as behind a load balancer.
     for (const relay of relays) {

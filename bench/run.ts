@@ -3,7 +3,8 @@
  * under purchase flows (terminals in process, then agents on the MQTT path in a fleet
  * child, then simulated terminals in process and as agents inside the relay), long-poll
  * wake-ups, events alongside flows, parked long polls and 1,000 connected agents; then the
- * packaged agent's own footprint. Prints tables only; writes nothing into the repository.
+ * packaged agent's own footprint, and the fleet of 10,000 agents on one relay, then on
+ * Mosquitto and two relays on PostgreSQL. Prints tables only; writes nothing into the repository.
  * docs/performance.md explains the figures.
  */
 import { renderAgentFootprint, runAgentFootprint } from './agent-footprint.js';
