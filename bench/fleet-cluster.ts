@@ -79,7 +79,7 @@ export type FleetClusterResult =
         seconds: number;
         /** SIGTERM until the new Mosquitto accepted on both listeners. */
         restartSeconds: number;
-        /** Per process, % of one core from SIGTERM (the new Mosquitto: from its start) to 99 %. */
+        /** Per process, % of one core from SIGTERM (the new Mosquitto: from accepting) to 99 %. */
         cpuPercent: number[];
         reporting: number;
         payments: number;
@@ -112,9 +112,9 @@ export async function runFleetCluster(options: BenchOptions): Promise<FleetClust
   }
   if (!hasMosquitto()) return { skipped: 'no mosquitto binary on PATH' };
   const n = options.fleetAgents;
+  const database = await freshDatabase(databaseUrl);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-bench-fleetcluster-'));
   const brokerDir = path.join(work, 'broker');
-  const database = await freshDatabase(databaseUrl);
   const relayPassword = randomBytes(18).toString('base64url');
   const tpsEnv = {
     TPS_DATABASE_URL: database.url,
@@ -227,8 +227,8 @@ export async function runFleetCluster(options: BenchOptions): Promise<FleetClust
     await Promise.all(relays.map((r) => r.process.stop()));
     relaySet?.dispose();
     await broker?.stop();
-    await database.drop();
     fs.rmSync(work, { recursive: true, force: true });
+    await database.drop();
   }
 }
 

@@ -132,7 +132,8 @@ export function renderFleetCluster(r: FleetClusterResult): string {
       `all connected and reporting after ${r.connectSeconds.toFixed(1)} s`,
     `broker: ${r.broker}`,
   ].join('\n');
-  const sum = (values: number[]) => values[0]! + values[1]!;
+  /** The two relays' figures added up (Mosquitto's is the third). */
+  const bothRelays = (values: number[]) => values[0]! + values[1]!;
   const perProcess = (i: number, name: string) => [
     name,
     mb(r.memory[i]!.rssRegistered),
@@ -153,14 +154,14 @@ export function renderFleetCluster(r: FleetClusterResult): string {
     ...FLEET_CLUSTER_PROCESSES.map((name, i) => perProcess(i, name)),
     [
       'both relays',
-      mb(sum(r.memory.map((m) => m.rssRegistered))),
-      mb(sum(r.memory.map((m) => m.rssConnected))),
-      kb(sum(r.memory.map((m) => m.rssPerAgentKb))),
+      mb(bothRelays(r.memory.map((m) => m.rssRegistered))),
+      mb(bothRelays(r.memory.map((m) => m.rssConnected))),
+      kb(bothRelays(r.memory.map((m) => m.rssPerAgentKb))),
       ...r.windows.flatMap((w) => [
-        us(sum(w.cpuPerHeartbeatUs)),
-        `${sum(w.cpuPercent).toFixed(0)} %`,
+        us(bothRelays(w.cpuPerHeartbeatUs)),
+        `${bothRelays(w.cpuPercent).toFixed(0)} %`,
       ]),
-      `${sum(r.storm.cpuPercent).toFixed(0)} %`,
+      `${bothRelays(r.storm.cpuPercent).toFixed(0)} %`,
     ],
   ]);
   const flowCells = (w: FleetClusterWindow) =>
@@ -187,7 +188,7 @@ export function renderFleetCluster(r: FleetClusterResult): string {
       ...flowCells(w),
       w.flows
         .map((f) => f.flowErrors)
-        .filter(Boolean)
+        .filter((errors) => errors !== '0')
         .join('; ') || '0',
     ]),
   ]);
