@@ -18,6 +18,7 @@ import { generateReleaseKeyPair } from '../common/release-signature.js';
 import { agentClientId } from '../protocol/mqtt.js';
 import type { BenchOptions } from './options.js';
 import { basicAuth, type Credential } from './pos-api.js';
+import { cpuSecondsOf, rssOf } from './proc-usage.js';
 import { startRelayChild } from './relay-child.js';
 import { mb, ms, table } from './stats.js';
 
@@ -42,18 +43,6 @@ export interface FootprintResult {
   /** Percent of one core over the idle window. */
   agentIdleCpu: number;
   floorIdleCpu: number;
-}
-
-function rssOf(pid: number): number {
-  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? 0) * 1024;
-}
-
-/** User + system CPU of a process so far, in seconds (/proc/PID/stat, clock ticks of 1/100 s). */
-function cpuSecondsOf(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 /** The node options of the release's unit: its ExecStart's words between node and the script. */

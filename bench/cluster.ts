@@ -6,14 +6,9 @@
  * them (as a load balancer would). Needs DATABASE_URL (a database the bench may create
  * databases from) and a `mosquitto` binary, or MQTT_URL; skipped with the reason otherwise.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
 import { Pool } from 'undici';
+import { freshDatabase, startMosquitto } from './external-backends.js';
 import { startFleetChild, untilAgentsConnected, untilRelaySeesConnected } from './fleet-child.js';
 import type { BenchOptions } from './options.js';
 import { Pos, basicAuth, postJson } from './pos-api.js';
@@ -79,7 +74,7 @@ export async function runCluster(options: BenchOptions): Promise<ClusterResult> 
       broker: broker ? `a Mosquitto of the bench's own (${mqttUrl}, Nagle off)` : mqttUrl,
     };
   } finally {
-    broker?.stop();
+    await broker?.stop();
   }
 }
 
@@ -172,58 +167,4 @@ async function measureCrossWake(
     await Promise.all([toFirst.close(), toSecond.close()]);
   }
   return latency.summary();
-}
-
-async function freshDatabase(baseUrl: string) {
-  const name = `tps_bench_${process.pid}_${Date.now()}`;
-  const admin = new pg.Client({ connectionString: baseUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  const url = new URL(baseUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    async drop() {
-      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end();
-    },
-  };
-}
-
-/** A Mosquitto configured as the product needs it (Nagle off), on a free port. */
-async function startMosquitto(): Promise<{ url: string; stop(): void } | undefined> {
-  if (spawnSync('mosquitto', ['-h']).error) return undefined;
-  const port = await new Promise<number>((resolve) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-bench-mosquitto-'));
-  const conf = path.join(dir, 'mosquitto.conf');
-  fs.writeFileSync(
-    conf,
-    `listener ${port} 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\npersistence false\nmax_queued_messages 100000\n`,
-  );
-  fs.chmodSync(dir, 0o755);
-  fs.chmodSync(conf, 0o644);
-  const child: ChildProcess = spawn('mosquitto', ['-c', conf], { stdio: 'ignore' });
-  for (let i = 0; i < 50; i++) {
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, '127.0.0.1', () => {
-        socket.end();
-        resolve(true);
-      });
-      socket.on('error', () => resolve(false));
-    });
-    if (open) break;
-    await sleep(100);
-  }
-  return {
-    url: `mqtt://127.0.0.1:${port}`,
-    stop() {
-      child.kill();
-      fs.rmSync(dir, { recursive: true, force: true });
-    },
-  };
 }

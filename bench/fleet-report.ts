@@ -1,4 +1,12 @@
-/** The fleet phase's tables: each figure beside its floor from the same run and its target. */
+/**
+ * The fleet phases' tables: each figure of the fleet phase beside its floor from the same
+ * run and its target; the fleetcluster phase's per relay and for Mosquitto.
+ */
+import {
+  FLEET_CLUSTER_PROCESSES,
+  type FleetClusterResult,
+  type FleetClusterWindow,
+} from './fleet-cluster.js';
 import type { FleetResult } from './fleet-scale.js';
 import { count, mb, ms, table } from './stats.js';
 
@@ -111,5 +119,96 @@ export function renderFleet(r: FleetResult): string {
     s.problems ? `swarm connection problems: ${s.problems}` : '',
     '',
     targets + scale,
+  ].join('\n');
+}
+
+/** The fleetcluster phase: each relay and Mosquitto, side by side; no targets yet. */
+export function renderFleetCluster(r: FleetClusterResult): string {
+  if ('skipped' in r) return `skipped: ${r.skipped}`;
+  const setup = [
+    `${count(r.agents)} agents in ${r.processes} swarm processes, each signed in to Mosquitto with its own credential`,
+    `terminals registered over the API (relay 1) in ${r.registerSeconds.toFixed(1)} s; ` +
+      `\`tps broker mosquitto\` and Mosquitto's reload ${r.brokerFilesSeconds.toFixed(1)} s; ` +
+      `all connected and reporting after ${r.connectSeconds.toFixed(1)} s`,
+    `broker: ${r.broker}`,
+  ].join('\n');
+  /** The two relays' figures added up (Mosquitto's is the third). */
+  const bothRelays = (values: number[]) => values[0]! + values[1]!;
+  const perProcess = (i: number, name: string) => [
+    name,
+    mb(r.memory[i]!.rssRegistered),
+    mb(r.memory[i]!.rssConnected),
+    kb(r.memory[i]!.rssPerAgentKb),
+    ...r.windows.flatMap((w) => [us(w.cpuPerHeartbeatUs[i]!), `${w.cpuPercent[i]!.toFixed(0)} %`]),
+    `${r.storm.cpuPercent[i]!.toFixed(0)} %`,
+  ];
+  const processes = table([
+    [
+      '',
+      'RSS registered',
+      'RSS connected',
+      'RSS/agent',
+      ...r.windows.flatMap((w) => [`CPU/beat ${w.heartbeatS} s`, `CPU ${w.heartbeatS} s`]),
+      'CPU storm',
+    ],
+    ...FLEET_CLUSTER_PROCESSES.map((name, i) => perProcess(i, name)),
+    [
+      'both relays',
+      mb(bothRelays(r.memory.map((m) => m.rssRegistered))),
+      mb(bothRelays(r.memory.map((m) => m.rssConnected))),
+      kb(bothRelays(r.memory.map((m) => m.rssPerAgentKb))),
+      ...r.windows.flatMap((w) => [
+        us(bothRelays(w.cpuPerHeartbeatUs)),
+        `${bothRelays(w.cpuPercent).toFixed(0)} %`,
+      ]),
+      `${bothRelays(r.storm.cpuPercent).toFixed(0)} %`,
+    ],
+  ]);
+  const flowCells = (w: FleetClusterWindow) =>
+    w.flows.flatMap((f) => [count(f.flows), `${ms(f.flow.p50)} / ${ms(f.flow.p99)}`]);
+  const windows = table([
+    [
+      'heartbeat',
+      'beats/s',
+      'acked ≤ 1 s',
+      'ack p50',
+      'ack p99',
+      'flows relay 1',
+      'flow p50 / p99',
+      'flows relay 2',
+      'flow p50 / p99',
+      'flow errors',
+    ],
+    ...r.windows.map((w) => [
+      `${w.heartbeatS} s`,
+      count(w.heartbeats / w.seconds),
+      share(w.reportsDue, w.ackedWithin1s),
+      ms(w.ack.p50),
+      ms(w.ack.p99),
+      ...flowCells(w),
+      w.flows
+        .map((f) => f.flowErrors)
+        .filter((errors) => errors !== '0')
+        .join('; ') || '0',
+    ]),
+  ]);
+  const s = r.storm;
+  const back = s.reporting >= r.agents * 0.99;
+  return [
+    setup,
+    '',
+    processes,
+    `CPU/beat: each process's CPU over the heartbeats-only window divided by every heartbeat acked in it;` +
+      ` "both relays" is comparable to the fleet phase's one relay`,
+    '',
+    windows,
+    `flows: the agents' result comes 200 ms after the start (the floor of a flow)`,
+    '',
+    `storm: Mosquitto restarted (SIGTERM, the same configuration on the same ports) under ${s.payments} payments in flight`,
+    `  SIGTERM → 99 % of the agents reporting again: ${back ? `${s.seconds.toFixed(1)} s` : `not within ${s.seconds.toFixed(0)} s`}` +
+      ` (Mosquitto's restart alone: ${s.restartSeconds.toFixed(2)} s); ${count(s.reporting)} of ${count(r.agents)} reporting at the end`,
+    `  payments lost: ${s.lost}, charged twice: ${s.chargedTwice} (both must be 0: ${met(s.lost === 0 && s.chargedTwice === 0 && s.payments > 0)})`,
+    `swarm, connection problems and re-sent outboxes over the phase: ${s.problems}`,
+    `no targets yet: the figures say what one relay instance carries on this set-up`,
   ].join('\n');
 }

@@ -18,12 +18,23 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import type { TerminalCreateResponse } from '../protocol/index.js';
 import { BenchChild } from './child.js';
+import {
+  connectSwarms,
+  eachSwarm,
+  measureHeartbeats,
+  registerTerminals,
+  settleStormPayments,
+  startStormPayments,
+  startSwarms,
+  swarmStats,
+  swarmTerminals,
+} from './fleet-agents.js';
 import { FleetRelays, type FleetRelay } from './fleet-relay.js';
-import type { SwarmStats, SwarmTerminal } from './ipc.js';
+import type { SwarmTerminal } from './ipc.js';
 import type { BenchOptions } from './options.js';
-import { basicAuth, Pos, postJson } from './pos-api.js';
-import { Tally, drive, writeProfile } from './pos-clients.js';
-import { LatencyRecorder, type LatencySummary } from './stats.js';
+import { Pos } from './pos-api.js';
+import { writeProfile } from './pos-clients.js';
+import type { LatencySummary } from './stats.js';
 
 export interface FleetWindow {
   heartbeatS: number;
@@ -69,105 +80,7 @@ export interface FleetResult {
   floor: { agents: number; rssPerAgentKb: number; cpuPerHeartbeatUs: number };
 }
 
-const RESULT_DELAY_MS = 200;
 const STORM_TIMEOUT_MS = 240_000;
-
-async function startSwarms(count: number): Promise<BenchChild[]> {
-  return Promise.all(
-    Array.from({ length: count }, () =>
-      BenchChild.start(new URL('./fleet-swarm.js', import.meta.url), {
-        env: { BENCH_SWARM_RESULT_DELAY_MS: String(RESULT_DELAY_MS) },
-      }),
-    ),
-  );
-}
-
-async function swarmStats(swarms: BenchChild[]): Promise<SwarmStats> {
-  const all = await Promise.all(swarms.map((s) => s.swarm({ kind: 'stats' })));
-  const sum = (pick: (s: SwarmStats) => number) => all.reduce((n, s) => n + pick(s!), 0);
-  return {
-    agents: sum((s) => s.agents),
-    connected: sum((s) => s.connected),
-    reporting: sum((s) => s.reporting),
-    reportsDue: sum((s) => s.reportsDue),
-    ackedWithin1s: sum((s) => s.ackedWithin1s),
-    ackMs: all.flatMap((s) => s!.ackMs),
-    starts: sum((s) => s.starts),
-    chargedTwice: sum((s) => s.chargedTwice),
-    problems: all.map((s) => s!.problems).join('; '),
-  };
-}
-
-const each = (swarms: BenchChild[], command: Parameters<BenchChild['swarm']>[0]) =>
-  Promise.all(swarms.map((s) => s.swarm(command)));
-
-/** Connects the terminals, split over the swarms, and waits until `share` of them report. */
-async function connectSwarms(
-  swarms: BenchChild[],
-  brokerUrl: string,
-  terminals: SwarmTerminal[],
-  options: BenchOptions,
-  heartbeatS: number,
-): Promise<number> {
-  const started = performance.now();
-  const per = Math.ceil(terminals.length / swarms.length);
-  await Promise.all(
-    swarms.map((swarm, i) =>
-      swarm.swarm({
-        kind: 'start',
-        brokerUrl,
-        terminals: terminals.slice(i * per, (i + 1) * per),
-        ratePerSecond: options.fleetRate / swarms.length,
-        heartbeatMs: heartbeatS * 1000,
-      }),
-    ),
-  );
-  const deadline =
-    started + (terminals.length / options.fleetRate) * 1000 + heartbeatS * 1000 + 120_000;
-  for (;;) {
-    const stats = await swarmStats(swarms);
-    if (stats.reporting >= terminals.length) break;
-    if (performance.now() > deadline) {
-      throw new Error(
-        `only ${stats.reporting} of ${terminals.length} agents reporting: ${stats.problems}`,
-      );
-    }
-    await sleep(250);
-  }
-  return (performance.now() - started) / 1000;
-}
-
-/** Registers `count` terminals through POST /pos/v1/terminal/create, `concurrency` at a time. */
-async function register(
-  origin: string,
-  account: { username: string; password: string },
-  count: number,
-): Promise<TerminalCreateResponse[]> {
-  const pool = new Pool(origin, { connections: 16, pipelining: 1 });
-  const authorization = basicAuth(account);
-  const created = new Array<TerminalCreateResponse>(count);
-  let next = 0;
-  const worker = async () => {
-    while (next < count) {
-      const slot = next++;
-      const answer = await postJson<TerminalCreateResponse>(
-        pool,
-        '/pos/v1/terminal/create',
-        authorization,
-        {},
-      );
-      if (answer.status !== 200 || !answer.body)
-        throw new Error(`terminal/create answered ${answer.status}`);
-      created[slot] = answer.body;
-    }
-  };
-  try {
-    await Promise.all(Array.from({ length: 16 }, worker));
-  } finally {
-    await pool.close();
-  }
-  return created;
-}
 
 /** Bare aedes with the same swarm: RSS per connection and CPU per heartbeat round trip. */
 async function measureFloor(options: BenchOptions, terminals: SwarmTerminal[]) {
@@ -180,7 +93,7 @@ async function measureFloor(options: BenchOptions, terminals: SwarmTerminal[]) {
     const before = await broker.sample({ gc: true });
     await connectSwarms(swarms, broker.brokerUrl!, agents, options, options.fleetShortHeartbeatS);
     const after = await broker.sample({ gc: true });
-    await each(swarms, { kind: 'reset' });
+    await eachSwarm(swarms, { kind: 'reset' });
     const first = await broker.sample();
     await sleep(options.fleetSeconds * 1000);
     const last = await broker.sample();
@@ -203,45 +116,28 @@ async function measureWindow(
   options: BenchOptions,
   heartbeatS: number,
 ): Promise<FleetWindow> {
-  await each(swarms, { kind: 'period', heartbeatMs: heartbeatS * 1000 });
-  // One whole period first: every agent beats at the new period from then on.
-  await sleep(heartbeatS * 1000);
-  await each(swarms, { kind: 'reset' });
-  if (options.cpuProfDir) await relay.process.profileStart();
-  const first = await relay.process.sample();
-  const started = performance.now();
-  await sleep(options.fleetSeconds * 1000);
-  const last = await relay.process.sample();
-  const seconds = (performance.now() - started) / 1000;
-  if (options.cpuProfDir) {
-    await writeProfile(relay.process, options.cpuProfDir, `relay-fleet-${heartbeatS}s`);
-  }
-  const heartbeats = (await swarmStats(swarms)).ackMs.length;
-  const tally = new Tally();
-  await drive(
-    poses,
-    options.fleetFlowSeconds,
-    tally,
-    `fleet${heartbeatS}`,
-    options.fleetFlowsPerSecond,
-  );
-  await sleep(1500);
-  const stats = await swarmStats(swarms);
-  const ack = new LatencyRecorder();
-  for (const v of stats.ackMs) ack.record(v);
-  const cpuMs = last.cpuMs - first.cpuMs;
-  return {
+  const { cpuMs, flows, ...window } = await measureHeartbeats(
+    swarms,
+    [poses],
+    options,
     heartbeatS,
-    heartbeats,
-    seconds,
-    cpuPerHeartbeatUs: (cpuMs * 1000) / Math.max(1, heartbeats),
-    relayCpu: (cpuMs / (seconds * 1000)) * 100,
-    reportsDue: stats.reportsDue,
-    ackedWithin1s: stats.ackedWithin1s,
-    ack: ack.summary(),
-    flows: tally.flows,
-    flowErrors: tally.errors.describe(),
-    flow: tally.latency.flow.summary(),
+    [async () => (await relay.process.sample()).cpuMs],
+    `fleet${heartbeatS}`,
+    options.cpuProfDir
+      ? {
+          start: () => relay.process.profileStart(),
+          stop: async () => {
+            await writeProfile(relay.process, options.cpuProfDir!, `relay-fleet-${heartbeatS}s`);
+          },
+        }
+      : undefined,
+  );
+  const relayCpuMs = cpuMs[0]!;
+  return {
+    ...window,
+    ...flows[0]!,
+    cpuPerHeartbeatUs: (relayCpuMs * 1000) / Math.max(1, window.heartbeats),
+    relayCpu: (relayCpuMs / (window.seconds * 1000)) * 100,
   };
 }
 
@@ -253,12 +149,9 @@ async function storm(
   posTerminals: TerminalCreateResponse[],
   agents: number,
 ) {
-  const before = await relayPool(relay, async (pool) =>
-    Promise.all(
-      posTerminals.map((t, i) => new Pos(pool, t.terminal_id, t).purchase(`storm-${i}`, 1000, 0)),
-    ),
+  const payments = await relayPool(relay, (pool) =>
+    startStormPayments(posTerminals.map((t) => new Pos(pool, t.terminal_id, t))),
   );
-  const payments = before.filter((a) => a.status === 200).length;
   const started = performance.now();
   await relay.process.signal('SIGTERM');
   const next = await relays.start();
@@ -273,22 +166,8 @@ async function storm(
   const seconds = (performance.now() - started) / 1000;
   const cpuLast = await next.process.sample();
   const relayCpu = ((cpuLast.cpuMs - cpuFirst.cpuMs) / (performance.now() - cpuStarted)) * 100;
-  const confirmed = await relayPool(next, async (pool) =>
-    Promise.all(
-      posTerminals.map(async (t, i) => {
-        const pos = new Pos(pool, t.terminal_id, t);
-        let answer = await pos.get(`storm-${i}`, 25);
-        for (
-          let tries = 0;
-          answer.body?.transaction?.state === 'PROCESSING' && tries < 4;
-          tries++
-        ) {
-          answer = await pos.get(`storm-${i}`, 25);
-        }
-        if (answer.body?.transaction?.state !== 'AWAITING_CONFIRM') return false;
-        return (await pos.confirm(`storm-${i}`)).body?.transaction?.state === 'CONFIRMED';
-      }),
-    ),
+  const confirmed = await relayPool(next, (pool) =>
+    settleStormPayments(posTerminals.map((t) => new Pos(pool, t.terminal_id, t))),
   );
   const after = await swarmStats(swarms);
   return {
@@ -299,7 +178,7 @@ async function storm(
       relayCpu,
       reporting: stats.reporting,
       payments,
-      lost: payments - confirmed.filter(Boolean).length,
+      lost: payments - confirmed,
       chargedTwice: after.chargedTwice,
       problems: after.problems,
     },
@@ -323,9 +202,9 @@ export async function runFleet(options: BenchOptions): Promise<FleetResult> {
   let pool: Pool | undefined;
   try {
     const registerStarted = performance.now();
-    const created = await register(relay.origin, relays.account, n);
+    const created = await registerTerminals(relay.origin, relays.account, n);
     const registerSeconds = (performance.now() - registerStarted) / 1000;
-    const terminals = created.map((t) => ({ id: t.agent.username, password: t.agent.password }));
+    const terminals = swarmTerminals(created);
     const floor = await measureFloor(options, terminals);
 
     const registered = await relay.process.sample({ gc: true });

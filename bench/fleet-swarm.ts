@@ -13,6 +13,10 @@
  * - a `transaction.start` is acknowledged (ACCEPTED) and, `resultDelayMs` later, reported
  *   COMPLETED with SUCCESS; a start already taken (same command id) is acknowledged again
  *   and never charged twice; other commands are acknowledged;
+ * - when no report-ack came for a whole 10 s while reports wait, publishes them all again,
+ *   as agent/link.ts does (`resendMs`): a report published while no relay was subscribed
+ *   (a broker just restarted, before the relays are back) is gone, and the relay holds
+ *   every later one as ahead of it;
  * - reconnects with the agent's back-off (500 ms doubling to 60 s, jittered).
  */
 import { randomBytes } from 'node:crypto';
@@ -34,6 +38,8 @@ import { ErrorTally } from './stats.js';
 /** How long an agent's result takes after the start: a card payment's few seconds. */
 const RESULT_DELAY_MS = Number(process.env.BENCH_SWARM_RESULT_DELAY_MS ?? 1500);
 const READINGS = { connected: true, transaction_state: 'READY', battery_percentage: 80 } as const;
+/** agent/link.ts's default `resendMs`. */
+const RESEND_MS = 10_000;
 
 interface Counts {
   /** Each report published since the reset: when, and how long its ack took. */
@@ -51,6 +57,9 @@ class SwarmAgent {
   private readonly commands = new Set<string>();
   private readonly backoff = new Backoff({ initialMs: 500, maxMs: 60_000 });
   private beat: NodeJS.Timeout | undefined;
+  private resendCheck: NodeJS.Timeout | undefined;
+  /** Report-acks received since the last resend check. */
+  private acksSinceCheck = 0;
   reporting = false;
 
   constructor(
@@ -82,6 +91,7 @@ class SwarmAgent {
       },
     });
     this.client = client;
+    this.scheduleResendCheck();
     client.on('connect', () => this.onConnect());
     client.on('message', (topic, payload) => this.onMessage(topic, payload));
     client.on('error', (error) => this.swarm.problems.add(`error: ${error.message}`));
@@ -116,8 +126,21 @@ class SwarmAgent {
     this.beat = setTimeout(tick, Math.random() * periodMs);
   }
 
+  /** Every RESEND_MS: reports waiting with no report-ack meanwhile are published again. */
+  private scheduleResendCheck(): void {
+    this.resendCheck = setTimeout(() => {
+      if (this.connected && this.outbox.size > 0 && this.acksSinceCheck === 0) {
+        this.swarm.problems.add('no report-ack for 10 s: outbox published again');
+        for (const seq of this.outbox.keys()) this.publish(seq);
+      }
+      this.acksSinceCheck = 0;
+      this.scheduleResendCheck();
+    }, RESEND_MS);
+  }
+
   stop(): void {
     clearTimeout(this.beat);
+    clearTimeout(this.resendCheck);
     this.client?.end(true);
   }
 
@@ -155,6 +178,7 @@ class SwarmAgent {
       if (!ack.success || !this.outbox.has(ack.data.seq)) return;
       this.swarm.acked(this.key(ack.data.seq));
       this.outbox.delete(ack.data.seq);
+      this.acksSinceCheck++;
       this.reporting = true;
       return;
     }

@@ -1,8 +1,8 @@
 /**
  * The bench's knobs: flags (`npm run bench -- --seconds 5`) override BENCH_* variables,
  * which override the defaults. Defaults keep one full run under about five minutes (the
- * packaged agent's idle minute included), and as long again for the fleet phase (10,000
- * agents and a reconnect storm).
+ * packaged agent's idle minute included), and as long again for each fleet phase (10,000
+ * agents and a reconnect storm: on one relay, then on Mosquitto and two relays).
  */
 import { parseArgs } from 'node:util';
 
@@ -18,6 +18,7 @@ export const PHASES = [
   'cluster',
   'agentfootprint',
   'fleet',
+  'fleetcluster',
 ] as const;
 export type Phase = (typeof PHASES)[number];
 

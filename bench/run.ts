@@ -3,7 +3,8 @@
  * under purchase flows (terminals in process, then agents on the MQTT path in a fleet
  * child, then simulated terminals in process and as agents inside the relay), long-poll
  * wake-ups, events alongside flows, parked long polls and 1,000 connected agents; then the
- * packaged agent's own footprint. Prints tables only; writes nothing into the repository.
+ * packaged agent's own footprint, and the fleet of 10,000 agents on one relay, then on
+ * Mosquitto and two relays on PostgreSQL. Prints tables only; writes nothing into the repository.
  * docs/performance.md explains the figures.
  */
 import { renderAgentFootprint, runAgentFootprint } from './agent-footprint.js';
@@ -13,7 +14,8 @@ import { runBareCeiling } from './bare-ceiling.js';
 import { runCluster } from './cluster.js';
 import { runEvents } from './events.js';
 import { probeDisk } from './disk-probe.js';
-import { renderFleet } from './fleet-report.js';
+import { runFleetCluster } from './fleet-cluster.js';
+import { renderFleet, renderFleetCluster } from './fleet-report.js';
 import { runFleet } from './fleet-scale.js';
 import { describeMachine } from './machine.js';
 import { USAGE, parseOptions, type BenchOptions, type Phase } from './options.js';
@@ -162,6 +164,8 @@ async function main(): Promise<void> {
   if (footprint) log(renderAgentFootprint(footprint));
   const fleet = await phase('fleet', options, () => runFleet(options));
   if (fleet) log(renderFleet(fleet));
+  const fleetCluster = await phase('fleetcluster', options, () => runFleetCluster(options));
+  if (fleetCluster) log(renderFleetCluster(fleetCluster));
 
   log(`\n== targets ==\n${renderTargets(results)}`);
   const noise = renderNoise(results);
