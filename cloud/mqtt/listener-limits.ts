@@ -84,8 +84,19 @@ export function limitPacketSize(
   // that a packet's pieces (header, topic, payload) and the packets of one tick leave in one
   // write. Corked, this wrapper would pass each piece on as a write of its own, each a TCP
   // segment with Nagle off: the socket is corked instead, and pieces go straight through.
+  // The uncork waits for the loop's check phase rather than the next tick: the PUBACK of a
+  // message and the relay's answer to it (a report-ack, taken in at setImmediate by the
+  // relay's link) then leave in one write. On loopback and on a server alike, the system
+  // call and its segment cost more than anything else a heartbeat takes.
   conn.cork = () => socket.cork();
-  conn.uncork = () => socket.uncork();
+  conn.uncork = () => void setImmediate(() => socket.uncork());
+  // What waits for the check phase leaves before the connection closes (a refused
+  // sign-in's CONNACK is written, then the connection destroyed, in between).
+  const destroy = conn.destroy.bind(conn);
+  conn.destroy = (error?: Error) => {
+    while (socket.writableCorked > 0) socket.uncork();
+    return destroy(error);
+  };
   return conn;
 }
 
