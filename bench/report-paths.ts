@@ -73,10 +73,14 @@ function sideBySide(
     ['confirm p50 / p99', ...latency('confirm')],
     ['flow p50 / p99', ...latency('flow')],
     ['gets (still PROCESSING)', ...both((f) => count(f.latency.get.count))],
-    [
-      'reports taken in per flow',
-      ...both((f) => (f.reportsPerFlow === undefined ? '-' : f.reportsPerFlow.toFixed(2))),
-    ],
+    ...(left?.reportsPerFlow !== undefined || right?.reportsPerFlow !== undefined
+      ? [
+          [
+            'reports taken in per flow',
+            ...both((f) => (f.reportsPerFlow === undefined ? '-' : f.reportsPerFlow.toFixed(2))),
+          ],
+        ]
+      : []),
     ['errors', ...both((f) => count(f.errors))],
     ['relay CPU (of one core)', ...both((f) => pct(f.cpu.server))],
     ['relay CPU per flow', ...both((f) => us(cpuPerFlow(f)))],
