@@ -24,7 +24,6 @@ import { MessageRate, WarningLimiter, limitPacketSize } from './listener-limits.
 import type { BrokerChannel } from './mqtt-link.js';
 import { retainedByTopicPersistence } from './retained-by-topic.js';
 
-
 /**
  * Connections the kernel holds completed for the listener until the broker accepts them.
  * A fleet comes back all at once after a restart; Node's default (511) overflows, and an
