@@ -48,6 +48,7 @@ export async function runAgentPath(options: BenchOptions): Promise<AgentPathResu
   // With the relay and its agents gone, so that the broker has the machine they had.
   const roundTripsPerFlow = reportsPerFlow + COMMANDS_PER_FLOW;
   const floor = await measureMqttFloor(
+    options,
     flowsPerSecond * roundTripsPerFlow,
     Math.min(options.seconds, 10),
   );

@@ -10,7 +10,8 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BenchChild } from './child.js';
-import type { SwarmStats } from './ipc.js';
+import { connectSwarms, eachSwarm, startSwarms, swarmStats } from './fleet-agents.js';
+import type { BenchOptions } from './options.js';
 
 export interface MqttFloor {
   /** Round trips a second the swarm made in the window. */
@@ -21,53 +22,37 @@ export interface MqttFloor {
 
 /** Agents of the swarm: each beats every AGENTS / rate seconds. */
 const AGENTS = 200;
-const CONNECT_TIMEOUT_MS = 30_000;
 
 /** Bare aedes carrying `roundTripsPerSecond` report round trips for `seconds`. */
 export async function measureMqttFloor(
+  options: BenchOptions,
   roundTripsPerSecond: number,
   seconds: number,
 ): Promise<MqttFloor> {
   const broker = await BenchChild.start(new URL('./fleet-floor-broker.js', import.meta.url));
-  const swarm = await BenchChild.start(new URL('./fleet-swarm.js', import.meta.url));
+  const swarms = await startSwarms(1);
   try {
     const terminals = Array.from({ length: AGENTS }, (_, i) => ({
       id: `floor-${i}`,
       password: 'unchecked',
     }));
-    await swarm.swarm({
-      kind: 'start',
-      brokerUrl: broker.brokerUrl!,
-      terminals,
-      ratePerSecond: 1000,
-      heartbeatMs: (AGENTS / Math.max(1, roundTripsPerSecond)) * 1000,
-    });
-    const deadline = performance.now() + CONNECT_TIMEOUT_MS;
-    while ((await stats(swarm)).reporting < AGENTS) {
-      if (performance.now() > deadline) throw new Error('floor agents not reporting');
-      await sleep(100);
-    }
+    const periodS = AGENTS / Math.max(1, roundTripsPerSecond);
+    await connectSwarms(swarms, broker.brokerUrl!, terminals, options, periodS);
     // A second to settle into the period, then the window.
     await sleep(1000);
-    await swarm.swarm({ kind: 'reset' });
+    await eachSwarm(swarms, { kind: 'reset' });
     const first = await broker.sample();
     const started = performance.now();
     await sleep(seconds * 1000);
     const last = await broker.sample();
     const elapsed = (performance.now() - started) / 1000;
-    const roundTrips = (await stats(swarm)).ackMs.length;
+    const roundTrips = (await swarmStats(swarms)).ackMs.length;
     return {
       roundTripsPerSecond: roundTrips / elapsed,
       cpuPerRoundTripUs: ((last.cpuMs - first.cpuMs) * 1000) / Math.max(1, roundTrips),
     };
   } finally {
-    await swarm.stop();
+    await Promise.all(swarms.map((swarm) => swarm.stop()));
     await broker.stop();
   }
-}
-
-async function stats(swarm: BenchChild): Promise<SwarmStats> {
-  const answer = await swarm.swarm({ kind: 'stats' });
-  if (!answer) throw new Error('the swarm gave no stats');
-  return answer;
 }
