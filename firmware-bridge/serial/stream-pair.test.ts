@@ -49,6 +49,20 @@ describe('createStreamPair', () => {
     expect(one.bytes.length).toBe(one.stats.bytesDelivered);
   });
 
+  it('loses the middle byte of every nth write, whatever the generator draws', async () => {
+    const { bytes, stats } = await carry({ dropInEveryNthWrite: 5 }, 1, text);
+    const expected = text.map((write, i) =>
+      (i + 1) % 5 === 0
+        ? Buffer.concat([
+            write.subarray(0, write.length >> 1),
+            write.subarray((write.length >> 1) + 1),
+          ])
+        : write,
+    );
+    expect(bytes).toEqual(Buffer.concat(expected));
+    expect(stats.droppedBytes).toBe(4);
+  });
+
   it('ends the other side, and a destroyed side takes the other with it', async () => {
     const pair = createStreamPair();
     let ended = false;

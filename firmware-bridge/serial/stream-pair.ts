@@ -24,6 +24,11 @@ export interface LineFaults {
   garbageLength?: number;
   /** Deliver in chunks of 1 to maxChunk bytes (default: one chunk per write). */
   maxChunk?: number;
+  /**
+   * Lose the middle byte of every write whose number (1, 2, …) this divides: damage that
+   * happens whatever the generator draws, for a test that must see some.
+   */
+  dropInEveryNthWrite?: number;
 }
 
 export interface LineStats {
@@ -87,7 +92,12 @@ export function createStreamPair(options: StreamPairOptions = {}): StreamPair {
     });
   };
 
-  const damage = (bytes: Buffer, f: LineFaults, s: LineStats): Buffer => {
+  const damage = (bytes: Buffer, f: LineFaults, s: LineStats, write: number): Buffer => {
+    if (f.dropInEveryNthWrite && write % f.dropInEveryNthWrite === 0 && bytes.length > 0) {
+      const middle = bytes.length >> 1;
+      bytes = Buffer.concat([bytes.subarray(0, middle), bytes.subarray(middle + 1)]);
+      s.droppedBytes++;
+    }
     const out: number[] = [];
     if (f.garbageRate && random() < f.garbageRate) {
       const count = 1 + Math.floor(random() * (f.garbageLength ?? 16));
@@ -109,6 +119,7 @@ export function createStreamPair(options: StreamPairOptions = {}): StreamPair {
 
   class LineEnd extends Duplex {
     peer!: LineEnd;
+    private writes = 0;
 
     constructor(
       private readonly faults: LineFaults,
@@ -121,7 +132,8 @@ export function createStreamPair(options: StreamPairOptions = {}): StreamPair {
 
     override _write(chunk: Buffer, _encoding: BufferEncoding, callback: () => void): void {
       this.stats.bytesWritten += chunk.length;
-      const bytes = damage(chunk, this.faults, this.stats);
+      this.writes++;
+      const bytes = damage(chunk, this.faults, this.stats, this.writes);
       const maxChunk = this.faults.maxChunk;
       for (let at = 0; at < bytes.length;) {
         const size = maxChunk
