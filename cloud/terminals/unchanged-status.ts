@@ -45,7 +45,8 @@ export class UnchangedStatus {
    * changes a reading, or the terminal is unknown): the store then checks its order.
    */
   async take(terminalId: string, readings: TerminalReadings, position: ReportPosition) {
-    // Most reports that reach here change a reading: the order is read only for the rest.
+    // A report that changes a reading is written, and the store checks its order in the
+    // same commit: only an unchanged one's order is read here.
     const status = (await this.store.getTerminal(terminalId))?.status;
     if (!status || changes(status, readings)) return false;
     const stored = await this.store.lastReport(terminalId);
