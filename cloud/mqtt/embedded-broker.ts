@@ -31,6 +31,7 @@ import { retainedByTopicPersistence } from './retained-by-topic.js';
  * 3 s, 7 s...) while the relay sits idle. Linux caps it at net.core.somaxconn.
  */
 const ACCEPT_BACKLOG = 8192;
+
 export interface EmbeddedBroker {
   /**
    * The relay's own link into the broker, without an MQTT client: the relay subscribes
