@@ -7,7 +7,7 @@
  * diagnostic answer reaches the relay that waits for it whichever relay the agent is
  * heard through. Fleet messages are few: a handful per terminal and day.
  */
-import mqtt, { type MqttClient } from 'mqtt';
+import type { MqttClient } from 'mqtt';
 import type { Logger } from 'pino';
 import {
   ConfigReportMessage,
@@ -20,6 +20,7 @@ import {
   type DiagnosticRequestMessage,
 } from '../../protocol/index.js';
 import type { BrokerChannel } from '../mqtt/mqtt-link.js';
+import { startRelayClient } from '../mqtt/relay-client.js';
 
 /** What agents say on the fleet topics, as it arrives. */
 export interface FleetLinkEvents {
@@ -60,29 +61,19 @@ export class FleetLink {
       this.channelOpen = true;
       return;
     }
-    const options = {
+    const { client, connected } = startRelayClient({
+      url,
       username,
       password,
       clientId,
       clean: true,
-      protocolVersion: 4 as const,
-      reconnectPeriod: 1000,
-      connectTimeout: 10_000,
-    };
-    const client = mqtt.connect(url, options);
+      logger: this.options.logger,
+      name: 'fleet link',
+      closing: () => this.closing,
+      onMessage: (topic, payload) => this.receive(topic, payload),
+    });
     this.client = client;
-    client.on('connect', () => {
-      (client.stream as { setNoDelay?: (noDelay: boolean) => void }).setNoDelay?.(true);
-    });
-    client.on('message', (topic, payload) => this.receive(topic, payload));
-    client.on('error', (error) => {
-      if (this.closing) this.options.logger.debug({ err: error }, 'fleet link closing');
-      else this.options.logger.warn({ err: error }, 'fleet link error');
-    });
-    await new Promise<void>((resolve, reject) => {
-      client.once('connect', () => resolve());
-      client.once('error', reject);
-    });
+    await connected;
     // A clean session forgets subscriptions: mqtt.js subscribes again after a reconnect.
     await client.subscribeAsync(Object.values(FLEET_SUBSCRIPTIONS), { qos: 1 });
   }

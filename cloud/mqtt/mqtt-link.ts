@@ -6,7 +6,7 @@
  * (cloud/delivery/). A presence becomes a status report; the agent's last will sets
  * `connected` false.
  */
-import mqtt, { type MqttClient } from 'mqtt';
+import type { MqttClient } from 'mqtt';
 import type { Logger } from 'pino';
 import {
   CommandAckMessage,
@@ -21,6 +21,7 @@ import {
 } from '../../protocol/index.js';
 import type { Clock } from '../../common/clock.js';
 import type { LinkEvents, TerminalLink } from '../terminals/link.js';
+import { startRelayClient } from './relay-client.js';
 
 /**
  * The relay's way into a broker in its own process (the embedded one): subscriptions and
@@ -89,33 +90,22 @@ export class MqttTerminalLink implements TerminalLink {
       this.channelOpen = true;
       return;
     }
-    const options = {
+    const { client, connected } = startRelayClient({
+      url,
       username,
       password,
       clientId,
-      // MQTT 3.1.1: what aedes speaks; Mosquitto and EMQX take $share filters from it too.
+      // A shared subscription's session must outlive the relay: the broker queues for it.
       clean: shareGroup !== undefined,
-      protocolVersion: 4 as const,
-      reconnectPeriod: 1000,
-      connectTimeout: 10_000,
-    };
-    const client = mqtt.connect(url, options);
-    this.client = client;
-    client.on('connect', () => {
-      // Nagle off (docs/architecture.md, platform facts): mqtt.js builds each connection's socket itself.
-      (client.stream as { setNoDelay?: (noDelay: boolean) => void }).setNoDelay?.(true);
+      logger: this.options.logger,
+      name: 'mqtt link',
+      closing: () => this.closing,
+      onMessage: (topic, payload) => this.receive(topic, payload),
       // The broker may have lost its queue with its restart.
-      this.events?.reconnected();
+      onConnect: () => this.events?.reconnected(),
     });
-    client.on('message', (topic, payload) => this.receive(topic, payload));
-    client.on('error', (error) => {
-      if (this.closing) this.options.logger.debug({ err: error }, 'mqtt link closing');
-      else this.options.logger.warn({ err: error }, 'mqtt link error');
-    });
-    await new Promise<void>((resolve, reject) => {
-      client.once('connect', () => resolve());
-      client.once('error', reject);
-    });
+    this.client = client;
+    await connected;
     const prefix = shareGroup ? `$share/${shareGroup}/` : '';
     await client.subscribeAsync(
       Object.values(RELAY_SUBSCRIPTIONS).map((topic) => `${prefix}${topic}`),
