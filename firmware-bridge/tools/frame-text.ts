@@ -63,19 +63,28 @@ function parseJson(payload: Buffer): unknown {
   }
 }
 
-/** One line of the monitor as JSON (`--json`): one object per line, for tools. */
-export function monitorJsonLine(entry: {
+/**
+ * One line of a monitor: `HH:MM:SS.mmm  from→to  route  text`, the sender column
+ * `whoWidth` wide, or with `json` (`--json`) one object per line, for tools.
+ */
+export function monitorLine(entry: {
   at: Date;
   from: string | undefined;
   to: string | undefined;
   route: string | undefined;
   text: string;
+  json: boolean | undefined;
+  whoWidth: number;
 }): string {
-  return JSON.stringify({
-    at: entry.at.toISOString(),
-    from: entry.from ?? 'peer',
-    to: entry.to ?? 'peer',
-    ...(entry.route ? { route: entry.route } : {}),
-    text: entry.text,
-  });
+  if (entry.json) {
+    return JSON.stringify({
+      at: entry.at.toISOString(),
+      from: entry.from ?? 'peer',
+      to: entry.to ?? 'peer',
+      ...(entry.route ? { route: entry.route } : {}),
+      text: entry.text,
+    });
+  }
+  const who = entry.from ? `${entry.from}→${entry.to}` : 'peer';
+  return `${clock(entry.at)}  ${who.padEnd(entry.whoWidth)}${entry.route ? `  ${entry.route}` : ''}  ${entry.text}`;
 }

@@ -15,14 +15,7 @@
 import type { Duplex } from 'node:stream';
 import type { Frame } from '../serial/codec.js';
 import { FrameDecoder, type DropInfo } from '../serial/decoder.js';
-import {
-  clock,
-  dropText,
-  frameText,
-  monitorJsonLine,
-  senderOf,
-  type Sender,
-} from './frame-text.js';
+import { dropText, frameText, monitorLine, senderOf, type Sender } from './frame-text.js';
 
 export interface MonitorOptions {
   print: (line: string) => void;
@@ -70,15 +63,10 @@ export class LineTap {
 
   private print(text: string): void {
     const to = this.sender && (this.sender === 'host' ? 'reader' : 'host');
-    const now = (this.options.now ?? (() => new Date()))();
-    if (this.options.json) {
-      const line = { at: now, from: this.sender, to, route: this.route, text };
-      return this.options.print(monitorJsonLine(line));
-    }
-    const who = this.sender ? `${this.sender}→${to}` : 'peer';
-    this.options.print(
-      `${clock(now)}  ${who.padEnd(11)}${this.route ? `  ${this.route}` : ''}  ${text}`,
-    );
+    const at = (this.options.now ?? (() => new Date()))();
+    const { json } = this.options;
+    const line = { at, from: this.sender, to, route: this.route, text, json, whoWidth: 11 };
+    this.options.print(monitorLine(line));
   }
 }
 

@@ -18,7 +18,7 @@ import type { EcrCommand } from '../zvt/message-types.js';
 import { isCommand } from '../zvt/messages.js';
 import { ZvtFrameDecoder, type DropInfo, type SerialUnit } from '../zvt/serial-frame-decoder.js';
 import { ApduSplitter, type SplitterDrop } from '../zvt/tcp-splitter.js';
-import { clock, monitorJsonLine } from './frame-text.js';
+import { monitorLine } from './frame-text.js';
 import { apduText, type ZvtSender } from './zvt-frame-text.js';
 
 export type ZvtFraming = 'serial' | 'tcp';
@@ -128,15 +128,10 @@ export class ZvtLineTap {
 
   private print(text: string): void {
     const to = this.sender && (this.sender === 'ecr' ? 'pt' : 'ecr');
-    const now = (this.options.now ?? (() => new Date()))();
-    if (this.options.json) {
-      const line = { at: now, from: this.sender, to, route: this.route, text };
-      return this.options.print(monitorJsonLine(line));
-    }
-    const who = this.sender ? `${this.sender}→${to}` : 'peer';
-    this.options.print(
-      `${clock(now)}  ${who.padEnd(6)}${this.route ? `  ${this.route}` : ''}  ${text}`,
-    );
+    const at = (this.options.now ?? (() => new Date()))();
+    const { json } = this.options;
+    const line = { at, from: this.sender, to, route: this.route, text, json, whoWidth: 6 };
+    this.options.print(monitorLine(line));
   }
 }
 
