@@ -88,12 +88,20 @@ export function limitPacketSize(
   // message and the relay's answer to it (a report-ack, taken in at setImmediate by the
   // relay's link) then leave in one write. On loopback and on a server alike, the system
   // call and its segment cost more than anything else a heartbeat takes.
+  // One immediate a turn for the socket, however many packets the turn wrote.
+  let held = 0;
+  const release = () => {
+    for (; held > 0; held--) socket.uncork();
+  };
   conn.cork = () => socket.cork();
-  conn.uncork = () => void setImmediate(() => socket.uncork());
+  conn.uncork = () => {
+    if (held++ === 0) setImmediate(release);
+  };
   // What waits for the check phase leaves before the connection closes (a refused
   // sign-in's CONNACK is written, then the connection destroyed, in between).
   const destroy = conn.destroy.bind(conn);
   conn.destroy = (error?: Error) => {
+    held = 0;
     while (socket.writableCorked > 0) socket.uncork();
     return destroy(error);
   };
