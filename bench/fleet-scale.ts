@@ -11,7 +11,8 @@
  * on the same store and port, until 99 % of the agents are connected and reporting, with
  * payments in flight across it (none may be lost or charged twice). The floor, from the
  * same run: bare aedes and an in-process subscriber that acks each report
- * (bench/fleet-floor-broker.ts), with the same swarm at min(N, 2,000) agents.
+ * (bench/fleet-floor-broker.ts), with the same swarm at min(N, 2,000) agents beating at
+ * each window's rate.
  */
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -77,12 +78,24 @@ export interface FleetResult {
     chargedTwice: number;
     problems: string;
   };
-  floor: { agents: number; rssPerAgentKb: number; cpuPerHeartbeatUs: number };
+  floor: { agents: number; rssPerAgentKb: number; windows: FleetFloorWindow[] };
+}
+
+/** The floor's CPU per heartbeat at the rate of the relay's window of the same period. */
+export interface FleetFloorWindow {
+  /** The relay's window this one matches. */
+  heartbeatS: number;
+  beatsPerSecond: number;
+  cpuPerHeartbeatUs: number;
 }
 
 const STORM_TIMEOUT_MS = 240_000;
 
-/** Bare aedes with the same swarm: RSS per connection and CPU per heartbeat round trip. */
+/**
+ * Bare aedes with the same swarm, at most 2,000 agents: RSS per connection, and CPU per
+ * heartbeat round trip at each window's rate of heartbeats a second (N ÷ period), the
+ * rate at which a heartbeat's cost is read: the fewer arrive together, the more each costs.
+ */
 async function measureFloor(options: BenchOptions, terminals: SwarmTerminal[]) {
   const broker = await BenchChild.start(new URL('./fleet-floor-broker.js', import.meta.url), {
     execArgv: ['--expose-gc'],
@@ -93,21 +106,41 @@ async function measureFloor(options: BenchOptions, terminals: SwarmTerminal[]) {
     const before = await broker.sample({ gc: true });
     await connectSwarms(swarms, broker.brokerUrl!, agents, options, options.fleetShortHeartbeatS);
     const after = await broker.sample({ gc: true });
-    await eachSwarm(swarms, { kind: 'reset' });
-    const first = await broker.sample();
-    await sleep(options.fleetSeconds * 1000);
-    const last = await broker.sample();
-    const beats = (await swarmStats(swarms)).ackMs.length;
+    const windows: FleetFloorWindow[] = [];
+    for (const heartbeatS of fleetPeriods(options)) {
+      const periodMs = Math.round((heartbeatS * 1000 * agents.length) / terminals.length);
+      await eachSwarm(swarms, { kind: 'period', heartbeatMs: periodMs });
+      // One whole period first: every agent beats at the new period from then on.
+      await sleep(periodMs);
+      await eachSwarm(swarms, { kind: 'reset' });
+      const first = await broker.sample();
+      const started = performance.now();
+      await sleep(options.fleetSeconds * 1000);
+      const last = await broker.sample();
+      const seconds = (performance.now() - started) / 1000;
+      const beats = (await swarmStats(swarms)).ackMs.length;
+      windows.push({
+        heartbeatS,
+        beatsPerSecond: beats / seconds,
+        cpuPerHeartbeatUs: ((last.cpuMs - first.cpuMs) * 1000) / Math.max(1, beats),
+      });
+    }
     return {
       agents: agents.length,
       rssPerAgentKb: (after.rss - before.rss) / 1024 / agents.length,
-      cpuPerHeartbeatUs: ((last.cpuMs - first.cpuMs) * 1000) / Math.max(1, beats),
+      windows,
     };
   } finally {
     await Promise.all(swarms.map((s) => s.stop()));
     await broker.stop();
   }
 }
+
+/** The heartbeat periods the phase measures: the agents' default, then the short one. */
+const fleetPeriods = (options: BenchOptions) => [
+  options.fleetHeartbeatS,
+  options.fleetShortHeartbeatS,
+];
 
 async function measureWindow(
   relay: FleetRelay,
@@ -222,7 +255,7 @@ export async function runFleet(options: BenchOptions): Promise<FleetResult> {
     const posTerminals = created.slice(0, options.fleetPos);
     const poses = posTerminals.map((t) => new Pos(pool!, t.terminal_id, t));
     const windows: FleetWindow[] = [];
-    for (const heartbeatS of [options.fleetHeartbeatS, options.fleetShortHeartbeatS]) {
+    for (const heartbeatS of fleetPeriods(options)) {
       windows.push(await measureWindow(relay, swarms, poses, options, heartbeatS));
     }
     await pool.close();
