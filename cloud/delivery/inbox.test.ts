@@ -40,6 +40,8 @@ function setUp(options: { maxHeld?: number; apply?: Apply } = {}) {
   const acks: string[] = [];
   const outcomes: ReportOutcome[] = [];
   const remote = new Set<(change: ChangeNotice) => void>();
+  const warnings: string[] = [];
+  const logger = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(line) });
   const inbox = new ReportInbox<string>({
     apply:
       options.apply ??
@@ -48,8 +50,9 @@ function setUp(options: { maxHeld?: number; apply?: Apply } = {}) {
       remote.add(listener);
       return () => remote.delete(listener);
     },
-    logger: pino({ level: 'silent' }),
+    logger,
     timers,
+    now: () => timers.now,
     holdMs: HOLD_MS,
     onOutcome: (outcome) => outcomes.push(outcome),
     ...(options.maxHeld !== undefined ? { maxHeld: options.maxHeld } : {}),
@@ -65,6 +68,7 @@ function setUp(options: { maxHeld?: number; apply?: Apply } = {}) {
     store,
     acks,
     outcomes,
+    warnings: () => warnings.map((line) => JSON.parse(line) as Record<string, unknown>),
     inbox,
     report,
     remote: (change: ChangeNotice) => remote.forEach((listener) => listener(change)),
@@ -146,6 +150,19 @@ describe('ReportInbox', () => {
     await t.report(1);
     await t.report(2, 1);
     expect(t.acks).toEqual(['t-1:1', 't-1:2']);
+  });
+
+  it('warns of dropped reports once every 10 s, with how many went unsaid, as a fleet drops them together', async () => {
+    const t = setUp();
+    for (let i = 0; i < 500; i++) await t.report(2, 1, JOURNAL, `t-${i}`);
+    t.timers.advance(HOLD_MS);
+    expect(t.outcomes).toHaveLength(500);
+    expect(t.warnings()).toMatchObject([{ terminalId: 't-0', seq: 2, unsaid: 0 }]);
+    t.timers.advance(10_000);
+    await t.report(2, 1, JOURNAL, 't-500');
+    t.timers.advance(HOLD_MS);
+    expect(t.warnings()).toHaveLength(2);
+    expect(t.warnings()[1]).toMatchObject({ terminalId: 't-500', unsaid: 499 });
   });
 
   it('holds a re-sent report once, its patience starting again', async () => {

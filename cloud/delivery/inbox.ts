@@ -21,6 +21,7 @@
  */
 import type { Logger } from 'pino';
 import { systemTimers, type Timers } from '../../common/clock.js';
+import { WarningLimiter } from '../../common/warning-limiter.js';
 import type { ChangeBus } from '../cluster/change-bus.js';
 import { ReportOutOfOrder, checkReport, type ReportPosition } from './report-order.js';
 
@@ -55,6 +56,8 @@ export interface ReportInboxOptions<R> {
   maxHeld?: number;
   /** Counts what became of each ordered report (for metrics); `gap`: dropped, unacknowledged. */
   onOutcome?: (outcome: ReportOutcome) => void;
+  /** The clock of the drop warnings' spacing, in ms (default performance.now). */
+  now?: () => number;
 }
 
 interface Held<R> {
@@ -75,9 +78,15 @@ export class ReportInbox<R> {
   private readonly queues = new Map<string, Promise<void>>();
   private closed = false;
   private readonly unwatch: () => void;
+  /**
+   * After a broker restart a fleet's reports arrive ahead of the ones lost with it, one
+   * drop per agent: a warning every 10 s says how many, the `gap` outcome counts each.
+   */
+  private readonly dropWarnings: WarningLimiter;
 
   constructor(private readonly options: ReportInboxOptions<R>) {
     this.timers = options.timers ?? systemTimers;
+    this.dropWarnings = new WarningLimiter(options.logger, 10_000, options.now);
     this.holdMs = options.holdMs ?? 3000;
     this.maxHeld = options.maxHeld ?? 1000;
     this.unwatch = options.onRemoteChange((change) => {
@@ -188,7 +197,8 @@ export class ReportInbox<R> {
 
   private drop(terminalId: string, position: ReportPosition): void {
     this.options.onOutcome?.('gap');
-    this.options.logger.warn(
+    this.dropWarnings.warn(
+      'gap',
       { terminalId, ...position },
       'report ahead of a missing one: left for the agent to send again',
     );

@@ -20,7 +20,8 @@ import { sourceOf, type SignInThrottle } from '../accounts/sign-in-throttle.js';
 import type { Store } from '../store/store.js';
 import { mayConnectAs, mayPublish, mayReceive, maySubscribe, type MqttIdentity } from './acl.js';
 import { ConnectWatch, type ConnectOutcome } from './connect-watch.js';
-import { MessageRate, WarningLimiter, limitPacketSize } from './listener-limits.js';
+import { MessageRate, limitPacketSize } from './listener-limits.js';
+import { WarningLimiter } from '../../common/warning-limiter.js';
 import type { BrokerChannel } from './mqtt-link.js';
 import { retainedByTopicPersistence } from './retained-by-topic.js';
 
@@ -114,7 +115,7 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
   const warnings = new WarningLimiter(logger);
   const limited = (limit: ListenerLimit, fields: Record<string, unknown>, message: string) => {
     options.onLimit?.(limit);
-    warnings.warn(limit, fields, message);
+    warnings.warn(limit, { ...fields, limit }, message);
   };
   const rate = new MessageRate(limits.messagesPerMinute);
   const connects = new ConnectWatch({

@@ -6,7 +6,6 @@
  */
 import type net from 'node:net';
 import { Duplex, Transform, pipeline } from 'node:stream';
-import type { Logger } from 'pino';
 import { BoundedMap } from '../bounded-map.js';
 
 /**
@@ -133,30 +132,5 @@ export class MessageRate {
     if (bucket.tokens < 1) return false;
     bucket.tokens -= 1;
     return true;
-  }
-}
-
-/**
- * A warning per kind at most every `everyMs`, saying how many were left unsaid since:
- * a peer hitting a limit at its own pace must not decide how much the relay logs.
- */
-export class WarningLimiter {
-  private readonly last = new Map<string, { at: number; unsaid: number }>();
-
-  constructor(
-    private readonly logger: Logger,
-    private readonly everyMs = 10_000,
-    private readonly now: () => number = () => performance.now(),
-  ) {}
-
-  warn(kind: string, fields: Record<string, unknown>, message: string): void {
-    const now = this.now();
-    const last = this.last.get(kind);
-    if (last && now - last.at < this.everyMs) {
-      last.unsaid++;
-      return;
-    }
-    this.logger.warn({ ...fields, limit: kind, unsaid: last?.unsaid ?? 0 }, message);
-    this.last.set(kind, { at: now, unsaid: 0 });
   }
 }
