@@ -117,6 +117,8 @@ export function checkJournal(config: AgentConfig): CheckResult {
   try {
     db = new Database(file, { readonly: true, fileMustExist: true });
     const count = (sql: string) => db!.prepare<[], { n: number }>(sql).get()?.n ?? 0;
+    // Straight from the file: beside a running agent, a report acknowledged less than a
+    // second ago may still be counted (its delete waits for the journal's next commit).
     const reports = count('SELECT count(*) AS n FROM outbox');
     const open = count(
       `SELECT count(*) AS n FROM transactions WHERE state IN ('QUEUED', 'RUNNING', 'PAUSED')`,

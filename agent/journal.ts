@@ -1,13 +1,20 @@
 /**
  * The agent's journal: one SQLite file (WAL, synchronous=FULL) holding what must survive a
  * crash or a power loss. The agent writes here before it acts and before it acknowledges
- * as invariant 4 (docs/architecture.md) asks; every call is one commit.
+ * as invariant 4 (docs/architecture.md) asks; every write (record, recordStatus, prune) is
+ * one commit. The one exception is dropping an acknowledged report: it leaves the outbox at
+ * once, and its DELETE rides in the next commit, or in `commitDrops` (the link calls it a
+ * second after an ack when no commit came). Nothing needs that delete durable sooner: a
+ * report that comes back after a crash is published again, and the relay, which applies a
+ * report once by seq, drops it and acknowledges it again (docs/mqtt.md).
  *
  * - commands:     every command received, by command_id, so a re-sent command applies once
  * - transactions: what the agent knows of each transaction: its state, whether the relay
  *                 asked to cancel or continue it, and the reader's result
  * - outbox:       reports not yet acknowledged by the relay, numbered by an AUTOINCREMENT
- *                 seq that never goes back, across restarts and deletions
+ *                 seq that never goes back, across restarts and deletions; read from its
+ *                 copy in memory (agent/outbox-mirror.ts), as the journal is its file's
+ *                 only writer
  */
 import { refuseNewerSchema } from '../common/schema-version.js';
 import { mkdirSync } from 'node:fs';
@@ -15,6 +22,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { TerminalReport } from '../protocol/terminal-link.js';
+import { OutboxMirror, type OutboxEntry } from './outbox-mirror.js';
 import type { ReaderResult, ReaderStart } from './ports.js';
 
 /**
@@ -151,13 +159,7 @@ function prepareStatements(db: Database.Database) {
            OR (state = 'COMPLETED' AND cancel_requested = 1 AND result_code = 'SUCCESS')
         ORDER BY created_at, rowid`,
     ),
-    pendingReports: db.prepare<[number, number], { seq: number; body: string }>(
-      'SELECT seq, body FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?',
-    ),
-    previousReport: db.prepare<[number], { seq: number | null }>(
-      'SELECT max(seq) AS seq FROM outbox WHERE seq < ?',
-    ),
-    dropReport: db.prepare<[number]>('DELETE FROM outbox WHERE seq = ?'),
+    deleteReport: db.prepare<[number]>('DELETE FROM outbox WHERE seq = ?'),
     lastSeq: db.prepare<[], { seq: number }>(
       `SELECT seq FROM sqlite_sequence WHERE name = 'outbox'`,
     ),
@@ -175,6 +177,10 @@ export class Journal {
   /** This journal's identity: reports carry it so a wiped journal's new seqs still count. */
   readonly id: string;
   private readonly inTransaction: <T>(run: () => T) => T;
+  /** The outbox's rows, but for the acknowledged ones: what the outbox reads answer. */
+  private readonly outbox: OutboxMirror;
+  /** Acknowledged reports, out of `outbox` already, whose DELETE the next commit writes. */
+  private readonly owedDrops = new Set<number>();
 
   private constructor(
     private readonly db: Database.Database,
@@ -186,6 +192,9 @@ export class Journal {
       .get()!.value;
     const transaction = db.transaction((run: () => unknown) => run());
     this.inTransaction = <T>(run: () => T) => transaction(run) as T;
+    this.outbox = new OutboxMirror(
+      db.prepare<[], OutboxEntry>('SELECT seq, type, body FROM outbox ORDER BY seq').all(),
+    );
   }
 
   /**
@@ -226,12 +235,14 @@ export class Journal {
 
   /** Writes a command, a transaction and reports in one commit; returns the reports' seqs. */
   record(entry: JournalEntry): number[] {
-    return this.inTransaction(() => {
+    const added = this.commit(() => {
       const at = this.now().toISOString();
       if (entry.command) this.insertCommand(entry.command, at);
       if (entry.transaction) this.upsertTransaction(entry.transaction);
       return (entry.reports ?? []).map((report) => this.insertReport(report, at));
     });
+    for (const row of added) this.outbox.add(row);
+    return added.map((row) => row.seq);
   }
 
   /**
@@ -239,10 +250,13 @@ export class Journal {
    * status matters, so a long outage leaves one status behind, not thousands.
    */
   recordStatus(report: TerminalReport & { type: 'status' }): number {
-    return this.inTransaction(() => {
+    const added = this.commit(() => {
       this.statements.dropStatuses.run();
       return this.insertReport(report, this.now().toISOString());
     });
+    this.outbox.removeStatuses();
+    this.outbox.add(added);
+    return added.seq;
   }
 
   command(commandId: string): CommandRow | undefined {
@@ -264,24 +278,34 @@ export class Journal {
 
   /** Reports still owed to the relay, in seq order, after `afterSeq`. */
   pendingReports(afterSeq = 0, limit = 1000): OutboxRow[] {
-    return this.statements.pendingReports
-      .all(afterSeq, limit)
+    return this.outbox
+      .after(afterSeq, limit)
       .map((row) => ({ seq: row.seq, report: JSON.parse(row.body) as TerminalReport }));
   }
 
   /** The same rows as stored, each report as its JSON text: the link sends it as it is. */
   pendingReportTexts(afterSeq = 0, limit = 1000): Array<{ seq: number; body: string }> {
-    return this.statements.pendingReports.all(afterSeq, limit);
+    return this.outbox.after(afterSeq, limit);
   }
 
   /** The newest report still in the outbox before `seq` (0: none). */
   previousReport(seq: number): number {
-    return this.statements.previousReport.get(seq)?.seq ?? 0;
+    return this.outbox.before(seq);
   }
 
-  /** The relay committed this report: it leaves the outbox. */
+  /**
+   * The relay committed this report: it leaves the outbox now, and the file with the next
+   * commit (see the top of this file). False when it was not in the outbox.
+   */
   dropReport(seq: number): boolean {
-    return this.statements.dropReport.run(seq).changes > 0;
+    if (!this.outbox.remove(seq)) return false;
+    this.owedDrops.add(seq);
+    return true;
+  }
+
+  /** Writes the deletes owed by dropReport in one commit; none owed, nothing to do. */
+  commitDrops(): void {
+    if (this.owedDrops.size > 0) this.commit(() => undefined);
   }
 
   /** The last seq ever given (0 before the first report). */
@@ -292,14 +316,33 @@ export class Journal {
   /** Forgets final transactions and commands older than `before` (open ones are kept). */
   prune(before: Date): void {
     const cutoff = before.toISOString();
-    this.inTransaction(() => {
+    this.commit(() => {
       this.statements.pruneCommands.run(cutoff);
       this.statements.pruneTransactions.run(cutoff);
     });
   }
 
+  /** Closes the file, once the deletes still owed are committed. */
   close(): void {
-    if (this.db.open) this.db.close();
+    if (!this.db.open) return;
+    try {
+      this.commitDrops();
+    } finally {
+      this.db.close();
+    }
+  }
+
+  /**
+   * Runs `write` in one commit that first writes the deletes owed; they are no longer owed
+   * once it succeeded. A failed commit leaves them owed (and the outbox's copy as it was).
+   */
+  private commit<T>(write: () => T): T {
+    const result = this.inTransaction(() => {
+      for (const seq of this.owedDrops) this.statements.deleteReport.run(seq);
+      return write();
+    });
+    this.owedDrops.clear();
+    return result;
   }
 
   private insertCommand(command: CommandRow & { body: unknown }, at: string): void {
@@ -328,9 +371,10 @@ export class Journal {
     });
   }
 
-  private insertReport(report: TerminalReport, at: string): number {
-    const info = this.statements.insertReport.run(report.type, JSON.stringify(report), at);
-    return Number(info.lastInsertRowid);
+  private insertReport(report: TerminalReport, at: string): OutboxEntry {
+    const body = JSON.stringify(report);
+    const info = this.statements.insertReport.run(report.type, body, at);
+    return { seq: Number(info.lastInsertRowid), type: report.type, body };
   }
 }
 

@@ -1,8 +1,16 @@
+import { mkdtempSync } from 'node:fs';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Aedes } from 'aedes';
+import Database from 'better-sqlite3';
+import mqtt from 'mqtt';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Timers } from '../common/clock.js';
+import { terminalTopics } from '../protocol/mqtt.js';
+import type { TerminalReport } from '../protocol/terminal-link.js';
+import { Journal } from './journal.js';
 import { AgentLink } from './link.js';
 
 const NEVER = 1e9;
@@ -20,6 +28,10 @@ class RecordingTimers implements Timers {
   }
   clearTimeout(handle: unknown): void {
     this.pending.delete(handle as number);
+  }
+  /** Timers set and not yet fired or cleared. */
+  get size(): number {
+    return this.pending.size;
   }
   fire(): void {
     const [id, callback] = [...this.pending][0] ?? [];
@@ -40,6 +52,18 @@ async function freePort(): Promise<number> {
   const { port } = server.address() as net.AddressInfo;
   await new Promise((resolve) => server.close(resolve));
   return port;
+}
+
+/** An aedes broker on `port`; answers how to stop it. */
+async function listenBroker(port: number): Promise<() => Promise<void>> {
+  const broker = await Aedes.createBroker();
+  const server = net.createServer({ noDelay: true }, (socket) => broker.handle(socket));
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', () => resolve()));
+  return async () => {
+    const closed = new Promise((resolve) => server.close(resolve));
+    await new Promise<void>((resolve) => broker.close(() => resolve()));
+    await closed;
+  };
 }
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -66,6 +90,7 @@ describe('agent link reconnects', () => {
         pendingReportTexts: () => [],
         previousReport: () => 0,
         dropReport: () => false,
+        commitDrops: () => {},
       },
       onCommand: () => {},
       logger: pino({ level: 'silent' }),
@@ -83,14 +108,7 @@ describe('agent link reconnects', () => {
     // d = 100, 200, 400, 400 (capped); the wait is d/2 + random × d/2.
     expect(timers.waits).toEqual([75, 150, 300, 300]);
 
-    const broker = await Aedes.createBroker();
-    const server = net.createServer({ noDelay: true }, (socket) => broker.handle(socket));
-    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', () => resolve()));
-    const stopBroker = async () => {
-      const closed = new Promise((resolve) => server.close(resolve));
-      await new Promise<void>((resolve) => broker.close(() => resolve()));
-      await closed;
-    };
+    const stopBroker = await listenBroker(port);
     cleanups.push(stopBroker);
     timers.fire();
     await until(() => link.connected, 'connected');
@@ -99,5 +117,91 @@ describe('agent link reconnects', () => {
     await stopBroker();
     await until(() => timers.waits.length === 5, 'the next wait');
     expect(timers.waits[4]).toBe(75);
+  });
+});
+
+describe('agent link commits acknowledged reports', () => {
+  it('once, a second after the first report-ack that owed a delete, and not once stopped', async () => {
+    const port = await freePort();
+    cleanups.push(await listenBroker(port));
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'agent-link-'));
+    const journal = Journal.open(dataDir);
+    cleanups.push(async () => journal.close());
+    const done = (id: string): TerminalReport => ({
+      type: 'transaction',
+      transaction_id: id,
+      phase: 'CANCELLED',
+      result_code: 'ABORTED',
+    });
+    journal.record({ reports: [done('a'), done('b'), done('c')] });
+    const file = new Database(path.join(dataDir, 'agent.sqlite'), { readonly: true });
+    cleanups.push(async () => void file.close());
+    const seqsInFile = () =>
+      file
+        .prepare<[], { seq: number }>('SELECT seq FROM outbox ORDER BY seq')
+        .all()
+        .map((row) => row.seq);
+    const pending = () => journal.pendingReports().map((row) => row.seq);
+
+    const topics = terminalTopics('T-drops');
+    const relay = await mqtt.connectAsync(`mqtt://127.0.0.1:${port}`, { clientId: 'test-relay' });
+    cleanups.push(() => relay.endAsync());
+    let subscribed = false;
+    relay.on('message', (topic, payload) => {
+      if (topic === topics.presence && JSON.parse(payload.toString()).connected) subscribed = true;
+    });
+    await relay.subscribeAsync(topics.presence, { qos: 1 });
+    const ack = (seq: number) =>
+      relay.publishAsync(topics.reportAck, JSON.stringify({ seq }), { qos: 1 });
+
+    const timers = new RecordingTimers();
+    let commands = 0;
+    const link = new AgentLink({
+      terminalId: 'T-drops',
+      broker: {
+        url: `mqtt://127.0.0.1:${port}`,
+        username: 'T-drops',
+        password: 'x',
+        keepalive_s: 30,
+      },
+      journal,
+      onCommand: () => commands++,
+      logger: pino({ level: 'silent' }),
+      clock: { now: () => new Date() },
+      timers,
+      resendMs: NEVER,
+    });
+    cleanups.push(() => link.stop());
+    link.start();
+    // The presence says "connected" once the link has subscribed to its report-acks.
+    await until(() => subscribed, 'the link subscribed');
+
+    await ack(1);
+    await ack(2);
+    await until(() => pending().join() === '3', 'reports 1 and 2 acknowledged');
+    expect(timers.waits).toEqual([1000]);
+    expect(seqsInFile()).toEqual([1, 2, 3]);
+    timers.fire();
+    expect(seqsInFile()).toEqual([3]);
+
+    // An ack again (a redelivery) owes nothing: no timer. A command after it tells it was read.
+    await ack(1);
+    await relay.publishAsync(
+      topics.command,
+      JSON.stringify({
+        command: { type: 'transaction.cancel', command_id: 'c-1', transaction_id: 'a' },
+      }),
+      { qos: 1 },
+    );
+    await until(() => commands === 1, 'the command after the ack');
+    expect(timers.waits).toEqual([1000]);
+    await ack(3);
+    await until(() => pending().length === 0, 'report 3 acknowledged');
+    expect(timers.waits).toEqual([1000, 1000]);
+    await link.stop();
+    expect(timers.size).toBe(0);
+    expect(seqsInFile()).toEqual([3]);
+    journal.close();
+    expect(seqsInFile()).toEqual([]);
   });
 });

@@ -12,6 +12,9 @@
  *   report leaves the outbox only on the relay's report-ack. When no report-ack comes for
  *   a whole `resendMs` while reports wait, it publishes them all again: a broker that
  *   restarted, or a relay without a persistent session, may have dropped them;
+ * - the journal takes an acknowledged report out of its outbox at once and writes the
+ *   delete with its next commit; when none came a second after an ack, the link has the
+ *   journal commit the deletes (agent/journal.ts says why they may wait);
  * - with `onUpdateOrder`, also subscribes to its `update` topic (retained: the release it
  *   should run) and keeps its retained `update-status` published (agent/updater.ts);
  * - reconnects itself with capped, jittered exponential back-off (mqtt.js would retry at
@@ -42,7 +45,7 @@ export interface AgentLinkOptions {
   broker: BrokerConfig;
   journal: Pick<
     Journal,
-    'pendingReports' | 'pendingReportTexts' | 'previousReport' | 'dropReport' | 'id'
+    'pendingReports' | 'pendingReportTexts' | 'previousReport' | 'dropReport' | 'commitDrops' | 'id'
   >;
   /** Journals (and acts on) a valid command; called before the broker's PUBACK. */
   onCommand: (message: CommandMessage) => void;
@@ -84,6 +87,9 @@ type FleetTopic = 'configReport' | 'facts' | 'diagnosticReply';
 /** Outbox rows read per batch when flushing. */
 const FLUSH_BATCH = 500;
 
+/** How long after a report-ack the journal's owed deletes are committed at the latest. */
+const COMMIT_DROPS_MS = 1000;
+
 export class AgentLink {
   private readonly client: MqttClient;
   private readonly topics: ReturnType<typeof terminalTopics>;
@@ -92,6 +98,8 @@ export class AgentLink {
   private readonly pendingAcks = new Map<string, string>();
   private reconnectTimer: unknown;
   private resendTimer: unknown;
+  /** Set from a report-ack until the journal commits the deletes it owes. */
+  private commitDropsTimer: unknown;
   /** Report-acks received since the last resend check. */
   private acksSinceCheck = 0;
   private connectedAt = 0;
@@ -200,6 +208,7 @@ export class AgentLink {
     this.stopped = true;
     this.options.timers.clearTimeout(this.reconnectTimer);
     this.options.timers.clearTimeout(this.resendTimer);
+    this.options.timers.clearTimeout(this.commitDropsTimer);
     if (this.client.connected) {
       const presence: PresenceMessage = { connected: false, at: this.now() };
       try {
@@ -339,7 +348,7 @@ export class AgentLink {
           return;
         }
         this.acksSinceCheck++;
-        this.options.journal.dropReport(parsed.data.seq);
+        if (this.options.journal.dropReport(parsed.data.seq)) this.scheduleCommitDrops();
       } else if (packet.topic === this.topics.update && this.options.onUpdateOrder) {
         const parsed = UpdateOrderMessage.safeParse(value);
         if (!parsed.success) {
@@ -362,6 +371,25 @@ export class AgentLink {
       // relay sends the command again.
       logger.error({ err: error, topic: packet.topic }, 'handling a message failed');
     }
+  }
+
+  /** A commit of the deletes owed a second after the first (a no-op if one came meanwhile). */
+  private scheduleCommitDrops(): void {
+    if (this.commitDropsTimer !== undefined) return;
+    this.commitDropsTimer = this.options.timers.setTimeout(
+      () => {
+        this.commitDropsTimer = undefined;
+        if (this.stopped) return;
+        try {
+          this.options.journal.commitDrops();
+        } catch (error) {
+          // Still owed: the next commit, or the next ack's timer, writes them.
+          this.options.logger.error({ err: error }, 'committing acknowledged reports failed');
+        }
+      },
+      COMMIT_DROPS_MS,
+      { unref: true },
+    );
   }
 
   /** Every resendMs: reports published on this connection and still unacknowledged, with no
