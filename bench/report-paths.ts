@@ -191,6 +191,17 @@ export function pathTargetRows(
         '',
       ]);
     }
+    const a = agentpath?.flows;
+    if (a?.flows && inProcess.flows) {
+      // Simulated agents that cost nothing still cost the relay the agent path's flow: at
+      // the CPU the in-process mode uses, that is the most their ratio can be.
+      rows.push([
+        '  with simulated agents that cost nothing: in process ÷ agent path, relay CPU per flow',
+        `${us(cpuPerFlow(inProcess))} ÷ ${us(cpuPerFlow(a))} = ` +
+          `${(cpuPerFlow(inProcess) / cpuPerFlow(a)).toFixed(2)}`,
+        '',
+      ]);
+    }
   }
   return rows;
 }
