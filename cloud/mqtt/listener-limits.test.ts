@@ -71,14 +71,65 @@ describe('MessageRate', () => {
   });
 });
 
+/** A connected pair of sockets: the server's side and the client's. */
+async function socketPair(): Promise<{ socket: net.Socket; client: net.Socket; close(): void }> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  const accepted = new Promise<net.Socket>((resolve) => server.once('connection', resolve));
+  const client = net.connect(port, '127.0.0.1');
+  const socket = await accepted;
+  return {
+    socket,
+    client,
+    close() {
+      client.destroy();
+      socket.destroy();
+      server.close();
+    },
+  };
+}
+
 describe('limitPacketSize', () => {
+  it('checks in the socket itself: no stream in front of it, no listener on it', async () => {
+    const { socket, close } = await socketPair();
+    try {
+      const events = ['data', 'end', 'error', 'close', 'finish', 'drain', 'readable'];
+      const listeners = events.map((e) => socket.listenerCount(e));
+      const conn = limitPacketSize(socket, 1024, () => undefined);
+      // A stream, a pipeline and a Duplex per connection cost the relay kilobytes an agent.
+      expect(conn).toBe(socket);
+      expect(events.map((e) => socket.listenerCount(e))).toEqual(listeners);
+    } finally {
+      close();
+    }
+  });
+
+  it('hands the reader the packets within the limit, and none of the stream from one over it', async () => {
+    const { socket, client, close } = await socketPair();
+    try {
+      const declared: number[] = [];
+      const conn = limitPacketSize(socket, 1024, (size) => declared.push(size));
+      const read: Buffer[] = [];
+      const failed = new Promise<Error>((resolve) => conn.once('error', resolve));
+      conn.on('readable', () => {
+        for (let chunk = conn.read() as Buffer | null; chunk; chunk = conn.read() as Buffer | null)
+          read.push(chunk);
+      });
+      client.write(packet(100));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      client.write(Buffer.concat([packet(10), packet(5000)]));
+      expect((await failed).message).toMatch(/5003 bytes refused/);
+      expect(declared).toEqual([5003]);
+      expect(Buffer.concat(read)).toEqual(packet(100));
+      expect(socket.destroyed).toBe(true);
+    } finally {
+      close();
+    }
+  });
+
   it('holds what is written while corked in the socket, to leave in one write', async () => {
-    const server = net.createServer();
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as net.AddressInfo;
-    const accepted = new Promise<net.Socket>((resolve) => server.once('connection', resolve));
-    const client = net.connect(port, '127.0.0.1');
-    const socket = await accepted;
+    const { socket, client, close } = await socketPair();
     try {
       const conn = limitPacketSize(socket, 1024, () => undefined);
       conn.on('error', () => undefined);
@@ -92,9 +143,7 @@ describe('limitPacketSize', () => {
       process.nextTick(() => conn.uncork());
       expect((await received).length).toBe(5);
     } finally {
-      client.destroy();
-      socket.destroy();
-      server.close();
+      close();
     }
   });
 });

@@ -4,8 +4,7 @@
  * fixed header before aedes buffers a byte of it; the rate of an agent's messages; and a
  * warning that says what a limit refused without writing one log line per refusal.
  */
-import type net from 'node:net';
-import { Duplex, Transform, pipeline } from 'node:stream';
+import net from 'node:net';
 import { BoundedMap } from '../bounded-map.js';
 
 /**
@@ -55,56 +54,78 @@ export class PacketScanner {
   }
 }
 
+const PACKET_LIMIT = Symbol('packet limit');
+
+/** What limitPacketSize keeps per socket: the scanner, and the uncorks waiting. */
+interface PacketLimit {
+  scanner: PacketScanner;
+  maxBytes: number;
+  onTooLarge: (declared: number) => void;
+  held: number;
+}
+
+type LimitedSocket = net.Socket & { [PACKET_LIMIT]: PacketLimit };
+
+const { read, uncork, destroy } = net.Socket.prototype;
+
+/** The socket's read(), each chunk scanned before the reader (aedes' parser) has it. */
+function checkedRead(this: LimitedSocket, size?: number): Buffer | null {
+  const chunk = read.call(this, size) as Buffer | null;
+  if (chunk === null) return null;
+  const limit = this[PACKET_LIMIT];
+  const declared = limit.scanner.feed(chunk);
+  if (declared === undefined) return chunk;
+  limit.onTooLarge(declared);
+  this.destroy(new Error(`MQTT packet of ${declared} bytes refused (limit ${limit.maxBytes})`));
+  return null;
+}
+
+function release(socket: LimitedSocket): void {
+  const limit = socket[PACKET_LIMIT];
+  for (; limit.held > 0; limit.held--) uncork.call(socket);
+}
+
+function heldUncork(this: LimitedSocket): void {
+  if (this[PACKET_LIMIT].held++ === 0) setImmediate(release, this);
+}
+
+function flushingDestroy(this: LimitedSocket, error?: Error): LimitedSocket {
+  this[PACKET_LIMIT].held = 0;
+  while (this.writableCorked > 0) uncork.call(this);
+  return destroy.call(this, error) as LimitedSocket;
+}
+
 /**
  * The socket as aedes reads it, with every packet's declared size checked first: a
  * packet over `maxBytes` ends the connection before its body is buffered (a peer could
  * otherwise declare 256 MB and trickle it in). aedes has no such option.
+ *
+ * The socket itself, its read() checking each chunk it hands over (aedes reads with
+ * read() on 'readable'), rather than a stream piped in front of it: a Transform, its
+ * pipeline and a Duplex joining both cost each connection ≈ 12 KB of JS heap (their
+ * stream states, eight sets of end-of-stream listeners, an AbortController). What the
+ * socket holds unread stays within its high-water mark, as before.
  */
 export function limitPacketSize(
   socket: net.Socket,
   maxBytes: number,
   onTooLarge: (declared: number) => void,
-): Duplex {
-  const scanner = new PacketScanner(maxBytes);
-  const checked = new Transform({
-    transform(chunk: Buffer, _encoding, callback) {
-      const declared = scanner.feed(chunk);
-      if (declared === undefined) return callback(null, chunk);
-      onTooLarge(declared);
-      callback(new Error(`MQTT packet of ${declared} bytes refused (limit ${maxBytes})`));
-    },
-  });
-  // Either side failing ends both: the socket is destroyed with the check.
-  pipeline(socket, checked, () => socket.destroy());
-  const conn = Duplex.from({ readable: checked, writable: socket });
-  // The sign-in limits count by the peer's address (embedded-broker.ts).
-  Object.defineProperty(conn, 'remoteAddress', { value: socket.remoteAddress });
+): net.Socket {
+  const limited = socket as LimitedSocket;
+  limited[PACKET_LIMIT] = { scanner: new PacketScanner(maxBytes), maxBytes, onTooLarge, held: 0 };
+  limited.read = checkedRead;
   // mqtt-packet corks the stream it writes a packet to and uncorks it on the next tick, so
   // that a packet's pieces (header, topic, payload) and the packets of one tick leave in one
-  // write. Corked, this wrapper would pass each piece on as a write of its own, each a TCP
-  // segment with Nagle off: the socket is corked instead, and pieces go straight through.
-  // The uncork waits for the loop's check phase rather than the next tick: the PUBACK of a
-  // message and the relay's answer to it (a report-ack, taken in at setImmediate by the
+  // write. The uncork waits for the loop's check phase rather than the next tick: the PUBACK
+  // of a message and the relay's answer to it (a report-ack, taken in at setImmediate by the
   // relay's link) then leave in one write. On loopback and on a server alike, the system
   // call and its segment cost more than anything else a heartbeat takes.
   // One immediate a turn for the socket, however many packets the turn wrote.
-  let held = 0;
-  const release = () => {
-    for (; held > 0; held--) socket.uncork();
-  };
-  conn.cork = () => socket.cork();
-  conn.uncork = () => {
-    if (held++ === 0) setImmediate(release);
-  };
+  limited.uncork = heldUncork;
   // What waits for the check phase leaves before the connection closes (a refused
   // sign-in's CONNACK is written, then the connection destroyed, in between).
-  const destroy = conn.destroy.bind(conn);
-  conn.destroy = (error?: Error) => {
-    held = 0;
-    while (socket.writableCorked > 0) socket.uncork();
-    return destroy(error);
-  };
-  return conn;
+  limited.destroy = flushingDestroy;
+  return limited;
 }
 
 /**
