@@ -66,6 +66,14 @@ async function listenBroker(port: number): Promise<() => Promise<void>> {
   };
 }
 
+/** The broker settings of terminal `terminalId`'s agent, on the test broker's port. */
+const brokerAt = (port: number, terminalId: string) => ({
+  url: `mqtt://127.0.0.1:${port}`,
+  username: terminalId,
+  password: 'x',
+  keepalive_s: 30,
+});
+
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0)) await cleanup();
@@ -78,12 +86,7 @@ describe('agent link reconnects', () => {
     let now = Date.parse('2026-03-01T12:00:00.000Z');
     const link = new AgentLink({
       terminalId: 'T-backoff',
-      broker: {
-        url: `mqtt://127.0.0.1:${port}`,
-        username: 'T-backoff',
-        password: 'x',
-        keepalive_s: 30,
-      },
+      broker: brokerAt(port, 'T-backoff'),
       journal: {
         id: '0123456789abcdef',
         pendingReports: () => [],
@@ -158,12 +161,7 @@ describe('agent link commits acknowledged reports', () => {
     let commands = 0;
     const link = new AgentLink({
       terminalId: 'T-drops',
-      broker: {
-        url: `mqtt://127.0.0.1:${port}`,
-        username: 'T-drops',
-        password: 'x',
-        keepalive_s: 30,
-      },
+      broker: brokerAt(port, 'T-drops'),
       journal,
       onCommand: () => commands++,
       logger: pino({ level: 'silent' }),
