@@ -21,7 +21,6 @@ import type { TerminalCreateResponse } from '../protocol/index.js';
 import { BenchChild } from './child.js';
 import {
   connectSwarms,
-  eachSwarm,
   measureHeartbeats,
   registerTerminals,
   settleStormPayments,
@@ -107,22 +106,14 @@ async function measureFloor(options: BenchOptions, terminals: SwarmTerminal[]) {
     await connectSwarms(swarms, broker.brokerUrl!, agents, options, options.fleetShortHeartbeatS);
     const after = await broker.sample({ gc: true });
     const windows: FleetFloorWindow[] = [];
+    const cpuMs = async () => (await broker.sample()).cpuMs;
     for (const heartbeatS of fleetPeriods(options)) {
-      const periodMs = Math.round((heartbeatS * 1000 * agents.length) / terminals.length);
-      await eachSwarm(swarms, { kind: 'period', heartbeatMs: periodMs });
-      // One whole period first: every agent beats at the new period from then on.
-      await sleep(periodMs);
-      await eachSwarm(swarms, { kind: 'reset' });
-      const first = await broker.sample();
-      const started = performance.now();
-      await sleep(options.fleetSeconds * 1000);
-      const last = await broker.sample();
-      const seconds = (performance.now() - started) / 1000;
-      const beats = (await swarmStats(swarms)).ackMs.length;
+      const periodS = (heartbeatS * agents.length) / terminals.length;
+      const w = await measureHeartbeats(swarms, [], options, periodS, [cpuMs], 'floor');
       windows.push({
         heartbeatS,
-        beatsPerSecond: beats / seconds,
-        cpuPerHeartbeatUs: ((last.cpuMs - first.cpuMs) * 1000) / Math.max(1, beats),
+        beatsPerSecond: w.heartbeats / w.seconds,
+        cpuPerHeartbeatUs: (w.cpuMs[0]! * 1000) / Math.max(1, w.heartbeats),
       });
     }
     return {
