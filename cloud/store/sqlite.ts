@@ -125,6 +125,9 @@ export class SqliteStore implements Store {
       ),
       terminal: db.prepare<[string], TerminalRow>('SELECT * FROM terminals WHERE id = ?'),
       lastReport: db.prepare<[string], LastReportRow>(SHARED_SQL.lastReport),
+      statusAndLastReport: db.prepare<[string], LastReportRow & { status: string }>(
+        'SELECT status, last_report_journal AS journal, last_report_seq AS seq FROM terminals WHERE id = ?',
+      ),
     };
   }
 
@@ -210,6 +213,12 @@ export class SqliteStore implements Store {
 
   async lastReport(terminalId: string): Promise<{ journal: string | undefined; seq: number }> {
     return toLastReport(this.statements.lastReport.get(terminalId));
+  }
+
+  async statusAndLastReport(terminalId: string) {
+    const row = this.statements.statusAndLastReport.get(terminalId);
+    if (!row) return undefined;
+    return { status: JSON.parse(row.status) as TerminalReadings, lastReport: toLastReport(row) };
   }
 
   recordReport(terminalId: string, position: ReportPosition): Promise<void> {

@@ -63,6 +63,16 @@ export interface Store {
   /** The journal and sequence number of the newest report applied from the terminal's agent. */
   lastReport(terminalId: string): Promise<{ journal: string | undefined; seq: number }>;
   /**
+   * The terminal's status and its newest report, in one read: what a heartbeat is checked
+   * against on every arrival (cloud/terminals/unchanged-status.ts). Undefined: no such terminal.
+   */
+  statusAndLastReport(
+    terminalId: string,
+  ): Promise<
+    | { status: TerminalReadings; lastReport: { journal: string | undefined; seq: number } }
+    | undefined
+  >;
+  /**
    * Records a report that changes nothing else (its transaction is unknown); throws
    * ReportOutOfOrder as a change carrying the report would.
    */

@@ -36,7 +36,7 @@ const MAX_TERMINALS = 100_000;
 export class UnchangedStatus {
   private readonly remembered = new BoundedMap<string, Remembered>(MAX_TERMINALS);
 
-  constructor(private readonly store: Pick<Store, 'getTerminal' | 'lastReport'>) {}
+  constructor(private readonly store: Pick<Store, 'statusAndLastReport' | 'lastReport'>) {}
 
   /**
    * Takes a status report without a commit when it changes nothing and is next in line:
@@ -46,10 +46,11 @@ export class UnchangedStatus {
    */
   async take(terminalId: string, readings: TerminalReadings, position: ReportPosition) {
     // A report that changes a reading is written, and the store checks its order in the
-    // same commit: only an unchanged one's order is read here.
-    const status = (await this.store.getTerminal(terminalId))?.status;
-    if (!status || changes(status, readings)) return false;
-    const stored = await this.store.lastReport(terminalId);
+    // same commit: only an unchanged one's order is checked here. One read for both, as
+    // every heartbeat of the fleet pays for it.
+    const current = await this.store.statusAndLastReport(terminalId);
+    if (!current || changes(current.status, readings)) return false;
+    const stored = current.lastReport;
     const verdict = checkReport(this.last(terminalId, stored), position);
     if (verdict !== 'apply') throw new ReportOutOfOrder(verdict);
     this.remembered.set(terminalId, { journal: position.journal, seq: position.seq, stored });

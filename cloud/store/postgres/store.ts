@@ -204,6 +204,17 @@ export class PostgresStore implements Store {
     return lastReportOf(rows[0]);
   }
 
+  async statusAndLastReport(terminalId: string) {
+    const { rows } = await this.pool.query<TerminalRow>({
+      name: 'tps_status_and_last_report',
+      text: 'SELECT status, last_report_journal, last_report_seq FROM terminals WHERE id = $1',
+      values: [terminalId],
+    });
+    const row = rows[0];
+    if (!row) return undefined;
+    return { status: JSON.parse(row.status) as TerminalReadings, lastReport: lastReportOf(row) };
+  }
+
   recordReport(terminalId: string, position: ReportPosition): Promise<void> {
     return this.batches.write(reportWrite(terminalId, position));
   }

@@ -209,4 +209,23 @@ export function changeCases(factory: StoreFactory): void {
     expect((await store.getTerminal('t-1'))?.status.battery_percentage).toBe(40);
     await store.close();
   });
+
+  it('reads a terminal status and its last report together, as the heartbeat check does', async () => {
+    const store = await withTerminal(factory);
+    expect(await store.statusAndLastReport('t-404')).toBeUndefined();
+    const before = await store.statusAndLastReport('t-1');
+    expect(before).toEqual({
+      status: (await store.getTerminal('t-1'))?.status,
+      lastReport: { journal: undefined, seq: 0 },
+    });
+    await store.updateTerminalStatus('t-1', { battery_percentage: 12 }, NOW, 'ev-low', {
+      journal: 'kkkk',
+      seq: 3,
+    });
+    expect(await store.statusAndLastReport('t-1')).toEqual({
+      status: { ...before?.status, battery_percentage: 12 },
+      lastReport: { journal: 'kkkk', seq: 3 },
+    });
+    await store.close();
+  });
 }
