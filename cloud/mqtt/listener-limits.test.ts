@@ -146,4 +146,41 @@ describe('limitPacketSize', () => {
       close();
     }
   });
+
+  it('sends what one turn of the loop writes across ticks in one write', async () => {
+    const { socket, client, close } = await socketPair();
+    try {
+      const conn = limitPacketSize(socket, 1024, () => undefined);
+      // Counted where the socket hands its buffer to the system, as the bench counts.
+      const counted = conn as net.Socket & { _writev: unknown; _write: unknown };
+      let writes = 0;
+      for (const name of ['_writev', '_write'] as const) {
+        const original = counted[name] as (...args: unknown[]) => unknown;
+        counted[name] = (...args: unknown[]) => {
+          writes++;
+          return original.apply(conn, args);
+        };
+      }
+      let bytes = 0;
+      const received = new Promise<void>((resolve) =>
+        client.on('data', (chunk: Buffer) => {
+          bytes += chunk.length;
+          if (bytes === 9) resolve();
+        }),
+      );
+      // As an agent's connect is answered: a packet, then another a few ticks later, each
+      // corked and uncorked on the next tick as mqtt-packet does.
+      const writePacket = (bytes: Buffer) => {
+        conn.cork();
+        conn.write(bytes);
+        process.nextTick(() => conn.uncork());
+      };
+      writePacket(Buffer.from([0x20, 2, 0, 0])); // CONNACK
+      process.nextTick(() => process.nextTick(() => writePacket(Buffer.from([0x90, 3, 0, 1, 0]))));
+      await received;
+      expect(writes).toBe(1);
+    } finally {
+      close();
+    }
+  });
 });

@@ -116,10 +116,11 @@ export function limitPacketSize(
   limited.read = checkedRead;
   // mqtt-packet corks the stream it writes a packet to and uncorks it on the next tick, so
   // that a packet's pieces (header, topic, payload) and the packets of one tick leave in one
-  // write. The uncork waits for the loop's check phase rather than the next tick: the PUBACK
-  // of a message and the relay's answer to it (a report-ack, taken in at setImmediate by the
-  // relay's link) then leave in one write. On loopback and on a server alike, the system
-  // call and its segment cost more than anything else a heartbeat takes.
+  // write. The uncork waits for the loop's check phase rather than the next tick, so that
+  // what one turn writes to the socket across ticks leaves in one write: an agent's connect
+  // (CONNACK, SUBACK, its retained messages) takes about a quarter fewer writes in a storm,
+  // counted. A report's PUBACK and its report-ack still leave in two, as from bare aedes:
+  // the ack follows the relay's store a turn or more later (docs/performance.md, section 10).
   // One immediate a turn for the socket, however many packets the turn wrote.
   limited.uncork = heldUncork;
   // What waits for the check phase leaves before the connection closes (a refused
