@@ -109,11 +109,11 @@ async function measureFloor(options: BenchOptions, terminals: SwarmTerminal[]) {
     const cpuMs = async () => (await broker.sample()).cpuMs;
     for (const heartbeatS of fleetPeriods(options)) {
       const periodS = (heartbeatS * agents.length) / terminals.length;
-      const w = await measureHeartbeats(swarms, [], options, periodS, [cpuMs], 'floor');
+      const measured = await measureHeartbeats(swarms, [], options, periodS, [cpuMs], 'floor');
       windows.push({
         heartbeatS,
-        beatsPerSecond: w.heartbeats / w.seconds,
-        cpuPerHeartbeatUs: (w.cpuMs[0]! * 1000) / Math.max(1, w.heartbeats),
+        beatsPerSecond: measured.heartbeats / measured.seconds,
+        cpuPerHeartbeatUs: usPerHeartbeat(measured.cpuMs[0]!, measured.heartbeats),
       });
     }
     return {
@@ -160,10 +160,14 @@ async function measureWindow(
   return {
     ...window,
     ...flows[0]!,
-    cpuPerHeartbeatUs: (relayCpuMs * 1000) / Math.max(1, window.heartbeats),
+    cpuPerHeartbeatUs: usPerHeartbeat(relayCpuMs, window.heartbeats),
     relayCpu: (relayCpuMs / (window.seconds * 1000)) * 100,
   };
 }
+
+/** CPU milliseconds over a window, per heartbeat acknowledged in it, in µs. */
+const usPerHeartbeat = (cpuMs: number, heartbeats: number) =>
+  (cpuMs * 1000) / Math.max(1, heartbeats);
 
 /** Payments started, then the relay restarted under them: each must end confirmed, once. */
 async function storm(

@@ -191,14 +191,14 @@ export function pathTargetRows(
         '',
       ]);
     }
+    // Simulated agents that cost nothing still cost the relay the agent path's flow: at
+    // the CPU the in-process mode uses, that is the most their ratio can be.
     const a = agentpath?.flows;
-    if (a?.flows && inProcess.flows) {
-      // Simulated agents that cost nothing still cost the relay the agent path's flow: at
-      // the CPU the in-process mode uses, that is the most their ratio can be.
+    const pathRatio = agentPathCpuRatio(inProcess, agentpath);
+    if (a && pathRatio !== undefined) {
       rows.push([
         '  with simulated agents that cost nothing: in process ÷ agent path, relay CPU per flow',
-        `${us(cpuPerFlow(inProcess))} ÷ ${us(cpuPerFlow(a))} = ` +
-          `${(cpuPerFlow(inProcess) / cpuPerFlow(a)).toFixed(2)}`,
+        `${us(cpuPerFlow(inProcess))} ÷ ${us(cpuPerFlow(a))} = ` + `${(1 / pathRatio).toFixed(2)}`,
         '',
       ]);
     }
