@@ -18,6 +18,7 @@ const LEADER_LOCK_CLASS = 1953526529;
 
 export class PostgresLeadershipLock implements LeadershipLock {
   private readonly session: Session;
+  private readonly probeTimeoutMs: number;
   private timer: NodeJS.Timeout | undefined;
   private busy = false;
   private leading = false;
@@ -30,12 +31,17 @@ export class PostgresLeadershipLock implements LeadershipLock {
     private readonly schema: string,
     private readonly retryMs: number,
     private readonly logger: Logger,
-    /** Between attempts to open the session again (default: every retryMs). */
-    backoff: Pick<Backoff, 'next' | 'reset'> = { next: () => retryMs, reset: () => {} },
+    tuning: {
+      /** Between attempts to open the session again (default: every retryMs). */
+      backoff?: Pick<Backoff, 'next' | 'reset'>;
+      /** How long a probe of the session may go unanswered (default: 5 × retryMs, at least 5 s). */
+      probeTimeoutMs?: number;
+    } = {},
   ) {
+    this.probeTimeoutMs = tuning.probeTimeoutMs ?? Math.max(5 * retryMs, 5000);
     this.session = new Session({
       connection,
-      backoff,
+      backoff: tuning.backoff ?? { next: () => retryMs, reset: () => {} },
       onOpen: () => void this.step(),
       onLost: (error) => this.lost(error),
     });
@@ -85,12 +91,18 @@ export class PostgresLeadershipLock implements LeadershipLock {
 
   private async probe(client: pg.Client): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
-    const timeout = Math.max(5 * this.retryMs, 5000);
+    const timeout = this.probeTimeoutMs;
     try {
       await Promise.race([
         client.query('SELECT 1'),
         new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`no answer in ${timeout} ms`)), timeout);
+          // After a stall of this process (a long synchronous task, a starved CPU) the timer
+          // fires before the loop reads the answer that came in time; the verdict waits for
+          // that read (setImmediate runs after it), so a busy relay does not give up its lead.
+          timer = setTimeout(
+            () => setImmediate(() => reject(new Error(`no answer in ${timeout} ms`))),
+            timeout,
+          );
         }),
       ]);
     } catch (error) {
