@@ -493,7 +493,7 @@ describe('two relays on one PostgreSQL and one Mosquitto', () => {
         { terminal_id: sim.terminal_id, kind: 'doctor' },
         ACCOUNT,
       );
-      expect(doctor.status, JSON.stringify(doctor.body)).toBe(200);
+      expect(doctor.status, `${JSON.stringify(doctor.body)}\n${output()}`).toBe(200);
       expect(doctor.body.doctor.checks.map((c: { title: string }) => c.title).join('\n')).toMatch(
         /broker: connected/,
       );
