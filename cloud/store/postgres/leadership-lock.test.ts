@@ -78,9 +78,13 @@ if (!DATABASE_URL) {
         return sent;
       } as typeof query;
       const schema = freshSchema();
-      const lock = new PostgresLeadershipLock(connectionConfig(url, schema), schema, 20, silent, {
-        probeTimeoutMs: PROBE_TIMEOUT_MS,
-      });
+      const lock = new PostgresLeadershipLock(
+        connectionConfig(url, schema),
+        schema,
+        20,
+        silent,
+        PROBE_TIMEOUT_MS,
+      );
       let leads = 0;
       let losses = 0;
       lock.start(

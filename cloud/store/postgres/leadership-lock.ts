@@ -10,7 +10,7 @@
 import type pg from 'pg';
 import type { LeadershipLock } from '../../cluster/leadership-lock.js';
 import type { Logger } from './connection.js';
-import type { Backoff } from '../../../common/backoff.js';
+import { withDeadline } from '../../../common/deadline.js';
 import { Session } from './session.js';
 
 /** First half of the leadership lock's key; the second is hashtext(schema). */
@@ -18,7 +18,6 @@ const LEADER_LOCK_CLASS = 1953526529;
 
 export class PostgresLeadershipLock implements LeadershipLock {
   private readonly session: Session;
-  private readonly probeTimeoutMs: number;
   private timer: NodeJS.Timeout | undefined;
   private busy = false;
   private leading = false;
@@ -31,17 +30,13 @@ export class PostgresLeadershipLock implements LeadershipLock {
     private readonly schema: string,
     private readonly retryMs: number,
     private readonly logger: Logger,
-    tuning: {
-      /** Between attempts to open the session again (default: every retryMs). */
-      backoff?: Pick<Backoff, 'next' | 'reset'>;
-      /** How long a probe of the session may go unanswered (default: 5 × retryMs, at least 5 s). */
-      probeTimeoutMs?: number;
-    } = {},
+    /** How long a probe of the session may go unanswered. */
+    private readonly probeTimeoutMs = Math.max(5 * retryMs, 5000),
   ) {
-    this.probeTimeoutMs = tuning.probeTimeoutMs ?? Math.max(5 * retryMs, 5000);
     this.session = new Session({
       connection,
-      backoff: tuning.backoff ?? { next: () => retryMs, reset: () => {} },
+      // Opened again at the pace the lock is tried.
+      backoff: { next: () => retryMs, reset: () => {} },
       onOpen: () => void this.step(),
       onLost: (error) => this.lost(error),
     });
@@ -90,26 +85,12 @@ export class PostgresLeadershipLock implements LeadershipLock {
   }
 
   private async probe(client: pg.Client): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = this.probeTimeoutMs;
     try {
-      await Promise.race([
-        client.query('SELECT 1'),
-        new Promise((_, reject) => {
-          // After a stall of this process (a long synchronous task, a starved CPU) the timer
-          // fires before the loop reads the answer that came in time; the verdict waits for
-          // that read (setImmediate runs after it), so a busy relay does not give up its lead.
-          timer = setTimeout(
-            () => setImmediate(() => reject(new Error(`no answer in ${timeout} ms`))),
-            timeout,
-          );
-        }),
-      ]);
+      // A stall of this relay past the deadline is not taken for a lost session.
+      await withDeadline(client.query('SELECT 1'), this.probeTimeoutMs);
     } catch (error) {
       this.session.drop(client, error);
       throw error;
-    } finally {
-      clearTimeout(timer);
     }
   }
 
