@@ -6,6 +6,7 @@
 import { LogFormat, logDestination } from '../common/logging.js';
 import { UsageError, parseCommandLine } from '../common/cli.js';
 import { systemClock } from '../common/clock.js';
+import { withDeadline } from '../common/deadline.js';
 import { AgentConfigError, loadAgentConfig } from './config.js';
 import { mkdirSync } from 'node:fs';
 import pino from 'pino';
@@ -150,19 +151,11 @@ const READER_TRIAL_MS = 10_000;
 
 /** Why the reader does not answer a status request within `ms`; undefined when it does. */
 async function readerFailure(hardware: Hardware, ms: number): Promise<string | undefined> {
-  let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([
-      hardware.reader.status(),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms);
-      }),
-    ]);
+    await withDeadline(hardware.reader.status(), ms, `no answer within ${ms / 1000} s`);
     return undefined;
   } catch (error) {
     return (error as Error).message;
-  } finally {
-    clearTimeout(timer);
   }
 }
 

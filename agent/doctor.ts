@@ -16,6 +16,7 @@ import { openSerialPort } from '../firmware-bridge/transport/serial-port.js';
 import { doctorClientId } from '../protocol/mqtt.js';
 import { openBrokerSocket } from './broker-socket.js';
 import type { Clock } from '../common/clock.js';
+import { withDeadline } from '../common/deadline.js';
 import { AgentConfigError, loadAgentConfig, type AgentConfig } from './config.js';
 import type { CheckResult, CheckStatus } from './doctor-check.js';
 import { checkZvtReader } from './doctor-zvt.js';
@@ -289,12 +290,5 @@ function brokerHint(error: Error & { code?: unknown }): string {
   return hint ? `${error.message}\n${hint}` : error.message;
 }
 
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
+const withTimeout = <T>(promise: Promise<T>, ms: number): Promise<T> =>
+  withDeadline(promise, ms, `timed out after ${ms} ms`);

@@ -12,6 +12,7 @@ import {
   type DiagnosticReplyMessage,
 } from '../protocol/fleet-diagnostics.js';
 import type { Clock } from '../common/clock.js';
+import { withDeadline } from '../common/deadline.js';
 import type { AgentConfig } from './config.js';
 import type { CheckResult } from './doctor-check.js';
 import { checkClock, checkJournal } from './doctor.js';
@@ -114,20 +115,12 @@ async function liveChecks(sources: DiagnosticsSources): Promise<CheckResult[]> {
 async function readerCheck(sources: DiagnosticsSources): Promise<CheckResult> {
   const title = `reader: ${sources.config.reader.protocol}`;
   const timeoutMs = sources.timeoutMs ?? 3000;
-  let timer: NodeJS.Timeout | undefined;
   try {
-    const status = await Promise.race([
-      sources.reader.status(),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-      }),
-    ]);
+    const status = await withDeadline(sources.reader.status(), timeoutMs);
     const battery =
       status.battery_percentage !== undefined ? `, battery ${status.battery_percentage} %` : '';
     return { status: 'ok', title: `${title}: answers${battery}` };
   } catch (error) {
     return { status: 'fail', title: `${title}: does not answer`, detail: (error as Error).message };
-  } finally {
-    clearTimeout(timer);
   }
 }

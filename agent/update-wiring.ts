@@ -6,6 +6,7 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { systemClock, systemTimers } from '../common/clock.js';
+import { withDeadline } from '../common/deadline.js';
 import { readKeptConfig } from './fleet-config.js';
 import { partLogger } from '../common/logging.js';
 import type { UpdateOrderMessage } from '../protocol/index.js';
@@ -101,18 +102,10 @@ async function failingChecks(agent: RunningAgent, reader: ReaderPort): Promise<s
   } catch (error) {
     failing.push(`the journal is not open: ${(error as Error).message}`);
   }
-  let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([
-      reader.status(),
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error('no answer')), READER_ANSWER_MS);
-      }),
-    ]);
+    await withDeadline(reader.status(), READER_ANSWER_MS, 'no answer');
   } catch (error) {
     failing.push(`the reader does not answer: ${(error as Error).message}`);
-  } finally {
-    clearTimeout(timer);
   }
   return failing;
 }
