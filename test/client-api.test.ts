@@ -38,6 +38,18 @@ const recordingTiming = (sleeps: number[]): Timing => ({
   },
 });
 
+/** The terminal's transaction states as read every 50 ms until READY (at most 15 s). */
+async function statesUntilReady(api: ApiClient, terminal_id: string): Promise<string[]> {
+  const states: string[] = [];
+  for (const deadline = Date.now() + 15_000; Date.now() < deadline;) {
+    const { status } = await api.terminalStatus({ terminal_id });
+    states.push(status.transaction_state ?? 'none');
+    if (status.transaction_state === 'READY') break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return states;
+}
+
 describe.each(['v0', 'v1'] as const)('every operation on %s', (revision) => {
   const TIMESTAMP = revision === 'v1' ? /^\S{19}\.\d{3}Z$/ : /^\S{19}Z$/;
 
@@ -104,6 +116,10 @@ describe.each(['v0', 'v1'] as const)('every operation on %s', (revision) => {
     expect(continued.transaction).toMatchObject({ state: 'AWAITING_CONFIRM', total_amount: 650 });
     await api.confirm({ terminal_id, external_id: `${revision}-pause`, result_code: 'ABORTED' });
 
+    // The aborted payment was charged: the terminal reverses it, BUSY meanwhile, then READY.
+    const states = await statesUntilReady(api, terminal_id);
+    expect(states.at(-1)).toBe('READY');
+    expect(new Set(states.slice(0, -1))).toEqual(new Set(states.length > 1 ? ['BUSY'] : []));
     const { status } = await api.terminalStatus({ terminal_id });
     expect(status).toMatchObject({ terminal_id, transaction_state: 'READY' });
     expect(await api.print({ terminal_id, format: 'PNG', contents: png() })).toEqual({
