@@ -3,6 +3,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['**/*.test.ts'],
+    globalSetup: ['./test/support/build.ts'],
     exclude: ['node_modules/**', 'dist/**'],
     // Two cores: a few forks keep the suite quick without starving real servers in tests.
     pool: 'forks',

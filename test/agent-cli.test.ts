@@ -5,7 +5,6 @@
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runDoctor } from '../agent/doctor.js';
 import { listenTcp } from '../firmware-bridge/emulator/zvt/terminal-server.js';
@@ -20,18 +19,13 @@ import {
   writeConfig,
   type TestBroker,
 } from './agent-harness.js';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+import { repoRoot as root, tpsArgv } from './support/tps-command.js';
 
 function tps(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', path.join(root, 'bin/tps.ts'), ...args],
-    {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const child = spawn(process.execPath, tpsArgv(args), {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -201,14 +195,10 @@ describe('tps agent', () => {
       data_dir: 'data',
       log_level: 'warn',
     });
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', path.join(root, 'bin/tps.ts'), 'agent', '--config', file],
-      {
-        cwd: root,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
+    const child = spawn(process.execPath, tpsArgv(['agent', '--config', file]), {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

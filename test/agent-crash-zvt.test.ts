@@ -9,7 +9,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { outcomeOfResultCode } from '../firmware-bridge/emulator/zvt/terminal-outcomes.js';
 import {
@@ -28,8 +27,8 @@ import {
   writeConfig,
   type TestBroker,
 } from './agent-harness.js';
+import { repoRoot as root, tpsArgv } from './support/tps-command.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TERMINAL = 'T-crash-zvt';
 
 let pty: PtyPair | undefined;
@@ -83,11 +82,10 @@ describe.skipIf(!pty)(
 
     async function spawnAgent(): Promise<void> {
       const before = relay.presence.filter((p) => p.connected).length;
-      child = spawn(
-        process.execPath,
-        ['--import', 'tsx', path.join(root, 'bin/tps.ts'), 'agent', '--config', configFile],
-        { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
-      );
+      child = spawn(process.execPath, tpsArgv(['agent', '--config', configFile]), {
+        cwd: root,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
       child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
       await relay.until(

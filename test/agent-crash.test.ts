@@ -8,7 +8,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CardReaderFirmware } from '../firmware-bridge/emulator/card-reader-firmware.js';
 import { InMemoryReaderMemory } from '../firmware-bridge/emulator/reader-memory.js';
@@ -22,8 +21,8 @@ import {
   writeConfig,
   type TestBroker,
 } from './agent-harness.js';
+import { repoRoot as root, tpsArgv } from './support/tps-command.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TERMINAL = 'T-crash';
 
 let pty: PtyPair | undefined;
@@ -81,14 +80,10 @@ describe.skipIf(!pty)(
 
     async function spawnAgent(): Promise<void> {
       const before = relay.presence.filter((p) => p.connected).length;
-      child = spawn(
-        process.execPath,
-        ['--import', 'tsx', path.join(root, 'bin/tps.ts'), 'agent', '--config', configFile],
-        {
-          cwd: root,
-          stdio: ['ignore', 'pipe', 'pipe'],
-        },
-      );
+      child = spawn(process.execPath, tpsArgv(['agent', '--config', configFile]), {
+        cwd: root,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
       child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
       await relay.until(

@@ -25,6 +25,7 @@ import {
   until,
 } from './support/agent-releases.js';
 import { post, startTestRelay } from './support/relay.js';
+import { tpsArgv } from './support/tps-command.js';
 
 const TERMINAL = 't-update-1';
 const credential = { username: TERMINAL, password: 'agent-secret' };
@@ -208,11 +209,10 @@ describe('agent updates', () => {
       reader: { emulated: { state_file: 'reader.json', delay_ms: 100 } },
       data_dir: 'data',
     });
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', 'bin/tps.ts', 'agent', '--config', configFile],
-      { cwd: path.resolve(import.meta.dirname, '..'), stdio: 'ignore' },
-    );
+    const child = spawn(process.execPath, tpsArgv(['agent', '--config', configFile]), {
+      cwd: path.resolve(import.meta.dirname, '..'),
+      stdio: 'ignore',
+    });
     try {
       desk.order('t-update-none', { order_id: 'no-updates', version: '1.1.0' });
       const status = await desk.outcome('t-update-none', 'no-updates');

@@ -13,6 +13,7 @@ import { releaseArchivePath } from '../protocol/index.js';
 import { tempDir } from './agent-harness.js';
 import { ARCH, buildRelease } from './support/agent-releases.js';
 import { post, startTestRelay, type TestRelay } from './support/relay.js';
+import { tpsArgv } from './support/tps-command.js';
 
 const keys = generateReleaseKeyPair();
 const basic = (c: { username: string; password: string }) =>
@@ -130,19 +131,15 @@ describe('releases on the relay', () => {
       privateKeyPem: keys.privateKeyPem,
     });
     const tps = (...args: string[]) =>
-      promisify(execFile)(
-        process.execPath,
-        ['--import', 'tsx', 'bin/tps.ts', 'fleet', 'release', 'publish', ...args],
-        {
-          cwd: path.resolve(import.meta.dirname, '..'),
-          env: {
-            ...process.env,
-            TPS_BASE_URL: relay.baseUrl,
-            TPS_ACCOUNT_USERNAME: relay.account.username,
-            TPS_ACCOUNT_PASSWORD: relay.account.password,
-          },
+      promisify(execFile)(process.execPath, tpsArgv(['fleet', 'release', 'publish', ...args]), {
+        cwd: path.resolve(import.meta.dirname, '..'),
+        env: {
+          ...process.env,
+          TPS_BASE_URL: relay.baseUrl,
+          TPS_ACCOUNT_USERNAME: relay.account.username,
+          TPS_ACCOUNT_PASSWORD: relay.account.password,
         },
-      );
+      });
     const { stdout } = await tps(archive, '--json');
     expect(JSON.parse(stdout)).toMatchObject({ version: '3.4.0', arch: ARCH, files: 2 });
     const again = await tps(archive).catch((error: { code: number; stderr: string }) => error);

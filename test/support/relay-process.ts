@@ -3,10 +3,7 @@
  * a free port, which the banner on stderr tells.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+import { repoRoot, tpsArgv } from './tps-command.js';
 
 export interface RelayProcess {
   child: ChildProcess;
@@ -15,10 +12,10 @@ export interface RelayProcess {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** Runs `tps` from the sources, as a user runs it after a build. */
+/** Runs `tps` as a user runs it after a build. */
 export function spawnTps(args: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', path.join(root, 'bin/tps.ts'), ...args], {
-    cwd: root,
+  return spawn(process.execPath, tpsArgv(args), {
+    cwd: repoRoot,
     env: { ...process.env, TPS_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

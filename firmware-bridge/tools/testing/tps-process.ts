@@ -1,6 +1,7 @@
 /**
  * `tps …` as a person runs it, for the tests of the bench tools: each command a process of
- * its own (`node --import tsx bin/tps.ts …`). Long-running ones are killed after each test.
+ * its own, started from the build as after `npm run build` (vitest's global set-up builds
+ * it). Long-running ones are killed after each test.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
@@ -9,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
 export function tps(args: string[]): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', path.join(root, 'bin/tps.ts'), ...args], {
+  return spawn(process.execPath, [path.join(root, 'dist/bin/tps.js'), ...args], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
