@@ -127,6 +127,9 @@ export class HostilePt {
         await handle.send(this.statusInformation());
         await handle.end({ type: 'completion', bmps: [] });
         return;
+      case 'status-enquiry':
+        await handle.end({ type: 'completion', status: { terminalStatus: 0 }, bmps: [] });
+        return;
       default:
         await handle.end({ type: 'completion', bmps: [] });
     }
