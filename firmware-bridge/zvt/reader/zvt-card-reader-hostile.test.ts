@@ -27,7 +27,7 @@ import { ZvtTcpChannel } from '../tcp-channel.js';
 import { bmpList, PROPERTY } from '../testing/arbitraries.js';
 import { HostilePt, type Flood } from '../testing/hostile-pt.js';
 import { openZvtChannel } from './connect.js';
-import { openZvtCardReader, type ZvtCardReader, type ZvtReaderOptions } from './zvt-card-reader.js';
+import { openZvtCardReader, ZvtCardReader, type ZvtReaderOptions } from './zvt-card-reader.js';
 
 const printLine: fc.Arbitrary<PrintLine> = fc.record({
   type: fc.constant('print-line' as const),
@@ -204,4 +204,47 @@ describe('ZVT driver against a terminal that never ends a payment (TCP)', () => 
     await expectOutcomeUnknown(reader, error, warnings);
     expect((error?.cause as ZvtError).message).toMatch(/ran for 1500 ms/);
   }, 30_000);
+});
+
+describe('ZVT driver recovering from a terminal that never goes quiet', () => {
+  it('asks for a command’s time at most, then drops the line instead of waiting forever', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'zvt-chatter-'));
+    const pair = createStreamPair();
+    pair.b.resume(); // the register's answers, unread
+    // Messages outside any command, one every 100 ms: never the 2 × T3 of quiet recovery waits for.
+    const chatter = setInterval(() => pair.b.write(Buffer.from('04FF0117', 'hex')), 100);
+    const reader = new ZvtCardReader({
+      channel: new ZvtTcpChannel(pair.a),
+      stateFile: path.join(dir, 'state.json'),
+      t3Ms: 500,
+      limits: { maxCommandMs: 1500 },
+    });
+    try {
+      // A payment the driver no longer runs (the agent died): recovery must ask the terminal.
+      reader.state.put({
+        transaction_id: 'tx-chatter',
+        kind: 'PURCHASE',
+        amount: 1000,
+        currency: 'EUR',
+        phase: 'IN_PROGRESS',
+      });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const asked = reader.lastTransaction().then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(await asked).toMatchObject({
+        code: 'PORT_CLOSED',
+        cause: { code: 'LIMIT_EXCEEDED', message: expect.stringMatching(/not quiet/) },
+      });
+      expect(reader.session.channel.closed).toBe(true);
+      expect(reader.state.get('tx-chatter')).toMatchObject({ phase: 'IN_PROGRESS' });
+    } finally {
+      clearInterval(chatter);
+      await reader.close();
+      pair.a.destroy();
+      pair.b.destroy();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 20_000);
 });
