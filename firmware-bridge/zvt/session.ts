@@ -434,9 +434,7 @@ export class ZvtSession extends EventEmitter<ZvtSessionEvents> {
    */
   dropLine(what: string): void {
     if (this.closedError) return;
-    this.onClose(
-      new ZvtError('LIMIT_EXCEEDED', `${what}; the line was dropped, the outcome is unknown`),
-    );
+    this.onClose(new ZvtError('LIMIT_EXCEEDED', `${what}; the line was dropped`));
     void this.channel.close().catch(() => undefined);
   }
 
