@@ -8,57 +8,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { luhnValid, maskCardNumbers } from '../common/card-numbers.js';
-import { fuzzParameters } from './support/fuzz.js';
-
-const digit = fc.constantFrom(...'0123456789');
-const digits = (min: number, max: number) =>
-  fc.array(digit, { minLength: min, maxLength: max }).map((d) => d.join(''));
-
-/** The digit that makes `body` pass the Luhn check. */
-function checkDigit(body: string): string {
-  for (let d = 0; d <= 9; d++) if (luhnValid(`${body}${d}`)) return String(d);
-  throw new Error('no check digit');
-}
-
-/** A card number: 12-19 digits, the first not 0, passing the Luhn check. */
-const cardNumber = fc
-  .tuple(fc.constantFrom(...'123456789'), fc.integer({ min: 12, max: 19 }), digits(18, 18))
-  .map(([first, length, rest]) => {
-    const body = `${first}${rest}`.slice(0, length - 1);
-    return body + checkDigit(body);
-  });
-
-/** Cut points that split `length` digits into groups of at least 3. */
-const groupSizes = (length: number): fc.Arbitrary<number[]> =>
-  fc.array(fc.integer({ min: 3, max: 8 }), { minLength: 1, maxLength: 6 }).map((sizes) => {
-    const out: number[] = [];
-    let left = length;
-    for (const size of sizes) {
-      if (left - size < 3) break;
-      out.push(size);
-      left -= size;
-    }
-    out.push(left);
-    return out;
-  });
-
-const separator = fc.constantFrom(' ', '-', '.');
-
-/** A number as text: plain, or in groups of at least 3 joined by one separator each. */
-function written(number: string): fc.Arbitrary<string> {
-  return fc.oneof(
-    fc.constant(number),
-    fc.tuple(groupSizes(number.length), separator).map(([sizes, sep]) => {
-      const groups: string[] = [];
-      let at = 0;
-      for (const size of sizes) {
-        groups.push(number.slice(at, at + size));
-        at += size;
-      }
-      return groups.join(sep);
-    }),
-  );
-}
+import { cardNumber, digit, digits, fuzzParameters, separator, written } from './support/fuzz.js';
 
 /** Text around a number: anything, but neither a digit nor `*` right next to it. */
 const surrounding = fc.string({ maxLength: 60, unit: 'binary' });
@@ -179,21 +129,21 @@ describe('card numbers in free text', () => {
 
   it('never throws, and takes linear time on long hostile text', () => {
     const hostile = [
-      '1'.repeat(1_000_000),
-      '4761 '.repeat(200_000),
-      '476 '.repeat(250_000),
-      '4-'.repeat(500_000),
-      '4761739001010119 '.repeat(60_000),
-      '4761 7390 0101 0119 '.repeat(50_000),
-      '1.2.3.'.repeat(170_000),
-      '*1'.repeat(500_000),
-      '123-456.789 012-'.repeat(60_000),
+      '1'.repeat(200_000),
+      '4761 '.repeat(40_000),
+      '476 '.repeat(50_000),
+      '4-'.repeat(100_000),
+      '4761739001010119 '.repeat(12_000),
+      '4761 7390 0101 0119 '.repeat(10_000),
+      '1.2.3.'.repeat(35_000),
+      '*1'.repeat(100_000),
+      '123-456.789 012-'.repeat(12_000),
     ];
     for (const text of hostile) {
       const started = performance.now();
       const out = maskCardNumbers(text);
       expect(out).toHaveLength(text.length);
-      // A quadratic scan of a million characters takes hours; a linear one well under this.
+      // A quadratic scan of 200,000 characters takes hours; a linear one well under this.
       expect(performance.now() - started, text.slice(0, 20)).toBeLessThan(10_000);
     }
     fc.assert(
