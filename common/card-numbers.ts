@@ -36,16 +36,31 @@ const isSeparator = (c: number) => c === 0x20 || c === 0x2d || c === 0x2e; // ' 
 
 /** The Luhn (mod 10) check over a string of digits. */
 export function luhnValid(digits: string): boolean {
-  let sum = 0;
-  let double = false;
-  for (let i = digits.length - 1; i >= 0; i--) {
-    let d = digits.charCodeAt(i) - 0x30;
+  return luhnSum(digits, 0, digits.length, 0, false) % 10 === 0;
+}
+
+/** Adds the Luhn values of text[start, end) to `sum`, from the right; `double`: the first doubles. */
+function luhnSum(text: string, start: number, end: number, sum: number, double: boolean): number {
+  for (let i = end - 1; i >= start; i--) {
+    let d = text.charCodeAt(i) - 0x30;
     if (double) {
       d *= 2;
       if (d > 9) d -= 9;
     }
     sum += d;
     double = !double;
+  }
+  return sum;
+}
+
+/** The Luhn check over the digits of groups[first..last], read where they stand. */
+function stretchPassesLuhn(text: string, groups: Group[], first: number, last: number): boolean {
+  let sum = 0;
+  let double = false;
+  for (let g = last; g >= first; g--) {
+    const { start, end } = groups[g]!;
+    sum = luhnSum(text, start, end, sum, double);
+    if ((end - start) % 2 === 1) double = !double;
   }
   return sum % 10 === 0;
 }
@@ -122,13 +137,11 @@ function maskRun(text: string, groups: Group[], masked: Uint8Array | undefined) 
       if (digits < CARD_NUMBER_MIN_DIGITS || text.charCodeAt(groups[first]!.start) === 0x30) {
         continue;
       }
-      const stretch = groups.slice(first, last + 1);
-      const number = stretch.map((g) => text.slice(g.start, g.end)).join('');
-      if (!luhnValid(number)) continue;
+      if (!stretchPassesLuhn(text, groups, first, last)) continue;
       masked ??= new Uint8Array(text.length);
       let seen = 0;
-      for (const g of stretch) {
-        for (let p = g.start; p < g.end; p++, seen++) {
+      for (let g = first; g <= last; g++) {
+        for (let p = groups[g]!.start; p < groups[g]!.end; p++, seen++) {
           if (seen >= 6 && seen < digits - 4) masked[p] = 1;
         }
       }
