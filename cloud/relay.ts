@@ -10,6 +10,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import type { TerminalCommand, TerminalReport } from '../protocol/index.js';
+import { maskUpdateStatusText } from '../protocol/free-text.js';
 import { systemClock, systemTimers, type Clock } from '../common/clock.js';
 import { Authenticator } from './accounts/authenticator.js';
 import { bootstrapAccount, type Bootstrap } from './accounts/bootstrap.js';
@@ -263,11 +264,15 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         maxPayloadBytes: config.mqttMaxPayloadBytes,
       },
       hasAgent: (terminal) => terminal.kind === 'AGENT' || !inProcess,
+      cardData,
     });
     link.listen({
       updateStatus: (terminalId, status) =>
         void rollouts
-          .statusReported(terminalId, status)
+          .statusReported(
+            terminalId,
+            cardData.masked(terminalId, 'update-status', maskUpdateStatusText(status)),
+          )
           .catch((error: unknown) =>
             logger.error({ err: error, terminalId }, 'could not keep an update outcome'),
           ),
