@@ -3,10 +3,12 @@
  * the relay bounds what one client can hold with it. A pairing parks one wait (a newer
  * one ends the older, which answers WAITING), an address parks at most
  * TPS_PAIRING_WAITS_PER_SOURCE, and a parked wait costs no store reads: the claim wakes
- * it. Meanwhile a POS pays on a simulated terminal.
+ * it. Meanwhile a POS pays on a simulated terminal. With two relays on one PostgreSQL
+ * (DATABASE_URL), a claim on one wakes the wait parked on the other through the change bus.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from './support/e2e-parts.js';
 import { post, posFor, startTestRelay, type ApiResponse, type TestRelay } from './support/relay.js';
@@ -144,3 +146,76 @@ describe('pairing waits under a flood', () => {
     await Promise.all(waits);
   }, 60_000);
 });
+
+const DATABASE_URL = process.env.DATABASE_URL;
+
+describe.skipIf(!DATABASE_URL)(
+  'pairing waits on two relays on one PostgreSQL (DATABASE_URL)',
+  () => {
+    const database = `tps_pairing_${process.pid}_${Date.now()}`;
+    let a: TestRelay;
+    let b: TestRelay;
+    beforeAll(async () => {
+      const admin = new pg.Client({ connectionString: DATABASE_URL });
+      await admin.connect();
+      await admin.query(`CREATE DATABASE ${database}`);
+      await admin.end();
+      const url = new URL(DATABASE_URL!);
+      url.pathname = `/${database}`;
+      a = await startTestRelay({ databaseUrl: url.toString() });
+      b = await startTestRelay({ databaseUrl: url.toString() });
+    });
+    afterAll(async () => {
+      await a?.close();
+      await b?.close();
+      const admin = new pg.Client({ connectionString: DATABASE_URL });
+      await admin.connect();
+      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+      await admin.end();
+    });
+
+    it('a claim on one relay wakes the wait parked on the other, which read nothing meanwhile', async () => {
+      const agent = agentSecret();
+      const call = (relay: TestRelay, operation: string, body: unknown) =>
+        fetch(`${relay.baseUrl}/v1${operation}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        }).then(async (response) => ({ status: response.status, body: await response.json() }));
+      const started = await call(a, '/pairing/start', { secret_sha256: agent.sha256 });
+      expect(started.status).toBe(200);
+      let readsOnB = 0;
+      const findPairing = b.store.findPairing.bind(b.store);
+      b.store.findPairing = (secretHash) => {
+        readsOnB++;
+        return findPairing(secretHash);
+      };
+      // Far longer than the test waits for it: only the change bus can answer it in time.
+      const waited = call(b, '/pairing/wait', { secret: agent.secret, wait_seconds: 120 });
+      await eventually(
+        () => readsOnB,
+        (n) => n >= 2,
+        { what: 'the wait parked on relay B' },
+      );
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+      expect(readsOnB).toBe(2);
+      const claimed = await post(
+        a.baseUrl,
+        'v1',
+        '/terminal/claim',
+        { code: started.body.code },
+        a.account,
+      );
+      expect(claimed.status).toBe(200);
+      const paired = await Promise.race([
+        waited,
+        new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 30_000)),
+      ]);
+      expect(paired?.status).toBe(200);
+      expect(paired?.body).toMatchObject({
+        state: 'PAIRED',
+        terminal_id: claimed.body.terminal_id,
+      });
+    }, 60_000);
+  },
+);
