@@ -33,7 +33,12 @@ describe('pairing waits under a flood', () => {
       body: JSON.stringify(body),
       signal: gone.signal,
     });
-    return { status: response.status, headers: response.headers, body: await response.json() };
+    const answer: ApiResponse = {
+      status: response.status,
+      headers: response.headers,
+      body: await response.json(),
+    };
+    return answer;
   };
 
   beforeAll(async () => {
@@ -181,7 +186,11 @@ describe.skipIf(!DATABASE_URL)(
           method: 'POST',
           headers: { 'content-type': 'application/json' },
           body: JSON.stringify(body),
-        }).then(async (response) => ({ status: response.status, body: await response.json() }));
+        }).then(async (response): Promise<ApiResponse> => ({
+          status: response.status,
+          headers: response.headers,
+          body: await response.json(),
+        }));
       const started = await call(a, '/pairing/start', { secret_sha256: agent.sha256 });
       expect(started.status).toBe(200);
       let readsOnB = 0;

@@ -253,13 +253,21 @@ describe('pairing', () => {
   });
 
   it('limits codes per address and failed claims per credential: 429 with Retry-After', async () => {
-    for (let i = 0; i < 10; i++) {
-      expect((await start(agentSecret().sha256, '198.51.100.7')).status).toBe(200);
+    const asked = Array.from({ length: 10 }, agentSecret);
+    for (const agent of asked) {
+      expect((await start(agent.sha256, '198.51.100.7')).status).toBe(200);
     }
     const limited = await start(agentSecret().sha256, '198.51.100.7');
     expect(limited.status).toBe(429);
     expect(limited.body.error.code).toBe('TOO_MANY_REQUESTS');
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    // Its terminals still wait for the codes it asked for.
+    const waiting = await agentCall(
+      '/pairing/wait',
+      { secret: asked[0]!.secret, wait_seconds: 0 },
+      '198.51.100.7',
+    );
+    expect(waiting.body.state).toBe('WAITING');
     // Another address is not held back.
     expect((await start(agentSecret().sha256, '198.51.100.8')).status).toBe(200);
     // Waits with a secret nobody named count alike: no probing for secrets either.

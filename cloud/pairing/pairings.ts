@@ -94,11 +94,6 @@ export class Pairings {
     this.parkedBySource = new ParkedWaits(settings.waitsPerSource, 'this address');
   }
 
-  /** Waits parked now. */
-  get size(): number {
-    return this.waits.size;
-  }
-
   stop(): void {
     this.closing.cancel();
   }
@@ -139,18 +134,16 @@ export class Pairings {
     gone: Cancellation,
     source: string,
   ): Promise<PairingWaitResponse> {
-    // An address past its limit of unknown secrets is refused before the store is read.
-    const probing = this.sources.check(source);
-    if (probing !== undefined) throw tooMany('unknown pairings asked after', probing);
     const secretHash = pairingSecretHash(secret);
     const { store, clock, timers } = this.options;
     const pairing = await store.findPairing(secretHash);
     if (!pairing) {
       // Counted as it is answered: of concurrent probes, only the limit's worth hear 404.
+      // Not checked before the read: an address that asked for its codes (the same count)
+      // still waits for them.
       taken(this.sources.take(source), 'unknown pairings asked after from this address');
       throw new ApiError('PAIRING_NOT_FOUND', 'no pairing was started with this secret');
     }
-    const waiting = () => this.stillWaiting(pairing);
     const now = await this.answer(pairing);
     if (now) return now;
 
@@ -167,7 +160,7 @@ export class Pairings {
       },
       (parked) => this.park(pairing, parked),
     );
-    return answered ?? waiting();
+    return answered ?? this.stillWaiting(pairing);
   }
 
   async claim(principal: Principal, request: TerminalClaimRequest): Promise<TerminalClaimResponse> {
