@@ -115,6 +115,8 @@ export const CloudConfigSchema = z
     pairingWindowS: seconds.min(1).max(86_400).default(600),
     pairingPerSource: z.coerce.number().int().min(1).max(100_000).default(10),
     pairingClaimFailuresPerCredential: z.coerce.number().int().min(1).max(100_000).default(10),
+    pairingClaimFailuresPerAccount: z.coerce.number().int().min(1).max(100_000).default(20),
+    pairingWaitsPerSource: z.coerce.number().int().min(1).max(10_000).default(10),
     /**
      * Proxies whose X-Forwarded-For names the client: addresses and CIDR ranges separated
      * by commas (also `loopback`, `linklocal`, `uniquelocal`). Without it the source of
@@ -471,6 +473,16 @@ export const CLOUD_SETTINGS = {
     env: 'TPS_PAIRING_CLAIM_FAILURES_PER_CREDENTIAL',
     flag: 'pairing-claim-failures-per-credential',
     doc: 'Failed claims of pairing codes by one credential per window; then 429.',
+  },
+  pairingClaimFailuresPerAccount: {
+    env: 'TPS_PAIRING_CLAIM_FAILURES_PER_ACCOUNT',
+    flag: 'pairing-claim-failures-per-account',
+    doc: 'Failed claims of pairing codes by all credentials of one account per window; then 429.',
+  },
+  pairingWaitsPerSource: {
+    env: 'TPS_PAIRING_WAITS_PER_SOURCE',
+    flag: 'pairing-waits-per-source',
+    doc: 'Pairing waits parked at once from one address (a pairing parks one: a newer wait ends the older); then 429.',
   },
   trustProxy: {
     env: 'TPS_TRUST_PROXY',

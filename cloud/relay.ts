@@ -330,13 +330,16 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       store,
       registry,
       feed: eventFeed,
+      bus,
       clock,
       timers: systemTimers,
       settings: {
         ttlMs: config.pairingTtlS * 1000,
         windowMs: config.pairingWindowS * 1000,
         perSource: config.pairingPerSource,
+        waitsPerSource: config.pairingWaitsPerSource,
         claimFailuresPerCredential: config.pairingClaimFailuresPerCredential,
+        claimFailuresPerAccount: config.pairingClaimFailuresPerAccount,
       },
       brokerUrl: () => agentBrokerUrl,
       logger: partLogger(logger, 'pairing'),
@@ -404,6 +407,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
           webhooks: () => webhooks.reconcile(),
           simulator: async (terminalId) => placement.announced(await store.getTerminal(terminalId)),
           credential: credentialChanged,
+          pairing: (notice) => pairings.claimed(notice.code),
         },
         logger,
       ),
@@ -510,6 +514,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         // Parked long polls answer the current state now, so the server can close.
         service.stop();
         events.stop();
+        pairings.stop();
         await app.close();
         await spooler.close();
         unsubscribe();

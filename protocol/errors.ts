@@ -100,7 +100,10 @@ export const ERROR_CATALOGUE = {
     meaning:
       'The pairing code expired before it was claimed (or the paired agent came too late for its credential); pair again.',
   },
-  PAIRING_CODE_USED: { status: 409, meaning: 'The pairing code was claimed already.' },
+  PAIRING_CODE_USED: {
+    status: 409,
+    meaning: 'The pairing code was claimed already, or its agent collected its credential already.',
+  },
   RELEASE_INVALID: {
     status: 400,
     meaning:
