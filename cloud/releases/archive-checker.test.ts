@@ -30,4 +30,19 @@ describe('release archive checker', () => {
     // The thread is free again, and kept.
     await expect(checker.check(request)).rejects.toMatchObject({ code: 'RELEASE_INVALID' });
   });
+
+  it('ends a thread that passes the deadline, refusing its archive, and starts another', async () => {
+    const faults: Error[] = [];
+    const hasty = new ReleaseArchiveChecker(1, (error) => faults.push(error), 1);
+    try {
+      const junk = path.join(dir, 'junk.tar.gz');
+      fs.writeFileSync(junk, 'not an archive');
+      const request = { file: junk, publicKeyPem, limits: DEFAULT_RELEASE_LIMITS };
+      await expect(hasty.check(request)).rejects.toThrow(/could not be checked within/);
+      expect(faults.map((f) => f.message)).toEqual(['the release check took more than 1 ms']);
+      await expect(hasty.check(request)).rejects.toMatchObject({ code: 'RELEASE_INVALID' });
+    } finally {
+      await hasty.close();
+    }
+  });
 });

@@ -2,9 +2,11 @@
  * Checks release archives (archive.ts) on threads of their own, a bounded number at once:
  * inflating an archive of hundreds of MiB takes seconds of CPU, which must never be the
  * relay's event loop. Beyond the bound, 503 SERVICE_BUSY at once. A thread is kept for
- * the next check; one that dies (out of memory) fails its check and is not reused.
+ * the next check; one that dies (out of memory) or passes the deadline fails its check and
+ * is ended.
  */
 import type { Worker } from 'node:worker_threads';
+import { withDeadline } from '../../common/deadline.js';
 import { ApiError } from '../errors.js';
 import { startThread } from '../threads.js';
 import {
@@ -24,6 +26,12 @@ export type ArchiveCheckAnswer =
   | { ok: true; checked: CheckedRelease }
   | { ok: false; code?: ReleaseArchiveProblem; message: string };
 
+/**
+ * An archive at the limits is checked in seconds; a thread still at it after this is
+ * stuck, and must not hold its place for good.
+ */
+export const RELEASE_CHECK_DEADLINE_MS = 120_000;
+
 export class ReleaseArchiveChecker {
   private readonly idle: Worker[] = [];
   private readonly busy = new Set<Worker>();
@@ -33,6 +41,7 @@ export class ReleaseArchiveChecker {
   constructor(
     private readonly maxChecks: number,
     private readonly onThreadFault: (error: Error) => void = () => {},
+    private readonly deadlineMs = RELEASE_CHECK_DEADLINE_MS,
   ) {}
 
   /** The checked release; ReleaseArchiveError when it is none; ApiError when busy. */
@@ -46,7 +55,11 @@ export class ReleaseArchiveChecker {
     this.busy.add(worker);
     let reusable = false;
     try {
-      const answer = await ask(worker, request);
+      const answer = await withDeadline(
+        ask(worker, request),
+        this.deadlineMs,
+        `the release check took more than ${this.deadlineMs} ms`,
+      );
       reusable = true;
       if (answer.ok) {
         const { checked } = answer;
