@@ -5,12 +5,14 @@
  * and the folder's size are bounded.
  */
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateReleaseKeyPair } from '../common/release-signature.js';
 import { tempDir } from './agent-harness.js';
 import { expectError } from './support/api.js';
+import { errorRecordingLogger } from './support/fuzz.js';
 import { buildRelease } from './support/agent-releases.js';
 import { releaseBomb } from './support/release-bomb.js';
 import { basicAuth, posFor, startTestRelay, type TestRelay } from './support/relay.js';
@@ -113,13 +115,14 @@ describe('release uploads on a relay with the default limits', () => {
 
 describe('release uploads beyond the bounds of the uploads at once and of the folder', () => {
   let relay: TestRelay;
+  const { logger, errors } = errorRecordingLogger();
 
   beforeAll(async () => {
-    relay = await startTestRelay({
-      releasePublicKey: keyFile,
-      releaseMaxUploads: 1,
-      releaseMaxDiskBytes: MiB,
-    });
+    relay = await startTestRelay(
+      { releasePublicKey: keyFile, releaseMaxUploads: 1, releaseMaxDiskBytes: MiB },
+      undefined,
+      { logger },
+    );
   });
   afterAll(async () => {
     await relay?.close();
@@ -167,5 +170,31 @@ describe('release uploads beyond the bounds of the uploads at once and of the fo
     expectError(await publish(relay, archive), 413, 'RELEASE_STORAGE_FULL');
     fs.rmSync(filler);
     expect((await publish(relay, archive)).status).toBe(200);
+  });
+
+  it('drops an upload its client abandons: its place and its file, with no error logged', async () => {
+    const url = new URL(`${relay.baseUrl}/v1/fleet/releases`);
+    const request = http.request({
+      host: url.hostname,
+      port: url.port,
+      path: url.pathname,
+      method: 'POST',
+      headers: {
+        authorization: basicAuth(relay.account),
+        'content-type': 'application/gzip',
+        'content-length': String(MiB / 2),
+      },
+    });
+    request.on('error', () => {});
+    request.write(Buffer.alloc(64 * 1024));
+    const uploads = () => Object.keys(folder(relay)).filter((f) => f.startsWith('upload-'));
+    await expect.poll(uploads).toHaveLength(1);
+    request.destroy();
+    await expect.poll(uploads).toEqual([]);
+    const archive = fs.readFileSync(
+      await buildRelease(dir, { version: '6.3.0', privateKeyPem: keys.privateKeyPem }),
+    );
+    expect((await publish(relay, archive)).status).toBe(200);
+    expect(errors).toEqual([]);
   });
 });

@@ -172,6 +172,10 @@ export class Releases {
       await handle.sync();
     } catch (error) {
       body.resume();
+      // A client that went away (or was timed out) is no fault of the relay's.
+      if (!(error instanceof ApiError) && body.errored) {
+        throw new ApiError('INVALID_REQUEST', 'the upload ended before the whole archive arrived');
+      }
       throw error;
     } finally {
       this.receiving.delete(file);
