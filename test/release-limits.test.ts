@@ -13,7 +13,7 @@ import { generateReleaseKeyPair } from '../common/release-signature.js';
 import { tempDir } from './agent-harness.js';
 import { expectError } from './support/api.js';
 import { errorRecordingLogger } from './support/fuzz.js';
-import { buildRelease } from './support/agent-releases.js';
+import { ARCH, buildRelease } from './support/agent-releases.js';
 import { releaseBomb } from './support/release-bomb.js';
 import { basicAuth, posFor, startTestRelay, type TestRelay } from './support/relay.js';
 
@@ -110,6 +110,18 @@ describe('release uploads on a relay with the default limits', () => {
       expectError(await publish(relay, again), 409, 'RELEASE_EXISTS');
     }
     expect(folder(relay)).toEqual(before);
+
+    // A relay that died between the row and the file: the same bytes again put it back.
+    const kept = path.join(relay.dataDir, 'releases', Object.keys(before)[0]!);
+    fs.rmSync(kept);
+    const download = () =>
+      fetch(`${relay.baseUrl}/v1/fleet/releases/5.1.0/${ARCH}/archive`, {
+        headers: { authorization: basicAuth(relay.account) },
+      });
+    expect((await download()).status).toBe(404);
+    expectError(await publish(relay, archive), 409, 'RELEASE_EXISTS');
+    expect(folder(relay)).toEqual(before);
+    expect(Buffer.from(await (await download()).arrayBuffer()).equals(archive)).toBe(true);
   });
 });
 

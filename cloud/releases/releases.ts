@@ -107,6 +107,7 @@ export class Releases {
       // The row first: a refused re-publish leaves the folder as it was. Another account's
       // identical archive has the same name and the same bytes: replacing it is harmless.
       if (!(await this.options.store.addRelease(record))) {
+        await this.restoreMissing(record, upload);
         throw new ApiError(
           'RELEASE_EXISTS',
           `release ${manifest.version} for ${manifest.arch} is published already; publish a new version`,
@@ -132,6 +133,17 @@ export class Releases {
       throw new ApiError('RELEASE_NOT_FOUND', `no release ${version} for ${arch}`);
     }
     return { file, size: record.archiveSize, sha256: record.archiveSha256 };
+  }
+
+  /**
+   * Puts a published release's archive back when the same bytes come again and its file is
+   * missing: a relay that died between the row's commit and the rename left the row alone.
+   */
+  private async restoreMissing(sent: ReleaseRecord, upload: string): Promise<void> {
+    const kept = await this.options.store.findRelease(sent.accountId, sent.version, sent.arch);
+    if (kept?.archiveSha256 !== sent.archiveSha256) return;
+    const file = path.join(this.options.dir, kept.file);
+    if (!fs.existsSync(file)) await fs.promises.rename(upload, file);
   }
 
   /** Ends the check threads. */
