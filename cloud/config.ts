@@ -33,6 +33,14 @@ export const CloudConfigSchema = z
     releasePublicKey: optionalPath,
     /** Where published release archives are kept (default: <data dir>/releases). */
     releaseDir: optionalPath,
+    /** Release uploads received or checked at once by one relay (docs/security.md). */
+    releaseMaxUploads: z.coerce.number().int().min(1).max(16).default(2),
+    /** What the release folder may hold, uploads in progress included. */
+    releaseMaxDiskBytes: z.coerce
+      .number()
+      .int()
+      .min(1024 * 1024)
+      .default(4 * 1024 ** 3),
     tlsKey: optionalPath,
     /** The API base address without the version segment, for links and events. */
     publicUrl: z.url().optional(),
@@ -296,6 +304,16 @@ export const CLOUD_SETTINGS = {
     env: 'TPS_RELEASE_DIR',
     flag: 'release-dir',
     doc: 'Folder of published release archives (default: the data dir’s releases/); shared by every relay.',
+  },
+  releaseMaxUploads: {
+    env: 'TPS_RELEASE_MAX_UPLOADS',
+    flag: 'release-max-uploads',
+    doc: 'Release uploads one relay receives or checks at once (1-16), each checked on a thread of its own; beyond, 503 SERVICE_BUSY.',
+  },
+  releaseMaxDiskBytes: {
+    env: 'TPS_RELEASE_MAX_DISK_BYTES',
+    flag: 'release-max-disk-bytes',
+    doc: 'Bytes the release folder may hold, uploads being received included; beyond, 413 RELEASE_STORAGE_FULL, so that uploads never fill the disk.',
   },
   tlsCert: {
     env: 'TPS_TLS_CERT',

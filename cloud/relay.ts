@@ -423,6 +423,18 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       agentsConnected: () => broker?.connectedAgents(),
     });
 
+    const releases = new Releases({
+      store,
+      dir: config.releaseDir ?? path.join(config.dataDir, 'releases'),
+      publicKeyPem: config.releasePublicKey
+        ? fs.readFileSync(config.releasePublicKey, 'utf8')
+        : undefined,
+      maxUploads: config.releaseMaxUploads,
+      maxDiskBytes: config.releaseMaxDiskBytes,
+      clock,
+      onCheckFault: (error) => logger.warn({ err: error }, 'a release check thread failed'),
+    });
+    started.push(() => releases.close());
     const app = buildHttpServer({
       logger,
       authenticator,
@@ -459,17 +471,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         : {}),
       ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
       rollouts,
-      releases: {
-        store,
-        releases: new Releases({
-          store,
-          dir: config.releaseDir ?? path.join(config.dataDir, 'releases'),
-          publicKeyPem: config.releasePublicKey
-            ? fs.readFileSync(config.releasePublicKey, 'utf8')
-            : undefined,
-          clock,
-        }),
-      },
+      releases: { store, releases },
     });
     await app.listen({ host: config.host, port: config.port });
     const port = (app.server.address() as AddressInfo).port;
@@ -517,6 +519,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         pairings.stop();
         await app.close();
         await spooler.close();
+        await releases.close();
         unsubscribe();
         // Work stops here before the lead is given up: no overlap with the next leader.
         await background.stop();

@@ -118,6 +118,11 @@ export const ERROR_CATALOGUE = {
     meaning: 'The account has published this version for this architecture already.',
   },
   RELEASE_NOT_FOUND: { status: 404, meaning: 'No such release for this credential.' },
+  RELEASE_STORAGE_FULL: {
+    status: 413,
+    meaning:
+      'The relay’s release folder would hold more than it may with this archive; nothing is kept.',
+  },
   TERMINAL_OFFLINE: {
     status: 409,
     meaning:
