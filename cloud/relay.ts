@@ -263,6 +263,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         maxPayloadBytes: config.mqttMaxPayloadBytes,
       },
       hasAgent: (terminal) => terminal.kind === 'AGENT' || !inProcess,
+      diagnosticsPerAccount: config.diagnosticsPerAccount,
     });
     link.listen({
       updateStatus: (terminalId, status) =>

@@ -33,6 +33,8 @@ export function createFleet(options: {
   link: Omit<FleetLinkOptions, 'logger'>;
   /** Whether a terminal has an agent to ask for diagnostics. */
   hasAgent: (terminal: TerminalRecord) => boolean;
+  /** Diagnostic requests one account may have waiting at once. */
+  diagnosticsPerAccount: number;
 }): Fleet {
   const { store, registry, clock, timers, logger } = options;
   const failed = (what: string, terminalId: string) => (error: unknown) =>
@@ -49,6 +51,7 @@ export function createFleet(options: {
     store,
     hasAgent: options.hasAgent,
     send: (terminalId, request) => holder.link?.requestDiagnostic(terminalId, request) ?? false,
+    perAccount: options.diagnosticsPerAccount,
     timers,
     logger: partLogger(logger, 'diagnostics'),
   });
