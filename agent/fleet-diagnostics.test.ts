@@ -32,6 +32,7 @@ describe('diagnostic answers', () => {
     const logger = createAgentLogger('info', 't-1', keepingLines(ring, sink()));
     // pino escapes C0 in its JSON, not DEL or C1.
     logger.info({ model: 'R\x9b2J\x7f' }, 'reader facts');
+    logger.info({ noise: '\x9b'.repeat(1900) }, 'a line that escapes grow past its bound');
     const logs = await answerDiagnostic(request('logs'), sources({ logs: ring }));
     expect(DiagnosticReplyMessage.safeParse(logs).success).toBe(true);
     expect(logs?.logs?.lines.join('\n')).toContain('R\\x9b2J\\x7f');

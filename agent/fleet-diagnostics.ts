@@ -38,6 +38,7 @@ export interface DiagnosticsSources {
 /**
  * What goes out is shown on an operator's terminal: control characters travel as escapes
  * (common/terminal-text.ts), or the relay refuses the answer (protocol/plain-text.ts).
+ * Escapes lengthen a text: each is cut to its field's bound after.
  */
 const multiline = { multiline: true };
 
@@ -60,7 +61,7 @@ export async function answerDiagnostic(
         if (!sources.logs) return { ...base, error: 'this agent keeps no log lines' };
         const wanted = sources.logs
           .newest(request.lines ?? DIAGNOSTIC_LOG_LINES)
-          .map((line) => printable(line, multiline));
+          .map((line) => printable(line, multiline).slice(0, 4000));
         const lines = fitted(wanted, (kept) => ({
           ...base,
           logs: { lines: kept, truncated: true },
@@ -72,9 +73,14 @@ export async function answerDiagnostic(
           return { ...base, error: 'no trace of the reader line: kept for native readers only' };
         }
         const { transactionId, dropped, ...snapshot } = sources.trace.snapshot();
-        const frames = snapshot.frames.map((f) => ({ ...f, text: printable(f.text, multiline) }));
+        const frames = snapshot.frames.map((f) => ({
+          ...f,
+          text: printable(f.text, multiline).slice(0, 400),
+        }));
         const head = {
-          ...(transactionId !== undefined ? { transaction_id: printable(transactionId) } : {}),
+          ...(transactionId !== undefined
+            ? { transaction_id: printable(transactionId).slice(0, 64) }
+            : {}),
         };
         const kept = fitted(frames, (some) => ({
           ...base,
