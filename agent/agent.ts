@@ -26,6 +26,7 @@ import type { PrinterPort, ReaderPort } from './ports.js';
 import type { TerminalTransactionState } from '../protocol/terminal-status.js';
 import type { UpdateOrderMessage } from '../protocol/update.js';
 import { partLogger } from '../common/logging.js';
+import { printable } from '../common/terminal-text.js';
 import type { FactsMessage } from '../protocol/fleet-diagnostics.js';
 import { FleetConfigApplier, type RefusedConfig } from './fleet-config.js';
 import { answerDiagnostic } from './fleet-diagnostics.js';
@@ -210,11 +211,16 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
   });
   wired.link = link;
   function publishFacts(): void {
+    // What the reader says of itself is shown on operators' terminals: its control
+    // characters travel as escapes (common/terminal-text.ts).
+    const shown = (text: string) => printable(text).slice(0, 64);
+    const { model, firmware } = readerFacts ?? {};
     const facts: FactsMessage = {
       agent_version: AGENT_VERSION,
       reader: {
         protocol: (deps.readerCapabilities ?? NATIVE_READER_CAPABILITIES).protocol,
-        ...readerFacts,
+        ...(model === undefined ? {} : { model: shown(model) }),
+        ...(firmware === undefined ? {} : { firmware: shown(firmware) }),
       },
       at: clock.now().toISOString(),
     };

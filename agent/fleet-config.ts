@@ -24,6 +24,7 @@ import {
   type FleetConfig,
 } from '../protocol/fleet-config.js';
 import type { Clock } from '../common/clock.js';
+import { printable } from '../common/terminal-text.js';
 import { ZvtProfileName } from '../firmware-bridge/zvt/reader/profiles.js';
 import type { AgentConfig } from './config.js';
 
@@ -273,7 +274,7 @@ export class FleetConfigApplier {
 
   private reject(version: string, reason: string): void {
     this.options.logger.warn({ version, reason }, 'configuration refused; the last good one stays');
-    this.send({ version, status: 'REJECTED', reason: reason.slice(0, 500) });
+    this.send({ version, status: 'REJECTED', reason: printable(reason).slice(0, 500) });
   }
 
   /** `trial`: the reader has yet to answer with it (see refuseKept). */

@@ -13,6 +13,7 @@ import {
 } from '../protocol/fleet-diagnostics.js';
 import type { Clock } from '../common/clock.js';
 import { withDeadline } from '../common/deadline.js';
+import { printable } from '../common/terminal-text.js';
 import type { AgentConfig } from './config.js';
 import type { CheckResult } from './doctor-check.js';
 import { checkClock, checkJournal } from './doctor.js';
@@ -34,6 +35,13 @@ export interface DiagnosticsSources {
   logger: Logger;
 }
 
+/**
+ * What goes out is shown on an operator's terminal: control characters travel as escapes
+ * (common/terminal-text.ts), or the relay refuses the answer (protocol/plain-text.ts).
+ * Escapes lengthen a text: each is cut to its field's bound after.
+ */
+const multiline = { multiline: true };
+
 export async function answerDiagnostic(
   value: unknown,
   sources: DiagnosticsSources,
@@ -51,7 +59,9 @@ export async function answerDiagnostic(
         return { ...base, doctor: { checks: await liveChecks(sources) } };
       case 'logs': {
         if (!sources.logs) return { ...base, error: 'this agent keeps no log lines' };
-        const wanted = sources.logs.newest(request.lines ?? DIAGNOSTIC_LOG_LINES);
+        const wanted = sources.logs
+          .newest(request.lines ?? DIAGNOSTIC_LOG_LINES)
+          .map((line) => printable(line, multiline).slice(0, 4000));
         const lines = fitted(wanted, (kept) => ({
           ...base,
           logs: { lines: kept, truncated: true },
@@ -62,8 +72,16 @@ export async function answerDiagnostic(
         if (!sources.trace) {
           return { ...base, error: 'no trace of the reader line: kept for native readers only' };
         }
-        const { transactionId, frames, dropped } = sources.trace.snapshot();
-        const head = { ...(transactionId !== undefined ? { transaction_id: transactionId } : {}) };
+        const { transactionId, dropped, ...snapshot } = sources.trace.snapshot();
+        const frames = snapshot.frames.map((f) => ({
+          ...f,
+          text: printable(f.text, multiline).slice(0, 400),
+        }));
+        const head = {
+          ...(transactionId !== undefined
+            ? { transaction_id: printable(transactionId).slice(0, 64) }
+            : {}),
+        };
         const kept = fitted(frames, (some) => ({
           ...base,
           trace: { ...head, frames: some, truncated: true },
@@ -75,7 +93,7 @@ export async function answerDiagnostic(
       }
     }
   } catch (error) {
-    return { ...base, error: (error as Error).message.slice(0, 500) };
+    return { ...base, error: printable((error as Error).message, multiline).slice(0, 500) };
   }
 }
 
@@ -107,8 +125,8 @@ async function liveChecks(sources: DiagnosticsSources): Promise<CheckResult[]> {
   checks.push({ status: 'ok', title: `configuration: ${sources.configState()}` });
   return checks.map((c) => ({
     ...c,
-    title: c.title.slice(0, 300),
-    ...(c.detail !== undefined ? { detail: c.detail.slice(0, 1000) } : {}),
+    title: printable(c.title).slice(0, 300),
+    ...(c.detail !== undefined ? { detail: printable(c.detail, multiline).slice(0, 1000) } : {}),
   }));
 }
 

@@ -14,6 +14,7 @@
  * Leftovers in incoming/ are removed: a download or an unpacked copy is never trusted
  * across a restart.
  */
+import { printable } from '../common/terminal-text.js';
 import type { UpdateOutcome } from '../protocol/index.js';
 import { clearIncoming, currentVersion, switchCurrent } from './update-release.js';
 import {
@@ -49,7 +50,12 @@ export function resolveUpdateAtBoot(root: string, now: () => Date): BootDecision
   const running = currentVersion(root);
   const state = readUpdateState(root);
   const finished = (outcome: Omit<UpdateOutcome, 'at'>): BootDecision => {
-    writeUpdateState(root, { phase: 'idle', last: { ...outcome, at: now().toISOString() } });
+    const reason =
+      outcome.reason === undefined ? {} : { reason: printable(outcome.reason).slice(0, 500) };
+    writeUpdateState(root, {
+      phase: 'idle',
+      last: { ...outcome, ...reason, at: now().toISOString() },
+    });
     return { restart: false, running };
   };
   switch (state.phase) {

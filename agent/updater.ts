@@ -16,6 +16,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Clock, Timers } from '../common/clock.js';
 import { sleep } from '../common/clock.js';
+import { printable } from '../common/terminal-text.js';
 import type { UpdateOrderMessage, UpdateOutcome, UpdateStatusMessage } from '../protocol/index.js';
 import type { UpdateConfig } from './config.js';
 import { rollBack, type Trial } from './update-boot.js';
@@ -248,7 +249,7 @@ export class Updater {
     this.working = undefined;
     const last = {
       ...outcome,
-      ...(outcome.reason === undefined ? {} : { reason: outcome.reason.slice(0, 500) }),
+      ...(outcome.reason === undefined ? {} : { reason: printable(outcome.reason).slice(0, 500) }),
       at: this.options.clock.now().toISOString(),
     };
     this.lastInMemory = last;

@@ -5,6 +5,7 @@
  * command throws a UsageError (common/cli.ts) for that, and this file alone maps it.
  */
 import { EXIT, isUsageError } from '../common/cli.js';
+import { printable } from '../common/terminal-text.js';
 
 const USAGE = `Usage: tps <command> [options]
 
@@ -81,6 +82,8 @@ main(process.argv.slice(2)).catch((error: unknown) => {
     process.exitCode = EXIT.usage;
     return;
   }
-  process.stderr.write(`${name}: ${error instanceof Error ? error.message : String(error)}\n`);
+  // A relay's message may quote what an agent said: shown, never obeyed (common/terminal-text.ts).
+  const message = error instanceof Error ? error.message : String(error);
+  process.stderr.write(`${name}: ${printable(message, { multiline: true })}\n`);
   process.exitCode = EXIT.failed;
 });

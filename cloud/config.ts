@@ -139,6 +139,8 @@ export const CloudConfigSchema = z
       .optional(),
     /** Long polls and event waits one credential may have parked at once (docs/security.md). */
     maxParkedPerCredential: z.coerce.number().int().min(1).max(1_000).default(500),
+    /** At most the relay's ceiling (cloud/fleet/diagnostics.ts, WAITING_CEILING). */
+    diagnosticsPerAccount: z.coerce.number().int().min(1).max(1_000).default(20),
     httpRequestTimeoutS: seconds.min(1).max(600).default(30),
     httpHeadersTimeoutS: seconds.min(1).max(600).default(10),
     httpMaxConnections: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
@@ -511,6 +513,11 @@ export const CLOUD_SETTINGS = {
     env: 'TPS_MAX_PARKED_PER_CREDENTIAL',
     flag: 'max-parked-per-credential',
     doc: 'Long polls and event waits one credential may have waiting at once (at most 1000); more are refused 429 with Retry-After.',
+  },
+  diagnosticsPerAccount: {
+    env: 'TPS_DIAGNOSTICS_PER_ACCOUNT',
+    flag: 'diagnostics-per-account',
+    doc: 'Diagnostic requests (/fleet/diagnostics) one account may have waiting for its terminals at once (at most 1000); more are refused 429 with Retry-After. All accounts together: 1000.',
   },
   httpRequestTimeoutS: {
     env: 'TPS_HTTP_REQUEST_TIMEOUT_S',

@@ -265,6 +265,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       },
       hasAgent: (terminal) => terminal.kind === 'AGENT' || !inProcess,
       cardData,
+      diagnosticsPerAccount: config.diagnosticsPerAccount,
     });
     link.listen({
       updateStatus: (terminalId, status) =>

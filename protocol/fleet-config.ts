@@ -9,6 +9,7 @@
 import { z } from 'zod';
 import { CohortId } from './events.js';
 import { TerminalId, TimestampV1 } from './fields.js';
+import { plainText } from './plain-text.js';
 
 export const FleetLogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
@@ -94,7 +95,7 @@ export const ConfigApplyStatus = z.enum(['APPLIED', 'PENDING', 'REJECTED']);
 export const ConfigReportMessage = z.object({
   version: FleetConfigVersion,
   status: ConfigApplyStatus,
-  reason: z.string().max(500).optional(),
+  reason: plainText(500).optional(),
   /** The version in force; absent while none from the relay ever was. */
   applied_version: FleetConfigVersion.optional(),
   at: TimestampV1,

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { CohortId } from './events.js';
 import { TerminalId, TimestampV1 } from './fields.js';
 import { ConfigApplyStatus, FleetConfigVersion } from './fleet-config.js';
+import { multilineText, plainText } from './plain-text.js';
 
 /**
  * The largest diagnostic reply an agent sends, in bytes of JSON: under the embedded
@@ -19,15 +20,13 @@ export const DIAGNOSTIC_LOG_LINES = 200;
 /** Frames kept of the last payment's reader line. */
 export const DIAGNOSTIC_TRACE_FRAMES = 200;
 
-const Text = (max: number) => z.string().max(max);
-
 /** agent → relay, retained: what the agent knows of itself, told at every connect. */
 export const FactsMessage = z.object({
-  agent_version: Text(64),
+  agent_version: plainText(64),
   reader: z.object({
-    protocol: Text(16),
-    model: Text(64).optional(),
-    firmware: Text(64).optional(),
+    protocol: plainText(16),
+    model: plainText(64).optional(),
+    firmware: plainText(64).optional(),
   }),
   at: TimestampV1,
 });
@@ -49,26 +48,28 @@ export type DiagnosticRequestMessage = z.infer<typeof DiagnosticRequestMessage>;
 
 export const DoctorCheck = z.object({
   status: z.enum(['ok', 'warn', 'fail']),
-  title: Text(300),
-  detail: Text(1000).optional(),
+  title: plainText(300),
+  /** May run over several lines. */
+  detail: multilineText(1000).optional(),
 });
 
 export const TraceFrame = z.object({
   at: TimestampV1,
   /** host→reader or reader→host. */
   direction: z.enum(['host→reader', 'reader→host']),
-  text: Text(400),
+  text: multilineText(400),
 });
 
 /** agent → relay: the answer to one request; `error` when it could not be made. */
 export const DiagnosticReplyMessage = z.object({
   request_id: DiagnosticRequestId,
   kind: DiagnosticKind,
-  error: Text(500).optional(),
+  /** May run over several lines. */
+  error: multilineText(500).optional(),
   doctor: z.object({ checks: z.array(DoctorCheck).max(50) }).optional(),
   logs: z
     .object({
-      lines: z.array(Text(4000)).max(DIAGNOSTIC_LOG_LINES),
+      lines: z.array(multilineText(4000)).max(DIAGNOSTIC_LOG_LINES),
       /** Older lines were left out to fit the reply. */
       truncated: z.boolean(),
     })
@@ -76,7 +77,7 @@ export const DiagnosticReplyMessage = z.object({
   trace: z
     .object({
       /** The payment traced; absent when none ran since the agent started. */
-      transaction_id: Text(64).optional(),
+      transaction_id: plainText(64).optional(),
       frames: z.array(TraceFrame).max(DIAGNOSTIC_TRACE_FRAMES),
       truncated: z.boolean(),
     })

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { TimestampV1 } from './fields.js';
+import { plainText } from './plain-text.js';
 import { ReaderCapabilities } from './reader-capabilities.js';
 import { CommandId, TerminalCommand, TerminalReport } from './terminal-link.js';
 
@@ -133,7 +134,7 @@ export type ReportAckMessage = z.infer<typeof ReportAckMessage>;
 export const PresenceMessage = z.object({
   connected: z.boolean(),
   at: TimestampV1.optional(),
-  agent_version: z.string().max(64).optional(),
+  agent_version: plainText(64).optional(),
   /** What the terminal's reader can do; absent from older agents: assume the native reader. */
   reader: ReaderCapabilities.optional(),
 });

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { TimestampV1 } from './fields.js';
+import { plainText } from './plain-text.js';
 import { ReleaseArch, ReleaseVersion } from './release.js';
 
 /** Names one order (a rollout and its wave, or an operator's single update). */
@@ -29,8 +30,8 @@ export const UpdateOutcome = z.object({
    * release runs again; refused: never installed (signature, hash, arch, size); failed:
    * never installed (download, disk, an interrupted step). Unknown values are tolerated.
    */
-  result: z.union([z.enum(UPDATE_RESULTS), z.string().min(1).max(32)]),
-  reason: z.string().max(500).optional(),
+  result: z.union([z.enum(UPDATE_RESULTS), plainText(32).min(1)]),
+  reason: plainText(500).optional(),
   at: TimestampV1,
 });
 export type UpdateOutcome = z.infer<typeof UpdateOutcome>;
@@ -49,7 +50,7 @@ export const UPDATE_PHASES = [
 export const UpdateStatusMessage = z.object({
   /** The release the agent runs; absent when it does not run from a release directory. */
   running_version: ReleaseVersion.optional(),
-  phase: z.union([z.enum(UPDATE_PHASES), z.string().min(1).max(32)]),
+  phase: z.union([z.enum(UPDATE_PHASES), plainText(32).min(1)]),
   /** The order being worked on, while phase is not idle. */
   order_id: UpdateOrderId.optional(),
   target_version: ReleaseVersion.optional(),

@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { UsageError, parseCommandLine } from '../../common/cli.js';
+import { printable, printableJson } from '../../common/terminal-text.js';
 import {
   FleetConfigResponse,
   type FleetConfig,
@@ -118,7 +119,7 @@ export async function runFleetConfig(argv: string[]): Promise<void> {
     );
   }
   if (values.json) {
-    process.stdout.write(`${JSON.stringify(answer, null, 2)}\n`);
+    process.stdout.write(`${printableJson(answer, 2)}\n`);
     return;
   }
   process.stdout.write(render(scope, answer));
@@ -170,7 +171,7 @@ function render(scope: ConfigScope, answer: FleetConfigResponse): string {
         : 'the account';
   const lines = [
     `Configuration set for ${level}${answer.changed_at ? ` (changed ${answer.changed_at})` : ''}:`,
-    `  ${Object.keys(answer.layer).length ? JSON.stringify(answer.layer) : '(nothing set at this level)'}`,
+    `  ${Object.keys(answer.layer).length ? printableJson(answer.layer) : '(nothing set at this level)'}`,
     '',
     `${answer.terminals.length} terminal(s):`,
     ...answer.terminals.map(terminalLine),
@@ -178,16 +179,17 @@ function render(scope: ConfigScope, answer: FleetConfigResponse): string {
   return `${lines.join('\n')}\n`;
 }
 
+/** One terminal's lines; what its agent reported is shown, never obeyed (common/terminal-text.ts). */
 function terminalLine(view: TerminalConfigView): string {
   const { reported } = view;
   const state = !reported
     ? 'not reported yet'
     : reported.status === 'REJECTED'
-      ? `REJECTED ${reported.version}: ${reported.reason ?? ''} (in force: ${reported.applied_version ?? 'its file alone'})`
+      ? `REJECTED ${reported.version}: ${printable(reported.reason ?? '')} (in force: ${reported.applied_version ?? 'its file alone'})`
       : `${reported.status} ${reported.version}`;
   return [
     `  ${view.terminal_id}  ${view.in_sync ? 'in sync' : 'NOT in sync'}`,
-    `    desired  ${view.desired.version}  ${JSON.stringify(view.desired.config)}`,
+    `    desired  ${view.desired.version}  ${printableJson(view.desired.config)}`,
     `    reported ${state}`,
   ].join('\n');
 }

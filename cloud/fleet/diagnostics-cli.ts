@@ -3,6 +3,7 @@
  * asks of terminals from afar (docs/fleet.md, "Fleet facts" and "Diagnostics").
  */
 import { UsageError, integerOption, parseCommandLine } from '../../common/cli.js';
+import { printable, printableJson } from '../../common/terminal-text.js';
 import {
   DiagnosticsResponse,
   FleetFactsResponse,
@@ -61,15 +62,16 @@ export async function runFleetFacts(argv: string[]): Promise<void> {
     }),
   );
   if (values.json) {
-    process.stdout.write(`${JSON.stringify(answer, null, 2)}\n`);
+    process.stdout.write(`${printableJson(answer, 2)}\n`);
     return;
   }
-  const unknown = (value: string | null) => value ?? '?';
+  // What agents said of themselves is shown, never obeyed (common/terminal-text.ts).
+  const shown = (value: string | null) => (value === null ? '?' : printable(value));
   for (const t of answer.terminals) {
     process.stdout.write(
-      `${t.terminal_id}  ${t.name ?? ''}${t.cohort ? ` (${t.cohort})` : ''}  ${t.connected ? 'connected' : 'offline'}, last seen ${unknown(t.last_seen)}\n` +
-        `  agent ${unknown(t.agent_version)}; reader ${unknown(t.reader_protocol)} ${unknown(t.reader_model)}, firmware ${unknown(t.reader_firmware)}\n` +
-        `  configuration ${unknown(t.config_version)} ${t.config_status ?? ''}; last update ${unknown(t.last_update_outcome)}\n`,
+      `${t.terminal_id}  ${printable(t.name ?? '')}${t.cohort ? ` (${printable(t.cohort)})` : ''}  ${t.connected ? 'connected' : 'offline'}, last seen ${shown(t.last_seen)}\n` +
+        `  agent ${shown(t.agent_version)}; reader ${shown(t.reader_protocol)} ${shown(t.reader_model)}, firmware ${shown(t.reader_firmware)}\n` +
+        `  configuration ${shown(t.config_version)} ${printable(t.config_status ?? '')}; last update ${shown(t.last_update_outcome)}\n`,
     );
   }
 }
@@ -118,7 +120,7 @@ export function diagnosticsCommand(kind: DiagnosticKind) {
       ),
     );
     if (values.json) {
-      process.stdout.write(`${JSON.stringify(answer, null, 2)}\n`);
+      process.stdout.write(`${printableJson(answer, 2)}\n`);
       return;
     }
     process.stdout.write(render(answer));
@@ -126,25 +128,30 @@ export function diagnosticsCommand(kind: DiagnosticKind) {
 }
 
 const MARK = { ok: '✓', warn: '!', fail: '✗' } as const;
+const multiline = { multiline: true };
 
+/** The agent's answer as text; what the agent wrote is shown, never obeyed (common/terminal-text.ts). */
 function render(answer: DiagnosticsResponse): string {
   const out: string[] = [];
   for (const check of answer.doctor?.checks ?? []) {
-    out.push(`${MARK[check.status]} ${check.title}`);
-    if (check.detail) out.push(`    ${check.detail.replaceAll('\n', '\n    ')}`);
+    out.push(`${MARK[check.status]} ${printable(check.title)}`);
+    if (check.detail)
+      out.push(`    ${printable(check.detail, multiline).replaceAll('\n', '\n    ')}`);
   }
   if (answer.logs) {
     if (answer.logs.truncated) out.push('(older lines left out to fit one answer)');
-    out.push(...answer.logs.lines);
+    out.push(...answer.logs.lines.map((line) => printable(line, multiline)));
   }
   if (answer.trace) {
     const { trace } = answer;
     out.push(
       trace.transaction_id
-        ? `Reader line during ${trace.transaction_id}${trace.truncated ? ' (the first frames left out)' : ''}:`
+        ? `Reader line during ${printable(trace.transaction_id)}${trace.truncated ? ' (the first frames left out)' : ''}:`
         : 'No payment since the agent started.',
     );
-    for (const frame of trace.frames) out.push(`${frame.at}  ${frame.direction}  ${frame.text}`);
+    for (const frame of trace.frames) {
+      out.push(`${printable(frame.at)}  ${frame.direction}  ${printable(frame.text, multiline)}`);
+    }
   }
   return `${out.join('\n')}\n`;
 }

@@ -3,7 +3,9 @@
  * agent over MQTT with a fresh correlation id, and the answer with that id, from that
  * terminal, ends the wait. A terminal that is not connected is refused at once (409
  * TERMINAL_OFFLINE) rather than waited for; one that does not answer in time gets 504
- * TERMINAL_NO_ANSWER. At most MAX_PENDING requests wait at once on a relay.
+ * TERMINAL_NO_ANSWER. Each account has its own share of the requests that may wait at
+ * once (`perAccount`), so that one account cannot take them all; the relay as a whole
+ * keeps a ceiling above the shares (WAITING_CEILING).
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -22,8 +24,12 @@ import type { TerminalRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
 
 export const DEFAULT_DIAGNOSTIC_WAIT_S = 10;
-/** Requests waiting for an answer on one relay at once. */
-export const MAX_PENDING = 100;
+/**
+ * Requests waiting for an answer on one relay at once, all accounts together: a bound on
+ * the relay's memory (a parked request holds ≈ 10 KB, an answer at most 15 KiB: ≈ 25 MB
+ * at the ceiling), reached only when fifty accounts each fill their share of the default.
+ */
+export const WAITING_CEILING = 1_000;
 
 interface Pending {
   terminalId: string;
@@ -36,12 +42,17 @@ export interface FleetDiagnosticsOptions {
   hasAgent: (terminal: TerminalRecord) => boolean;
   /** Answers false when the request could not leave (the relay's broker link is down). */
   send: (terminalId: string, request: DiagnosticRequestMessage) => boolean;
+  /** Requests one account may have waiting at once (TPS_DIAGNOSTICS_PER_ACCOUNT). */
+  perAccount: number;
   timers: Timers;
   logger: Logger;
 }
 
 export class FleetDiagnostics {
   private readonly pending = new Map<string, Pending>();
+  /** Requests waiting, per account, from the check of the bound to the end of the wait. */
+  private readonly waiting = new Map<string, number>();
+  private waitingTotal = 0;
   /** Cancelled at shutdown: waiting requests end as unanswered. */
   private readonly closing = new Cancellation();
 
@@ -52,7 +63,7 @@ export class FleetDiagnostics {
     body: DiagnosticsRequest,
     gone?: Cancellation,
   ): Promise<DiagnosticsResponse> {
-    const { store, timers, logger } = this.options;
+    const { store } = this.options;
     if (principal.terminalId !== undefined) {
       throw new ApiError('FORBIDDEN', 'only an account credential can ask for diagnostics');
     }
@@ -72,11 +83,40 @@ export class FleetDiagnostics {
         `terminal ${terminal.id} is not connected (last seen ${terminal.status.updated_at}); ask again once it is`,
       );
     }
-    if (this.pending.size >= MAX_PENDING) {
+    const { accountId } = principal;
+    const ofAccount = this.waiting.get(accountId) ?? 0;
+    if (ofAccount >= this.options.perAccount) {
+      throw new ApiError(
+        'TOO_MANY_REQUESTS',
+        `this account has ${ofAccount} diagnostic requests waiting for terminals, its most at once`,
+        { 'Retry-After': '5' },
+      );
+    }
+    if (this.waitingTotal >= WAITING_CEILING) {
       throw new ApiError('SERVICE_BUSY', 'too many diagnostic requests wait for terminals', {
         'Retry-After': '5',
       });
     }
+    // Counted from here, synchronously after the check: requests arriving together cannot
+    // all pass it.
+    this.waiting.set(accountId, ofAccount + 1);
+    this.waitingTotal++;
+    try {
+      return await this.ask(terminal, body, gone);
+    } finally {
+      this.waitingTotal--;
+      const left = (this.waiting.get(accountId) ?? 1) - 1;
+      if (left === 0) this.waiting.delete(accountId);
+      else this.waiting.set(accountId, left);
+    }
+  }
+
+  private async ask(
+    terminal: TerminalRecord,
+    body: DiagnosticsRequest,
+    gone: Cancellation | undefined,
+  ): Promise<DiagnosticsResponse> {
+    const { timers, logger } = this.options;
     const request: DiagnosticRequestMessage = {
       request_id: randomBytes(12).toString('hex'),
       kind: body.kind,

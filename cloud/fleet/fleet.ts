@@ -41,6 +41,8 @@ export function createFleet(options: {
   hasAgent: (terminal: TerminalRecord) => boolean;
   /** Masks card numbers in what agents say before it is kept or served. */
   cardData: Pick<CardDataGuard, 'masked'>;
+  /** Diagnostic requests one account may have waiting at once. */
+  diagnosticsPerAccount: number;
 }): Fleet {
   const { store, registry, clock, timers, logger, cardData } = options;
   const failed = (what: string, terminalId: string) => (error: unknown) =>
@@ -57,6 +59,7 @@ export function createFleet(options: {
     store,
     hasAgent: options.hasAgent,
     send: (terminalId, request) => holder.link?.requestDiagnostic(terminalId, request) ?? false,
+    perAccount: options.diagnosticsPerAccount,
     timers,
     logger: partLogger(logger, 'diagnostics'),
   });

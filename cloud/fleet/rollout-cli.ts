@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { ROLLOUTS_PATH, RolloutView } from '../../protocol/index.js';
 import { UsageError, parseCommandLine } from '../../common/cli.js';
+import { printable, printableJson } from '../../common/terminal-text.js';
 import { accessOptions, callRelay } from '../relay-call.js';
 
 const ACCESS = `  --json                  print the answer as JSON
@@ -148,7 +149,7 @@ export async function runRollout(argv: string[]): Promise<void> {
   const path = ROLLOUTS_PATH.replace(/^\/v1/, '');
   if (name === 'status' && id === undefined) {
     const { rollouts } = RolloutList.parse(await callRelay(values, path, undefined, usage));
-    if (values.json) return void process.stdout.write(`${JSON.stringify(rollouts)}\n`);
+    if (values.json) return void process.stdout.write(`${printableJson(rollouts)}\n`);
     if (rollouts.length === 0) return void process.stdout.write('No rollouts.\n');
     for (const rollout of rollouts) process.stdout.write(`${summary(rollout)}\n`);
     return;
@@ -168,19 +169,21 @@ const RolloutList = z.object({ rollouts: z.array(RolloutView) });
 function summary(r: RolloutView): string {
   const installed = r.terminals.filter((t) => t.result === 'installed').length;
   return (
-    `${r.id}  ${r.version} (${r.arch}) to ${r.cohort}: ${r.state}, wave ${r.wave} of 3, ` +
+    `${r.id}  ${r.version} (${r.arch}) to ${printable(r.cohort)}: ${r.state}, wave ${r.wave} of 3, ` +
     `${installed} of ${r.terminals.length} ordered installed`
   );
 }
 
 function show(r: RolloutView, json: boolean): void {
-  if (json) return void process.stdout.write(`${JSON.stringify(r)}\n`);
+  if (json) return void process.stdout.write(`${printableJson(r)}\n`);
   const lines = [summary(r)];
-  if (r.paused_reason) lines.push(`  paused: ${r.paused_reason}`);
-  if (r.superseded_by) lines.push(`  superseded by ${r.superseded_by}`);
+  // Outcomes and reasons come from agents: shown, never obeyed (common/terminal-text.ts).
+  if (r.paused_reason) lines.push(`  paused: ${printable(r.paused_reason)}`);
+  if (r.superseded_by) lines.push(`  superseded by ${printable(r.superseded_by)}`);
   for (const t of r.terminals) {
-    const outcome = t.result ?? 'under way';
-    lines.push(`  ${t.terminal_id}  wave ${t.wave}  ${outcome}${t.reason ? `: ${t.reason}` : ''}`);
+    const outcome = printable(t.result ?? 'under way');
+    const reason = t.reason ? `: ${printable(t.reason)}` : '';
+    lines.push(`  ${t.terminal_id}  wave ${t.wave}  ${outcome}${reason}`);
   }
   process.stdout.write(`${lines.join('\n')}\n`);
 }
