@@ -25,9 +25,9 @@
  */
 import { BMP_SPECS, type Bmp } from '../zvt/bmp.js';
 import { controlName, decodeApdu, hex, hexBytes } from '../zvt/apdu.js';
-import type { DecodeContext, ZvtMessage } from '../zvt/message-types.js';
+import type { DecodeContext, PrintLine, ZvtMessage } from '../zvt/message-types.js';
 import { decodeMessage, isCommand, isPtMessage } from '../zvt/messages.js';
-import { decimalFromBcd } from '../zvt/encodings.js';
+import { decimalFromBcd, encodeCp437 } from '../zvt/encodings.js';
 import { maskCardNumber } from '../../protocol/transaction.js';
 import { announcedCharset, decodeZvtText } from '../zvt/charsets.js';
 import { isConstructed, type Tlv } from '../zvt/tlv.js';
@@ -149,7 +149,7 @@ function bodyText(message: ZvtMessage, full: boolean, hide: boolean): string {
       if (message.timeout !== undefined) parts.push(`timeout ${message.timeout} s`);
       break;
     case 'print-line':
-      parts.push(`attr ${hex(message.attribute)}`, quote(message.text, full));
+      parts.push(`attr ${hex(message.attribute)}`, quote(printLineText(message), full));
       if (message.tlv) parts.push(`06 tlv=${tlvText(message.tlv.items, full, hide)}`);
       break;
     case 'completion':
@@ -242,6 +242,12 @@ function bmpText(bmp: Bmp, full: boolean, alias: string | undefined, hide: boole
 function valueBytes(bmp: Bmp): number {
   if (bmp.format === 'bcd') return bmp.value.length / 2;
   return bmp.format === 'binary' ? bmp.value.length : 1;
+}
+
+/** A 06 D1's text (CP437 as decoded), read in the set its trailing TLV announces, if any. */
+function printLineText(line: PrintLine): string {
+  const announced = line.tlv && announcedCharset(line.tlv.items);
+  return announced ? decodeZvtText(encodeCp437(line.text), announced) : line.text;
 }
 
 /** TLV tags of card data in EMV form: 5A PAN, 57 track 2 equivalent (by size only). */

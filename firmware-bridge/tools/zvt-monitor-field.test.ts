@@ -7,6 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { fromHex } from '../zvt/apdu.js';
 import {
   CARDCOMPLETE_CLOSURE_RECEIPT,
+  CARDCOMPLETE_DISPLAY_ANNOUNCED,
+  CARDCOMPLETE_PRINT_LINE_ANNOUNCED,
   FEIG_CHANGE_CONFIGURATION,
   FEIG_FILE_ACK,
   FEIG_GIROCARD_CLEAR_PAN,
@@ -50,6 +52,15 @@ describe('ZVT monitor on field captures', () => {
     expect(cardComplete).toContain('14=02');
     expect(cardComplete).toContain('07="             HÄNDLERBELEG"');
     expect(cardComplete).toContain('späteren');
+  });
+
+  it('reads a 06 D1 and a 04 FF display text in the set a TLV 14 beside them announces', async () => {
+    const [line, display] = await monitor([
+      CARDCOMPLETE_PRINT_LINE_ANNOUNCED,
+      CARDCOMPLETE_DISPLAY_ANNOUNCED,
+    ]);
+    expect(line).toContain('attr 00 "Überprüfung auf"');
+    expect(display).toContain('24{07="Überprüfung auf"}');
   });
 
   it('reads a completion of a command it does not know by its data, also after 05 01', async () => {

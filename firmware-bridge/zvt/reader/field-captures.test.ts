@@ -8,10 +8,17 @@ import { ReceiptText } from '../../../protocol/fields.js';
 import { MaskedCardNumber } from '../../../protocol/transaction.js';
 import { ScreenText } from '../../serial/messages.js';
 import { readBmps } from '../bmp-values.js';
-import type { IntermediateStatus, PrintTextBlock, StatusInformation } from '../message-types.js';
+import type {
+  IntermediateStatus,
+  PrintLine,
+  PrintTextBlock,
+  StatusInformation,
+} from '../message-types.js';
 import { decodeMessageBytes } from '../messages.js';
 import {
   CARDCOMPLETE_CLOSURE_RECEIPT,
+  CARDCOMPLETE_DISPLAY_ANNOUNCED,
+  CARDCOMPLETE_PRINT_LINE_ANNOUNCED,
   FEIG_CUSTOMER_RECEIPT,
   FEIG_GIROCARD_CLEAR_PAN,
   FEIG_GIROCARD_PAN,
@@ -99,6 +106,18 @@ describe('ZVT field captures: character sets', () => {
     expect(read.customer).toContain('fuer PORTALUM GmbH');
     expect(withCharset(cardcomplete, undefined)).toBe(cardcomplete);
     expect(() => withCharset(cardcomplete, 'latin9')).toThrow(/Invalid option/);
+  });
+});
+
+describe('ZVT field captures: character set announced beside print lines and display texts', () => {
+  it('reads a 06 D1 in the set its trailing TLV 14 announces', () => {
+    const line = decoded<PrintLine>(CARDCOMPLETE_PRINT_LINE_ANNOUNCED);
+    expect(receiptsOf([line], [], 'cp437').customer).toBe('Ueberpruefung auf\n');
+  });
+
+  it('reads a 04 FF display text in the set a TLV 14 beside it announces', () => {
+    const status = decoded<IntermediateStatus>(CARDCOMPLETE_DISPLAY_ANNOUNCED);
+    expect(screenTextOf(status, ZVT_PROFILES.generic)).toBe('Ueberpruefung auf');
   });
 });
 

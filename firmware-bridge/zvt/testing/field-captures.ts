@@ -153,3 +153,21 @@ export const FEIG_FILE_ACK = hex('80 00 FF 02 00 06 00');
 export const FEIG_CHANGE_CONFIGURATION = hex(
   '08 13 14 06 12 E4 10 FF 40 03 12 34 56 FF 41 07 D5 B7 13 69 76 C1 01',
 );
+
+/**
+ * A text line of the CardComplete receipt ("Überprüfung auf", ISO 8859-2: DC, FC) in a
+ * 06 D1 with a trailing TLV 14 02 (CardComplete sends TLV after a print line's text), and in
+ * a 04 FF's display text beside a TLV 14 02: built from the capture's bytes (CARDCOMPLETE_CLOSURE_RECEIPT), the framing ours.
+ */
+const CARDCOMPLETE_TEXT = Buffer.from('DC6265727072FC66756E6720617566', 'hex');
+export const CARDCOMPLETE_PRINT_LINE_ANNOUNCED = Buffer.concat([
+  Buffer.from([0x06, 0xd1, 1 + CARDCOMPLETE_TEXT.length + 5, 0x00]),
+  CARDCOMPLETE_TEXT,
+  Buffer.from('0603140102', 'hex'),
+]);
+export const CARDCOMPLETE_DISPLAY_ANNOUNCED = Buffer.concat([
+  Buffer.from([0x04, 0xff, 2 + 2 + 3 + 4 + CARDCOMPLETE_TEXT.length, 0x0a, 0x01]),
+  Buffer.from([0x06, 3 + 4 + CARDCOMPLETE_TEXT.length, 0x14, 0x01, 0x02]),
+  Buffer.from([0x24, 2 + CARDCOMPLETE_TEXT.length, 0x07, CARDCOMPLETE_TEXT.length]),
+  CARDCOMPLETE_TEXT,
+]);
