@@ -72,7 +72,7 @@ export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }
   constructor(private readonly options: ExecutorOptions) {
     super();
     const { journal, reader, clock, timers, logger, reported } = options;
-    this.writer = new JournalWriter({ journal, clock, reported });
+    this.writer = new JournalWriter({ journal, clock, reported, logger });
     this.slot = new ReaderSlot({
       journal,
       reader,

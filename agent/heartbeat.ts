@@ -8,10 +8,13 @@
  * older one not yet acknowledged: after an outage the relay gets the current status once.
  */
 import type { Logger } from 'pino';
+import { FREE_TEXT, maskFreeText } from '../protocol/free-text.js';
+import type { StatusReport } from '../protocol/terminal-link.js';
 import type { TerminalReadings } from '../protocol/terminal-status.js';
 import type { Clock, Timers } from '../common/clock.js';
 import type { Journal } from './journal.js';
 import type { ReaderPort, ReaderProgress, ReaderReadings } from './ports.js';
+import { withoutCardNumbers } from './reports.js';
 
 export interface HeartbeatOptions {
   journal: Pick<Journal, 'recordStatus'>;
@@ -123,11 +126,15 @@ export class Heartbeat {
   private send(): void {
     if (this.stopped) return;
     this.lastSent = JSON.stringify(this.readings);
-    this.options.journal.recordStatus({
+    const status: StatusReport = {
       type: 'status',
       at: this.options.clock.now().toISOString(),
       readings: this.current,
-    });
+    };
+    // A reader's screen may show a card number in full: it leaves the terminal masked.
+    this.options.journal.recordStatus(
+      withoutCardNumbers(this.options.logger, 'status', maskFreeText(status, FREE_TEXT.status)),
+    );
     this.options.reported();
   }
 }

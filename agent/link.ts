@@ -33,12 +33,14 @@ import {
   type ReportMessage,
 } from '../protocol/mqtt.js';
 import { UpdateOrderMessage, type UpdateStatusMessage } from '../protocol/update.js';
+import { FREE_TEXT, maskFreeText, maskUpdateStatusText } from '../protocol/free-text.js';
 import type { ReaderCapabilities } from '../protocol/reader-capabilities.js';
 import { Backoff, type BackoffOptions } from '../common/backoff.js';
 import { openBrokerSocket } from './broker-socket.js';
 import type { Clock, Timers } from '../common/clock.js';
 import type { BrokerConfig } from './config.js';
 import type { CommandOutcome, Journal } from './journal.js';
+import { withoutCardNumbers } from './reports.js';
 
 export interface AgentLinkOptions {
   terminalId: string;
@@ -83,6 +85,13 @@ export interface FleetHandlers {
 }
 
 type FleetTopic = 'configReport' | 'facts' | 'diagnosticReply';
+
+/** The free text of each fleet message, where a card number is masked before it leaves. */
+const FLEET_FREE_TEXT: Record<FleetTopic, readonly string[]> = {
+  configReport: FREE_TEXT.configReport,
+  facts: FREE_TEXT.facts,
+  diagnosticReply: FREE_TEXT.diagnosticReply,
+};
 
 /** Outbox rows read per batch when flushing. */
 const FLUSH_BATCH = 500;
@@ -159,7 +168,9 @@ export class AgentLink {
 
   /** Publishes the updater's status, retained, now if connected and again at every connect. */
   publishUpdateStatus(status: UpdateStatusMessage): void {
-    this.updateStatus = JSON.stringify(status);
+    this.updateStatus = JSON.stringify(
+      withoutCardNumbers(this.options.logger, 'update-status', maskUpdateStatusText(status)),
+    );
     if (this.client.connected && !this.stopped) this.publishUpdateStatusNow();
   }
 
@@ -194,12 +205,18 @@ export class AgentLink {
   }
 
   /**
-   * A fleet message to the relay, QoS 1; retained for reports the relay reads at its own
-   * (re)connect. Dropped while disconnected: `fleet.connected` says it again.
+   * A fleet message to the relay, QoS 1, card numbers in its free text masked; retained
+   * for reports the relay reads at its own (re)connect. Dropped while disconnected:
+   * `fleet.connected` says it again.
    */
   publishFleet(topic: FleetTopic, message: object, retain: boolean): void {
     if (!this.client.connected || this.stopped) return;
-    this.client.publish(this.topics[topic], JSON.stringify(message), { qos: 1, retain });
+    const sent = withoutCardNumbers(
+      this.options.logger,
+      topic,
+      maskFreeText(message, FLEET_FREE_TEXT[topic]),
+    );
+    this.client.publish(this.topics[topic], JSON.stringify(sent), { qos: 1, retain });
   }
 
   /** Says `connected: false` (retained) when it can, then closes the session's connection. */

@@ -2,6 +2,8 @@
  * What the executor writes: the reports it sends for its own decisions (as opposed to the
  * reader's results), and the shapes of a command in the journal and at the reader.
  */
+import type { Logger } from 'pino';
+import type { Masked } from '../protocol/free-text.js';
 import type {
   StartTransactionCommand,
   TerminalCommand,
@@ -72,4 +74,25 @@ export function errorInfo(error: unknown) {
   if (!(error instanceof Error)) return { message: String(error) };
   const { code, disconnected } = error as { code?: unknown; disconnected?: unknown };
   return { message: error.message, code, disconnected };
+}
+
+/**
+ * What leaves the terminal, with card numbers in its free text masked (`masked`, made by
+ * one of protocol/free-text.ts's functions): a reader or ZVT terminal may print a number in
+ * full on a receipt line or a screen, and the drivers pass their text on untouched. When
+ * one was masked, a security event names the members, never the digits.
+ */
+export function withoutCardNumbers<T>(
+  logger: Pick<Logger, 'warn'>,
+  kind: string,
+  masked: Masked<T>,
+  context: Record<string, unknown> = {},
+): T {
+  if (masked.fields.length > 0) {
+    logger.warn(
+      { security_event: 'card_number_in_text', kind, ...context, fields: masked.fields },
+      'security: the reader gave a full card number in free text; it was masked to its first 6 and last 4 digits',
+    );
+  }
+  return masked.value;
 }

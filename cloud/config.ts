@@ -33,6 +33,14 @@ export const CloudConfigSchema = z
     releasePublicKey: optionalPath,
     /** Where published release archives are kept (default: <data dir>/releases). */
     releaseDir: optionalPath,
+    /** Release uploads received or checked at once by one relay (docs/security.md). */
+    releaseMaxUploads: z.coerce.number().int().min(1).max(16).default(2),
+    /** What the release folder may hold, uploads in progress included. */
+    releaseMaxDiskBytes: z.coerce
+      .number()
+      .int()
+      .min(1024 * 1024)
+      .default(4 * 1024 ** 3),
     tlsKey: optionalPath,
     /** The API base address without the version segment, for links and events. */
     publicUrl: z.url().optional(),
@@ -115,6 +123,8 @@ export const CloudConfigSchema = z
     pairingWindowS: seconds.min(1).max(86_400).default(600),
     pairingPerSource: z.coerce.number().int().min(1).max(100_000).default(10),
     pairingClaimFailuresPerCredential: z.coerce.number().int().min(1).max(100_000).default(10),
+    pairingClaimFailuresPerAccount: z.coerce.number().int().min(1).max(100_000).default(20),
+    pairingWaitsPerSource: z.coerce.number().int().min(1).max(10_000).default(10),
     /**
      * Proxies whose X-Forwarded-For names the client: addresses and CIDR ranges separated
      * by commas (also `loopback`, `linklocal`, `uniquelocal`). Without it the source of
@@ -295,6 +305,16 @@ export const CLOUD_SETTINGS = {
     flag: 'release-dir',
     doc: 'Folder of published release archives (default: the data dir’s releases/); shared by every relay.',
   },
+  releaseMaxUploads: {
+    env: 'TPS_RELEASE_MAX_UPLOADS',
+    flag: 'release-max-uploads',
+    doc: 'Release uploads one relay receives or checks at once (1-16), each checked on a thread of its own; beyond, 503 SERVICE_BUSY.',
+  },
+  releaseMaxDiskBytes: {
+    env: 'TPS_RELEASE_MAX_DISK_BYTES',
+    flag: 'release-max-disk-bytes',
+    doc: 'Bytes the release folder may hold, uploads being received included; beyond, 413 RELEASE_STORAGE_FULL, so that uploads never fill the disk.',
+  },
   tlsCert: {
     env: 'TPS_TLS_CERT',
     flag: 'tls-cert',
@@ -471,6 +491,16 @@ export const CLOUD_SETTINGS = {
     env: 'TPS_PAIRING_CLAIM_FAILURES_PER_CREDENTIAL',
     flag: 'pairing-claim-failures-per-credential',
     doc: 'Failed claims of pairing codes by one credential per window; then 429.',
+  },
+  pairingClaimFailuresPerAccount: {
+    env: 'TPS_PAIRING_CLAIM_FAILURES_PER_ACCOUNT',
+    flag: 'pairing-claim-failures-per-account',
+    doc: 'Failed claims of pairing codes by all credentials of one account per window; then 429.',
+  },
+  pairingWaitsPerSource: {
+    env: 'TPS_PAIRING_WAITS_PER_SOURCE',
+    flag: 'pairing-waits-per-source',
+    doc: 'Pairing waits parked at once from one address (a pairing parks one: a newer wait ends the older); then 429.',
   },
   trustProxy: {
     env: 'TPS_TRUST_PROXY',

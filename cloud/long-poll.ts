@@ -58,7 +58,11 @@ export function parkingHolder(principal: Principal): string {
 export class ParkedWaits {
   private readonly parked = new Map<string, number>();
 
-  constructor(readonly maxPerHolder = DEFAULT_MAX_PARKED_PER_CREDENTIAL) {}
+  constructor(
+    readonly maxPerHolder = DEFAULT_MAX_PARKED_PER_CREDENTIAL,
+    /** Who a holder is, in the refusal: a credential, or a client's address. */
+    private readonly holderIs = 'this credential',
+  ) {}
 
   /** Waits `holder` has parked now. */
   count(holder: string): number {
@@ -71,7 +75,7 @@ export class ParkedWaits {
     if (count >= this.maxPerHolder) {
       throw new ApiError(
         'TOO_MANY_REQUESTS',
-        `this credential already has ${count} requests waiting; answer them or wait less`,
+        `${this.holderIs} already has ${count} requests waiting; answer them or wait less`,
         { 'Retry-After': '1' },
       );
     }

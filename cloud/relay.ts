@@ -10,6 +10,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import type { TerminalCommand, TerminalReport } from '../protocol/index.js';
+import { maskUpdateStatusText } from '../protocol/free-text.js';
 import { systemClock, systemTimers, type Clock } from '../common/clock.js';
 import { Authenticator } from './accounts/authenticator.js';
 import { bootstrapAccount, type Bootstrap } from './accounts/bootstrap.js';
@@ -263,11 +264,15 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         maxPayloadBytes: config.mqttMaxPayloadBytes,
       },
       hasAgent: (terminal) => terminal.kind === 'AGENT' || !inProcess,
+      cardData,
     });
     link.listen({
       updateStatus: (terminalId, status) =>
         void rollouts
-          .statusReported(terminalId, status)
+          .statusReported(
+            terminalId,
+            cardData.masked(terminalId, 'update-status', maskUpdateStatusText(status)),
+          )
           .catch((error: unknown) =>
             logger.error({ err: error, terminalId }, 'could not keep an update outcome'),
           ),
@@ -325,13 +330,16 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       store,
       registry,
       feed: eventFeed,
+      bus,
       clock,
       timers: systemTimers,
       settings: {
         ttlMs: config.pairingTtlS * 1000,
         windowMs: config.pairingWindowS * 1000,
         perSource: config.pairingPerSource,
+        waitsPerSource: config.pairingWaitsPerSource,
         claimFailuresPerCredential: config.pairingClaimFailuresPerCredential,
+        claimFailuresPerAccount: config.pairingClaimFailuresPerAccount,
       },
       brokerUrl: () => agentBrokerUrl,
       logger: partLogger(logger, 'pairing'),
@@ -399,6 +407,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
           webhooks: () => webhooks.reconcile(),
           simulator: async (terminalId) => placement.announced(await store.getTerminal(terminalId)),
           credential: credentialChanged,
+          pairing: (notice) => pairings.claimed(notice.code),
         },
         logger,
       ),
@@ -414,6 +423,18 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       agentsConnected: () => broker?.connectedAgents(),
     });
 
+    const releases = new Releases({
+      store,
+      dir: config.releaseDir ?? path.join(config.dataDir, 'releases'),
+      publicKeyPem: config.releasePublicKey
+        ? fs.readFileSync(config.releasePublicKey, 'utf8')
+        : undefined,
+      maxUploads: config.releaseMaxUploads,
+      maxDiskBytes: config.releaseMaxDiskBytes,
+      clock,
+      onCheckFault: (error) => logger.warn({ err: error }, 'a release check thread failed'),
+    });
+    started.push(() => releases.close());
     const app = buildHttpServer({
       logger,
       authenticator,
@@ -450,17 +471,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         : {}),
       ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
       rollouts,
-      releases: {
-        store,
-        releases: new Releases({
-          store,
-          dir: config.releaseDir ?? path.join(config.dataDir, 'releases'),
-          publicKeyPem: config.releasePublicKey
-            ? fs.readFileSync(config.releasePublicKey, 'utf8')
-            : undefined,
-          clock,
-        }),
-      },
+      releases: { store, releases },
     });
     await app.listen({ host: config.host, port: config.port });
     const port = (app.server.address() as AddressInfo).port;
@@ -505,8 +516,10 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         // Parked long polls answer the current state now, so the server can close.
         service.stop();
         events.stop();
+        pairings.stop();
         await app.close();
         await spooler.close();
+        await releases.close();
         unsubscribe();
         // Work stops here before the lead is given up: no overlap with the next leader.
         await background.stop();

@@ -100,7 +100,10 @@ export const ERROR_CATALOGUE = {
     meaning:
       'The pairing code expired before it was claimed (or the paired agent came too late for its credential); pair again.',
   },
-  PAIRING_CODE_USED: { status: 409, meaning: 'The pairing code was claimed already.' },
+  PAIRING_CODE_USED: {
+    status: 409,
+    meaning: 'The pairing code was claimed already, or its agent collected its credential already.',
+  },
   RELEASE_INVALID: {
     status: 400,
     meaning:
@@ -115,6 +118,11 @@ export const ERROR_CATALOGUE = {
     meaning: 'The account has published this version for this architecture already.',
   },
   RELEASE_NOT_FOUND: { status: 404, meaning: 'No such release for this credential.' },
+  RELEASE_STORAGE_FULL: {
+    status: 413,
+    meaning:
+      'The relay’s release folder would hold more than it may with this archive; nothing is kept.',
+  },
   TERMINAL_OFFLINE: {
     status: 409,
     meaning:

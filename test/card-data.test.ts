@@ -37,8 +37,14 @@ afterAll(async () => {
   await relay.close();
 });
 
-/** A registered agent terminal whose test-side agent answers every start with `details`. */
-async function terminalReporting(details: Record<string, unknown>) {
+/**
+ * A registered agent terminal whose test-side agent answers every start with `details`
+ * (and `report`'s members on the report itself).
+ */
+async function terminalReporting(
+  details: Record<string, unknown>,
+  report: Record<string, unknown> = {},
+) {
   const created = await post(relay.baseUrl, 'v1', '/terminal/create', {}, TEST_ACCOUNT);
   expect(created.status).toBe(200);
   const terminal = created.body as {
@@ -58,6 +64,12 @@ async function terminalReporting(details: Record<string, unknown>) {
   clients.push(agent);
   const acks: number[] = [];
   let seq = 0;
+  const publishReport = (body: Record<string, unknown>) =>
+    agent.publishAsync(
+      topics.report,
+      JSON.stringify({ journal: '0123456789abcdef', seq: ++seq, report: body }),
+      { qos: 1 },
+    );
   agent.on('message', (topic, payload) => {
     const message = JSON.parse(payload.toString()) as CommandMessage & { seq?: number };
     if (topic === topics.reportAck) acks.push(message.seq!);
@@ -69,22 +81,14 @@ async function terminalReporting(details: Record<string, unknown>) {
         JSON.stringify({ command_id: start.command_id, outcome: 'ACCEPTED' }),
         { qos: 1 },
       );
-      seq++;
-      await agent.publishAsync(
-        topics.report,
-        JSON.stringify({
-          journal: '0123456789abcdef',
-          seq,
-          report: {
-            type: 'transaction',
-            transaction_id: start.transaction_id,
-            phase: 'COMPLETED',
-            result_code: 'SUCCESS',
-            details: { authorized_amount: start.requested_amount, ...details },
-          },
-        }),
-        { qos: 1 },
-      );
+      await publishReport({
+        type: 'transaction',
+        transaction_id: start.transaction_id,
+        phase: 'COMPLETED',
+        result_code: 'SUCCESS',
+        ...report,
+        details: { authorized_amount: start.requested_amount, ...details },
+      });
     })();
   });
   await agent.subscribeAsync([topics.command, topics.reportAck], { qos: 1 });
@@ -103,8 +107,22 @@ async function terminalReporting(details: Record<string, unknown>) {
       payment_method_details?: Record<string, unknown>;
     };
   };
-  return { terminal, acks, pay };
+  return { terminal, acks, pay, agent, topics, publishReport };
 }
+
+/** Whether the relay's store files hold `text`. */
+function storeHolds(text: string): boolean {
+  return ['relay.sqlite', 'relay.sqlite-wal'].some((file) => {
+    const full = path.join(relay.dataDir, file);
+    return fs.existsSync(full) && fs.readFileSync(full).includes(text);
+  });
+}
+
+/** The log's security events of `kind`. */
+const securityEvents = (event: string) =>
+  logLines
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter((line) => line.security_event === event);
 
 const card = (number: string) => ({
   payment_method: 'CARD',
@@ -198,5 +216,200 @@ describe('card numbers reported by an agent', () => {
       card_number_merchant: MASKED,
     });
     expect(transaction.receipt_details_customer).toBe('VISA\n************0119\n');
+  });
+});
+
+// Card numbers a terminal printed in full, as receipts print them: plain and in groups.
+// Not PAN: earlier tests use it in external ids, which the store keeps.
+const VISA = '4111111111111111';
+const GROUPED = '4012 8888 8888 1881';
+const GROUPED_MASKED = '4012 88** **** 1881';
+const AMEX = '378282246310005';
+const AMEX_GROUPED = '3782-822463-10005';
+const MASTERCARD = '5555555555554444';
+const MASTERCARD_DOTTED = '5555.5555.5555.4444';
+const FULL_FORMS = [VISA, GROUPED, AMEX, AMEX_GROUPED, MASTERCARD, MASTERCARD_DOTTED];
+
+const shows = (value: unknown) => {
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return FULL_FORMS.filter((form) => text.includes(form));
+};
+
+describe('card numbers in the free text an agent sends', () => {
+  it('masks them in receipts and the result description before the relay keeps or serves them', async () => {
+    const { terminal, pay } = await terminalReporting(
+      {
+        payment_method_details: card(MASKED),
+        receipt_details_customer: `VISA\nCARD ${VISA}\nEUR 12.34\n`,
+        receipt_details_merchant: `PAN ${GROUPED}\nAMEX ${AMEX_GROUPED}\n27.11.2026 TID 12345678\n`,
+      },
+      { result_description: `Approved ${MASTERCARD_DOTTED} trace 000123` },
+    );
+    const transaction = await pay('text-1');
+    // Masked where they were, the rest of the text as printed.
+    expect(transaction).toMatchObject({
+      result_code: 'SUCCESS',
+      result_description: 'Approved 5555.55**.****.4444 trace 000123',
+      receipt_details_customer: 'VISA\nCARD 411111******1111\nEUR 12.34\n',
+      receipt_details_merchant: `PAN ${GROUPED_MASKED}\nAMEX 3782-82****-*0005\n27.11.2026 TID 12345678\n`,
+    });
+    expect(shows(transaction)).toEqual([]);
+
+    const got = await post(
+      relay.baseUrl,
+      'v1',
+      '/transaction/get',
+      { terminal_id: terminal.terminal_id, external_id: 'text-1' },
+      terminal,
+    );
+    expect(got.body.transaction.receipt_details_merchant).toContain(GROUPED_MASKED);
+    expect(shows(got.body)).toEqual([]);
+    const events = await post(
+      relay.baseUrl,
+      'v1',
+      '/event/list',
+      { filter: { subject: { eq: terminal.terminal_id } } },
+      terminal,
+    );
+    expect(events.status).toBe(200);
+    expect(JSON.stringify(events.body)).toContain(GROUPED_MASKED);
+    expect(shows(events.body)).toEqual([]);
+    for (const form of FULL_FORMS) expect(storeHolds(form), form).toBe(false);
+
+    // A security event names the terminal and the members, never the digits.
+    expect(logLines.flatMap(shows)).toEqual([]);
+    expect(securityEvents('card_number_in_text')).toContainEqual(
+      expect.objectContaining({
+        terminalId: terminal.terminal_id,
+        kind: 'report',
+        fields: [
+          'result_description',
+          'details.receipt_details_customer',
+          'details.receipt_details_merchant',
+        ],
+      }),
+    );
+    const metrics = await (await fetch(relay.baseUrl.replace(/\/pos$/, '/metrics'))).text();
+    expect(metrics).toMatch(/tps_security_events_total\{event="card_number_in_text"\} [1-9]/);
+  });
+
+  it('masks them in a screen message', async () => {
+    const { terminal, publishReport } = await terminalReporting({});
+    await publishReport({
+      type: 'status',
+      at: new Date().toISOString(),
+      readings: { connected: true, screen_message: `Card ${GROUPED} read` },
+    });
+    const status = await eventually(
+      () =>
+        post(
+          relay.baseUrl,
+          'v1',
+          '/terminal/status',
+          { terminal_id: terminal.terminal_id },
+          terminal,
+        ),
+      (r) => r.body.status?.screen_message !== undefined,
+      { what: 'the screen message' },
+    );
+    expect(status.body.status.screen_message).toBe(`Card ${GROUPED_MASKED} read`);
+    const events = await post(
+      relay.baseUrl,
+      'v1',
+      '/event/list',
+      { filter: { subject: { eq: terminal.terminal_id } } },
+      terminal,
+    );
+    expect(shows(events.body)).toEqual([]);
+    expect(storeHolds(GROUPED)).toBe(false);
+    expect(securityEvents('card_number_in_text')).toContainEqual(
+      expect.objectContaining({
+        terminalId: terminal.terminal_id,
+        fields: ['readings.screen_message'],
+      }),
+    );
+  });
+
+  it('masks them in what an agent says of itself, of its configuration and in a diagnostic', async () => {
+    const { terminal, agent, topics } = await terminalReporting({});
+    const at = new Date().toISOString();
+    const account = (operation: string, body: object) =>
+      post(relay.baseUrl, 'v1', operation, body, TEST_ACCOUNT);
+    await agent.publishAsync(
+      topics.facts,
+      JSON.stringify({
+        agent_version: '1.0.0',
+        reader: { protocol: 'zvt', model: `T ${VISA}`, firmware: GROUPED },
+        at,
+      }),
+      { qos: 1, retain: true },
+    );
+    await agent.publishAsync(
+      topics.configReport,
+      JSON.stringify({
+        version: '0123456789abcdef',
+        status: 'REJECTED',
+        reason: `card ${AMEX_GROUPED} in the way`,
+        at,
+      }),
+      { qos: 1, retain: true },
+    );
+    const facts = await eventually(
+      () => account('/fleet/facts', { terminal_id: terminal.terminal_id }),
+      (r) => r.body.terminals?.[0]?.reader_model !== null,
+      { what: 'the fleet facts' },
+    );
+    expect(facts.body.terminals[0]).toMatchObject({
+      reader_model: 'T 411111******1111',
+      reader_firmware: GROUPED_MASKED,
+    });
+    const config = await eventually(
+      () => account('/fleet/config/get', { scope: { terminal_id: terminal.terminal_id } }),
+      (r) => r.body.terminals?.[0]?.reported !== null,
+      { what: 'the configuration report' },
+    );
+    expect(config.body.terminals[0].reported.reason).toBe('card 3782-82****-*0005 in the way');
+
+    // A diagnostic answer is served masked.
+    await agent.subscribeAsync(topics.diagnostic, { qos: 1 });
+    await agent.publishAsync(topics.presence, '{"connected":true}', { qos: 1, retain: true });
+    await eventually(
+      () =>
+        post(
+          relay.baseUrl,
+          'v1',
+          '/terminal/status',
+          { terminal_id: terminal.terminal_id },
+          terminal,
+        ),
+      (r) => r.body.status?.connected === true,
+      { what: 'the terminal online' },
+    );
+    agent.on('message', (topic, payload) => {
+      if (topic !== topics.diagnostic) return;
+      const request = JSON.parse(payload.toString()) as { request_id: string };
+      agent.publish(
+        topics.diagnosticReply,
+        JSON.stringify({
+          request_id: request.request_id,
+          kind: 'logs',
+          logs: { lines: [`printed ${MASTERCARD}`], truncated: false },
+        }),
+        { qos: 1 },
+      );
+    });
+    const diagnostic = await account('/fleet/diagnostics', {
+      terminal_id: terminal.terminal_id,
+      kind: 'logs',
+    });
+    expect(diagnostic.status).toBe(200);
+    expect(diagnostic.body.logs.lines).toEqual(['printed 555555******4444']);
+
+    for (const form of FULL_FORMS) expect(storeHolds(form), form).toBe(false);
+    expect(logLines.flatMap(shows)).toEqual([]);
+    const kinds = securityEvents('card_number_in_text')
+      .filter((e) => e.terminalId === terminal.terminal_id)
+      .map((e) => e.kind);
+    expect(kinds).toEqual(expect.arrayContaining(['facts', 'config-report', 'diag-reply']));
   });
 });

@@ -39,7 +39,10 @@ const recordingTiming = (sleeps: number[]): Timing => ({
 });
 
 /** The terminal's transaction states as read every 50 ms until READY (at most 15 s). */
-async function statesUntilReady(api: ApiClient, terminal_id: string): Promise<string[]> {
+async function statesUntilReady(
+  api: ApiClient<'v0'> | ApiClient<'v1'>,
+  terminal_id: string,
+): Promise<string[]> {
   const states: string[] = [];
   for (const deadline = Date.now() + 15_000; Date.now() < deadline;) {
     const { status } = await api.terminalStatus({ terminal_id });

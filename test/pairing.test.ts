@@ -2,18 +2,38 @@
  * Pairing through the API of a relay in process, on a clock the test moves: a code is
  * claimed once, before it expires, by any account's credential (codes are global; the
  * terminal joins the claimer's account); only the agent that asked, holding its secret,
- * collects the broker credential; the claim is an event; the limits answer 429 with
+ * collects the broker credential, once; the claim is an event; the limits answer 429 with
  * Retry-After. The path with real processes is e2e-pairing.test.ts.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import mqtt from 'mqtt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pairAgent, PairingFailed } from '../agent/pair.js';
 import { hashGeneratedSecret } from '../cloud/accounts/secrets.js';
+import { agentClientId } from '../protocol/index.js';
 import { post, startTestRelay, type TestRelay } from './support/relay.js';
 
 const OTHER = { username: 'other-account', password: 'other-account-password' };
+
+/** Whether the broker takes this agent credential. */
+async function brokerSignIn(username: string, password: string): Promise<boolean> {
+  try {
+    const client = await mqtt.connectAsync(relay.brokerUrl, {
+      username,
+      password,
+      clientId: agentClientId(username),
+      reconnectPeriod: 0,
+      connectTimeout: 5000,
+    });
+    await client.endAsync();
+    return true;
+  } catch (error) {
+    if (/Bad username or password|Not authorized/i.test(String(error))) return false;
+    throw error;
+  }
+}
 
 /** A pairing secret and the hash the agent names when it asks for a code. */
 function agentSecret() {
@@ -21,8 +41,9 @@ function agentSecret() {
   return { secret, sha256: createHash('sha256').update(secret).digest('hex') };
 }
 
+let relay: TestRelay;
+
 describe('pairing', () => {
-  let relay: TestRelay;
   let now = Date.parse('2026-11-24T10:00:00.000Z');
   const clock = { now: () => new Date(now) };
 
@@ -133,6 +154,46 @@ describe('pairing', () => {
     expect(otherEvents.body.events).toEqual([]);
   });
 
+  it('hands out the credential once: revoked or rotated, it is not handed out again', async () => {
+    for (const change of ['/credential/revoke', '/credential/rotate']) {
+      const agent = agentSecret();
+      const started = await start(agent.sha256, '192.0.2.14');
+      const claimed = await claim({ code: started.body.code, name: `Till ${change}` });
+      const terminalId = claimed.body.terminal_id as string;
+      const paired = await agentCall('/pairing/wait', { secret: agent.secret, wait_seconds: 5 });
+      expect(paired.body.state).toBe('PAIRED');
+      await expect(brokerSignIn(terminalId, paired.body.broker.password)).resolves.toBe(true);
+
+      const changed = await post(
+        relay.baseUrl,
+        'v1',
+        change,
+        { username: terminalId, type: 'AGENT' },
+        relay.account,
+      );
+      expect(changed.status).toBe(200);
+      const stored = await relay.store.findAgentCredential(terminalId);
+      // The pairing is spent: its secret collects nothing more, now or later.
+      for (const waitSeconds of [0, 1]) {
+        const again = await agentCall('/pairing/wait', {
+          secret: agent.secret,
+          wait_seconds: waitSeconds,
+        });
+        expect(again.status).toBe(409);
+        expect(again.body.error.code).toBe('PAIRING_CODE_USED');
+        expect(again.body.error.description).toMatch(/collected its credential already/);
+        expect(JSON.stringify(again.body)).not.toMatch(/password/);
+      }
+      expect(await relay.store.findAgentCredential(terminalId)).toBe(stored);
+      await expect(brokerSignIn(terminalId, paired.body.broker.password)).resolves.toBe(false);
+      if (change === '/credential/rotate') {
+        await expect(brokerSignIn(terminalId, changed.body.credential.password)).resolves.toBe(
+          true,
+        );
+      }
+    }
+  });
+
   it('a code of nobody’s is claimed into the claimer’s account, whichever account that is', async () => {
     const agent = agentSecret();
     const started = await start(agent.sha256, '192.0.2.11');
@@ -192,13 +253,21 @@ describe('pairing', () => {
   });
 
   it('limits codes per address and failed claims per credential: 429 with Retry-After', async () => {
-    for (let i = 0; i < 10; i++) {
-      expect((await start(agentSecret().sha256, '198.51.100.7')).status).toBe(200);
+    const asked = Array.from({ length: 10 }, agentSecret);
+    for (const agent of asked) {
+      expect((await start(agent.sha256, '198.51.100.7')).status).toBe(200);
     }
     const limited = await start(agentSecret().sha256, '198.51.100.7');
     expect(limited.status).toBe(429);
     expect(limited.body.error.code).toBe('TOO_MANY_REQUESTS');
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    // Its terminals still wait for the codes it asked for.
+    const waiting = await agentCall(
+      '/pairing/wait',
+      { secret: asked[0]!.secret, wait_seconds: 0 },
+      '198.51.100.7',
+    );
+    expect(waiting.body.state).toBe('WAITING');
     // Another address is not held back.
     expect((await start(agentSecret().sha256, '198.51.100.8')).status).toBe(200);
     // Waits with a secret nobody named count alike: no probing for secrets either.

@@ -1,12 +1,14 @@
 /** The relay's check of an uploaded release archive, fed hostile archives. */
 import fs from 'node:fs';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import * as tar from 'tar';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { generateReleaseKeyPair } from '../common/release-signature.js';
-import { checkReleaseArchive } from '../cloud/releases/archive.js';
+import { TAR_OVERHEAD_BYTES, checkReleaseArchive } from '../cloud/releases/archive.js';
 import { tempDir } from './agent-harness.js';
 import { ARCH, buildRelease } from './support/agent-releases.js';
+import { releaseBomb } from './support/release-bomb.js';
 
 const keys = generateReleaseKeyPair();
 
@@ -94,5 +96,50 @@ describe('release archive check', () => {
     await expect(
       checkReleaseArchive(path.join(dir, 'not.tar.gz'), keys.publicKeyPem),
     ).rejects.toMatchObject({ code: 'RELEASE_INVALID' });
+  });
+
+  it('stops at the first entry that breaks a limit: a 2 MiB gzip declaring 8 GiB is not inflated on', async () => {
+    const file = path.join(dir, 'bomb.tar.gz');
+    fs.writeFileSync(file, releaseBomb({ declaredBytes: 8 * 1024 ** 3, zeroBytes: 2 * 1024 ** 3 }));
+    expect(fs.statSync(file).size).toBeLessThan(3 * 1024 * 1024);
+    // Inflating on would have ended in tar's own ratio guard, seconds later.
+    await expect(checkReleaseArchive(file, keys.publicKeyPem)).rejects.toThrow(
+      /unpacks to more than 536870912 bytes/,
+    );
+  });
+
+  it('bounds the inflated stream itself: zeros after the tar’s end do not inflate without end', async () => {
+    const limits = { maxArchiveBytes: 1e9, maxUnpackedBytes: 1024 * 1024 };
+    expect((await checkReleaseArchive(good, keys.publicKeyPem, limits)).manifest.version).toBe(
+      '2.0.0',
+    );
+    const padded = (zeros: number) =>
+      Buffer.concat([fs.readFileSync(good), zlib.gzipSync(Buffer.alloc(zeros))]);
+    const file = path.join(dir, 'padded.tar.gz');
+    fs.writeFileSync(file, padded(64 * 1024));
+    expect((await checkReleaseArchive(file, keys.publicKeyPem, limits)).manifest.version).toBe(
+      '2.0.0',
+    );
+    fs.writeFileSync(file, padded(TAR_OVERHEAD_BYTES + 2 * limits.maxUnpackedBytes));
+    await expect(checkReleaseArchive(file, keys.publicKeyPem, limits)).rejects.toThrow(
+      /inflates to more than/,
+    );
+  });
+
+  it('refuses data after the tar’s end', async () => {
+    const file = path.join(dir, 'trailing.tar.gz');
+    const text = Buffer.from('not padding '.repeat(100_000));
+    fs.writeFileSync(file, Buffer.concat([fs.readFileSync(good), zlib.gzipSync(text)]));
+    await expect(checkReleaseArchive(file, keys.publicKeyPem)).rejects.toThrow(
+      /data after the end of its tar/,
+    );
+  });
+
+  it('refuses a gzip inside the gzip, which tar would inflate a second time', async () => {
+    const file = path.join(dir, 'nested.tar.gz');
+    fs.writeFileSync(file, zlib.gzipSync(fs.readFileSync(good)));
+    await expect(checkReleaseArchive(file, keys.publicKeyPem)).rejects.toThrow(
+      /another compressed stream/,
+    );
   });
 });

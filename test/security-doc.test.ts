@@ -39,6 +39,14 @@ describe('docs/security.md', () => {
     for (const env of limits) expect(doc, env).toContain(`\`${env}\``);
   });
 
+  it('names every limit setting of pairing', () => {
+    const limits = Object.values(CLOUD_SETTINGS)
+      .map((s) => s.env)
+      .filter((env) => env.startsWith('TPS_PAIRING_'));
+    expect(limits.length).toBeGreaterThanOrEqual(6);
+    for (const env of limits) expect(doc, env).toContain(`\`${env}\``);
+  });
+
   it('has a section per finding hardened', () => {
     for (const heading of [
       '### A.',
@@ -55,6 +63,11 @@ describe('docs/security.md', () => {
       '### L.',
       '### M.',
       '### N.',
+      '### P.',
+      '### Q.',
+      '### R.',
+      '### S.',
+      '### T.',
     ]) {
       expect(doc).toContain(heading);
     }

@@ -4,7 +4,10 @@
  */
 export interface Principal {
   accountId: string;
-  /** The credential's username, when it signed in with one. */
-  username?: string;
+  /**
+   * The credential's username: what a claim records as its claimer, what the failed-claim
+   * limit counts, what cannot revoke itself. Basic auth and a console session give the same.
+   */
+  username: string;
   terminalId?: string;
 }

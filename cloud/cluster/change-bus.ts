@@ -23,6 +23,11 @@ export type ChangeNotice =
    * agent's, the sessions it opened end.
    */
   | { kind: 'credential'; type: 'API' | 'AGENT'; username: string }
+  /**
+   * A pairing was claimed: its agent's wait parked here reads it again. Without `code`,
+   * every pairing wait does.
+   */
+  | { kind: 'pairing'; code?: string }
   /** Listening (again) after a gap: changes may have been missed; read again what waits. */
   | { kind: 'resync' };
 

@@ -16,6 +16,7 @@ function recorder() {
       },
       simulator: async (id) => void seen.push(`simulator ${id}`),
       credential: async (n) => void seen.push(`credential ${n.type} ${n.username}`),
+      pairing: (n) => void seen.push(`pairing ${n.code ?? 'all'}`),
     },
     pino({ level: 'silent' }),
   );
@@ -23,7 +24,7 @@ function recorder() {
 }
 
 describe('routing change notices from other relays', () => {
-  it('hands each kind to its handler; a resync also wakes event waits', async () => {
+  it('hands each kind to its handler; a resync also wakes event and pairing waits', async () => {
     const { seen, route } = recorder();
     const notices: ChangeNotice[] = [
       { kind: 'transaction', terminalId: 't-1', externalId: 'o-1', version: 2 },
@@ -31,6 +32,7 @@ describe('routing change notices from other relays', () => {
       { kind: 'resync' },
       { kind: 'simulator', terminalId: 't-9' },
       { kind: 'credential', type: 'AGENT', username: 't-9' },
+      { kind: 'pairing', code: 'ABCD2345' },
       { kind: 'command-acked', commandId: 'c-1' },
     ];
     for (const notice of notices) route(notice);
@@ -39,9 +41,11 @@ describe('routing change notices from other relays', () => {
       'transaction o-1',
       'events 1',
       'events nudge',
+      'pairing all',
       'resync',
       'simulator t-9',
       'credential AGENT t-9',
+      'pairing ABCD2345',
     ]);
   });
 

@@ -1,7 +1,7 @@
 /**
  * What this relay does with the change notices of other relays sharing its store: each
- * wakes what waits here on the change (long polls, event waits, webhook deliverers,
- * simulators); the delivery rules listen for their own (cloud/delivery/).
+ * wakes what waits here on the change (long polls, event waits, pairing waits, webhook
+ * deliverers, simulators); the delivery rules listen for their own (cloud/delivery/).
  */
 import type { Logger } from 'pino';
 import type { ChangeNotice } from './change-bus.js';
@@ -19,6 +19,8 @@ export interface NoticeHandlers {
   simulator(terminalId: string): Promise<void>;
   /** A credential was revoked or rotated elsewhere: forget it, end its agent's sessions. */
   credential(notice: ChangeNotice & { kind: 'credential' }): Promise<void>;
+  /** A pairing was claimed elsewhere (which, when the notice says): its wait reads again. */
+  pairing(notice: ChangeNotice & { kind: 'pairing' }): void;
 }
 
 /** A bus listener that hands each notice to its handler; a handler's failure is logged. */
@@ -39,6 +41,7 @@ export function routeNotices(
         return handlers.events(notice);
       case 'resync':
         handlers.events({ kind: 'events' });
+        handlers.pairing({ kind: 'pairing' });
         return void settle(handlers.resync(), 'could not re-read parked long polls and deadlines');
       case 'webhooks':
         return void settle(handlers.webhooks(), 'could not bring webhook deliveries in line');
@@ -46,6 +49,8 @@ export function routeNotices(
         return void settle(handlers.simulator(notice.terminalId), 'simulator not started');
       case 'credential':
         return void settle(handlers.credential(notice), 'could not apply a revoked credential');
+      case 'pairing':
+        return handlers.pairing(notice);
       default:
         // Acknowledgements and reports: the outbox and inbox listen for them.
         return;

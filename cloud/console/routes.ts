@@ -97,7 +97,7 @@ export function registerConsole(app: FastifyInstance, options: ConsoleOptions): 
     return reply.type(asset.type).send(asset.body);
   };
   const view = (session: ConsoleSession) => ({
-    username: session.username,
+    username: session.principal.username,
     account_id: session.principal.accountId,
     ...(session.principal.terminalId ? { terminal_id: session.principal.terminalId } : {}),
     csrf_token: session.csrfToken,

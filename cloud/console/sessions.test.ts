@@ -42,7 +42,11 @@ describe('ConsoleSessions', () => {
     const { sessions } = await setUp();
     const { cookie } = await sessions.issue('pos');
     const session = await sessions.resolve(cookie);
-    expect(session.principal).toEqual({ accountId: 'acct-1', terminalId: 't-1900000001' });
+    expect(session.principal).toEqual({
+      accountId: 'acct-1',
+      username: 'pos',
+      terminalId: 't-1900000001',
+    });
     expect(csrfMatches(session, session.csrfToken)).toBe(true);
     expect(csrfMatches(session, 'x')).toBe(false);
     expect(csrfMatches(session, undefined)).toBe(false);

@@ -38,7 +38,6 @@ type SessionClaims = z.infer<typeof SessionClaims>;
 
 export interface ConsoleSession {
   principal: Principal;
-  username: string;
   csrfToken: string;
   expiresAt: number;
 }
@@ -105,11 +104,12 @@ export class ConsoleSessions {
     credential: { accountId: string; terminalId?: string | undefined },
   ): ConsoleSession {
     return {
+      // The same principal Basic auth gives (authenticator.ts), username included.
       principal: {
         accountId: credential.accountId,
+        username: claims.u,
         ...(credential.terminalId ? { terminalId: credential.terminalId } : {}),
       },
-      username: claims.u,
       csrfToken: this.sign(`csrf:${claims.s}`),
       expiresAt: claims.e,
     };

@@ -4,10 +4,16 @@
  */
 import type { Logger } from 'pino';
 import type { FleetFactsRequest, TerminalFacts } from '../../protocol/index.js';
+import {
+  maskConfigReportText,
+  maskDiagnosticReplyText,
+  maskFactsText,
+} from '../../protocol/free-text.js';
 import type { Clock, Timers } from '../../common/clock.js';
 import type { Principal } from '../accounts/principal.js';
 import type { TerminalRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
+import type { CardDataGuard } from '../terminals/card-data-guard.js';
 import type { TerminalRegistry } from '../terminals/registry.js';
 import { partLogger } from '../../common/logging.js';
 import { FleetConfigs } from './configs.js';
@@ -33,8 +39,10 @@ export function createFleet(options: {
   link: Omit<FleetLinkOptions, 'logger'>;
   /** Whether a terminal has an agent to ask for diagnostics. */
   hasAgent: (terminal: TerminalRecord) => boolean;
+  /** Masks card numbers in what agents say before it is kept or served. */
+  cardData: Pick<CardDataGuard, 'masked'>;
 }): Fleet {
-  const { store, registry, clock, timers, logger } = options;
+  const { store, registry, clock, timers, logger, cardData } = options;
   const failed = (what: string, terminalId: string) => (error: unknown) =>
     logger.error({ err: error, terminalId }, `could not keep the ${what}`);
   const holder: { link?: FleetLink } = {};
@@ -56,17 +64,26 @@ export function createFleet(options: {
     { ...options.link, logger: partLogger(logger, 'link') },
     {
       configReport: (terminalId, report) =>
-        void configs.reported(terminalId, report).catch(failed('configuration report', terminalId)),
+        void configs
+          .reported(
+            terminalId,
+            cardData.masked(terminalId, 'config-report', maskConfigReportText(report)),
+          )
+          .catch(failed('configuration report', terminalId)),
       facts: (terminalId, facts) =>
         void store
           .putFleetReport({
             terminalId,
             kind: 'facts',
-            body: facts,
+            body: cardData.masked(terminalId, 'facts', maskFactsText(facts)),
             receivedAt: clock.now().toISOString(),
           })
           .catch(failed('fleet facts', terminalId)),
-      diagnosticReply: (terminalId, reply) => diagnostics.replied(terminalId, reply),
+      diagnosticReply: (terminalId, reply) =>
+        diagnostics.replied(
+          terminalId,
+          cardData.masked(terminalId, 'diag-reply', maskDiagnosticReplyText(reply)),
+        ),
     },
   );
   holder.link = link;

@@ -262,7 +262,7 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
     },
 
     '/terminal/claim': async (body: TerminalClaimRequest, ctx) =>
-      deps.pairings.claim(ctx.principal, basicUsername(ctx.request.headers.authorization), body),
+      deps.pairings.claim(ctx.principal, body),
 
     '/fleet/config/set': async (body: FleetConfigSetRequest, ctx) =>
       deps.fleet.configs.set(ctx.principal, body.scope, body.config),
@@ -293,11 +293,4 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
       return issued;
     },
   };
-}
-
-/** The username of the request's Basic credential (already verified by then). */
-function basicUsername(header: string | undefined): string {
-  const encoded = /^Basic\s+(\S+)/i.exec(header ?? '')?.[1] ?? '';
-  const decoded = Buffer.from(encoded, 'base64').toString('utf8');
-  return decoded.slice(0, Math.max(0, decoded.indexOf(':')));
 }

@@ -76,7 +76,7 @@ async function downloader(
       // Agent secrets are 192 random bits (cloud/ids.ts): guessing needs no limit here.
       const terminal = await store.getTerminal(terminalId);
       if (terminal && (await verifyAgentSecret(text.slice(colon + 1), stored))) {
-        return { accountId: terminal.accountId, terminalId };
+        return { accountId: terminal.accountId, username: terminalId, terminalId };
       }
       throw new ApiError('UNAUTHORIZED', 'wrong username or password');
     }

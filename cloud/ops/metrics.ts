@@ -68,7 +68,7 @@ export class RelayMetrics {
     });
     this.securityEvents = new Counter({
       name: 'tps_security_events_total',
-      help: 'Security events, by event (unmasked_card_number: a terminal reported a full card number, dropped).',
+      help: 'Security events, by event (unmasked_card_number: a terminal reported a full card number, dropped; card_number_in_text: a terminal sent a full card number in free text, masked).',
       labelNames: ['event'],
       registers,
     });

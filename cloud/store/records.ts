@@ -169,6 +169,8 @@ export interface PairingRecord {
     cohort?: string;
     claimedBy: string;
     claimedAt: string;
+    /** Set by the agent's one collection of its broker credential: the pairing is spent. */
+    collectedAt?: string;
   };
 }
 

@@ -431,6 +431,23 @@ export function sqliteWrites(db: Database.Database) {
       return outcome;
     },
 
+    collectPairing(a: { secretHash: string; agentSecretHash: string; at: string }): boolean {
+      const row = db
+        .prepare<[string, string], { terminal_id: string }>(
+          `UPDATE pairings SET claim = json_set(claim, '$.collectedAt', ?)
+           WHERE secret_hash = ? AND claim IS NOT NULL
+             AND json_extract(claim, '$.collectedAt') IS NULL
+           RETURNING json_extract(claim, '$.terminalId') AS terminal_id`,
+        )
+        .get(a.at, a.secretHash);
+      if (!row) return false;
+      db.prepare(
+        `INSERT INTO agent_credentials (terminal_id, secret_hash, created_at) VALUES (?, ?, ?)
+         ON CONFLICT (terminal_id) DO UPDATE SET secret_hash = excluded.secret_hash`,
+      ).run(row.terminal_id, a.agentSecretHash, a.at);
+      return true;
+    },
+
     claimSetting(a: { key: string; value: string }): string {
       db.prepare(
         'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING',

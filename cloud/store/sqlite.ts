@@ -406,6 +406,10 @@ export class SqliteStore implements Store {
     return this.writer.write({ op: 'claimPairing', arg: { code, claim, terminal, event } });
   }
 
+  collectPairing(secretHash: string, agentSecretHash: string, at: string): Promise<boolean> {
+    return this.writer.write({ op: 'collectPairing', arg: { secretHash, agentSecretHash, at } });
+  }
+
   addRelease(release: ReleaseRecord): Promise<boolean> {
     return this.writer.write({ op: 'addRelease', arg: release });
   }

@@ -153,6 +153,12 @@ export interface Store {
     terminal: TerminalRecord,
     event: NewEvent,
   ): Promise<PairingClaimOutcome>;
+  /**
+   * The agent's one collection of a claimed pairing: marks it collected at `at` and stores
+   * the terminal's broker credential, in one commit. A pairing unclaimed or collected
+   * before (by any process) answers false and changes nothing.
+   */
+  collectPairing(secretHash: string, agentSecretHash: string, at: string): Promise<boolean>;
 
   /** Stores a release unless the account has that version for that arch (answers false). */
   addRelease(release: ReleaseRecord): Promise<boolean>;

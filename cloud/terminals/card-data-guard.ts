@@ -1,5 +1,12 @@
 /**
- * Keeps full card numbers out of the relay. A terminal's report whose `card_number_*`
+ * Keeps full card numbers out of the relay. A card number in the free text of what a
+ * terminal sends (a receipt line, a result description, a screen message, a reason, a
+ * diagnostic: protocol/free-text.ts) is masked to its first 6 and last 4 digits before the
+ * relay keeps or serves it, and a security event is logged naming the terminal and the
+ * members, never the digits. The agent masks them before they leave the terminal; this is
+ * for an agent that did not (an older one, a faulty one, one that is not ours).
+ *
+ * A terminal's report whose `card_number_*`
  * shows more than the first 6 and last 4 digits (its reader or agent failed to mask) is
  * applied without those numbers and without the receipts printed with them, and a
  * security event is logged, naming the terminal, the transaction and the fields, never
@@ -14,13 +21,14 @@
  * terminal that printed a number unmasked in one place may have printed it on them.
  */
 import type { Logger } from 'pino';
+import { maskReportText, type Masked } from '../../protocol/free-text.js';
 import {
   CARD_NUMBER_FIELDS,
   isMaskedCardNumber,
   type TerminalReport,
 } from '../../protocol/index.js';
 
-export type SecurityEvent = 'unmasked_card_number';
+export type SecurityEvent = 'unmasked_card_number' | 'card_number_in_text';
 
 /** Cleans each report before the relay applies it (the report inbox's apply). */
 export class CardDataGuard {
@@ -31,6 +39,39 @@ export class CardDataGuard {
 
   /** The report as the relay may keep it: without card numbers shown in full. */
   clean(terminalId: string, report: TerminalReport): TerminalReport {
+    const kept = this.withoutUnmaskedNumbers(terminalId, report);
+    return this.masked(terminalId, 'report', maskReportText(kept), {
+      ...(kept.type === 'transaction' ? { transactionId: kept.transaction_id } : {}),
+    });
+  }
+
+  /**
+   * A message's value with card numbers in its free text masked (`masked`, made by one of
+   * protocol/free-text.ts's functions); when it held any, the security event is logged.
+   * `kind` names the message in the log (`report`, `facts`, …).
+   */
+  masked<T>(
+    terminalId: string,
+    kind: string,
+    masked: Masked<T>,
+    context: Record<string, unknown> = {},
+  ): T {
+    if (masked.fields.length === 0) return masked.value;
+    this.onSecurityEvent('card_number_in_text');
+    this.logger.warn(
+      {
+        security_event: 'card_number_in_text',
+        terminalId,
+        kind,
+        ...context,
+        fields: masked.fields,
+      },
+      'security: a terminal sent a full card number in free text; it was masked to its first 6 and last 4 digits',
+    );
+    return masked.value;
+  }
+
+  private withoutUnmaskedNumbers(terminalId: string, report: TerminalReport): TerminalReport {
     if (report.type !== 'transaction') return report;
     const method = report.details?.payment_method_details;
     const unmasked = CARD_NUMBER_FIELDS.filter(

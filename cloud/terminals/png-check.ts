@@ -4,9 +4,10 @@
  * the rest is decoded on a thread of its own (png-check-thread.ts), one image at a time,
  * so that decoding never holds the relay's event loop.
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { readPngHeader, unprintableSize } from '../../protocol/index.js';
 import { ApiError } from '../errors.js';
+import { startThread } from '../threads.js';
 
 /** A PNG to decode, and the decoder's verdict. */
 export interface PngCheckRequest {
@@ -69,7 +70,7 @@ export class PngChecker {
 
   private thread(): Worker {
     if (this.worker) return this.worker;
-    const worker = startThread();
+    const worker = startPngThread();
     worker.unref();
     worker.on('message', ({ id, ok }: PngCheckAnswer) => {
       this.waiting.get(id)?.resolve(ok);
@@ -94,20 +95,9 @@ export class PngChecker {
   }
 }
 
-/**
- * Run from source (tests), the entry is TypeScript and loads through tsx, as the store's
- * writer thread does (`--import tsx` is not applied to a worker's entry on Node 20).
- */
-function startThread(): Worker {
-  // An image within the size limits decodes in well under this; more is an attack.
-  const options = { resourceLimits: { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 64 } };
-  if (!import.meta.url.endsWith('.ts')) {
-    return new Worker(new URL('./png-check-thread.js', import.meta.url), options);
-  }
-  const entry = JSON.stringify(new URL('./png-check-thread.ts', import.meta.url).href);
-  const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
-  return new Worker(`import(${tsx}).then(({ tsImport }) => tsImport(${entry}, ${entry}))`, {
-    ...options,
-    eval: true,
+/** A thread of its own; an image within the size limits decodes in well under its memory. */
+function startPngThread() {
+  return startThread('./png-check-thread.js', import.meta.url, {
+    resourceLimits: { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 64 },
   });
 }

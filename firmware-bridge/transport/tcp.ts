@@ -5,6 +5,9 @@
 import net from 'node:net';
 import type { OpenPort } from './port.js';
 
+/** How long close() waits for the peer to take what is still unsent before cutting it off. */
+const CLOSE_GRACE_MS = 2000;
+
 export interface TcpOptions {
   /** Give up connecting after this many ms (default 5000): a wrong address fails fast. */
   connectTimeoutMs?: number;
@@ -47,8 +50,13 @@ export function connectTcp(address: TcpAddress, options: TcpOptions = {}): Promi
         close: () =>
           new Promise<void>((done) => {
             if (socket.destroyed) return done();
-            socket.once('close', () => done());
-            // Send what is written, then let go without waiting for the peer to close.
+            // Send what is written, then let go without waiting for the peer to close; a
+            // peer that reads nothing would hold the close (and the socket) forever.
+            const cut = setTimeout(() => socket.destroy(), CLOSE_GRACE_MS);
+            socket.once('close', () => {
+              clearTimeout(cut);
+              done();
+            });
             socket.end(() => socket.destroy());
           }),
       });

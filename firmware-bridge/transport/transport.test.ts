@@ -50,6 +50,28 @@ describe('transports', () => {
     await new Promise((resolve) => server.close(resolve));
   });
 
+  it('closes a connection whose peer reads nothing, what is unsent cut off after a grace', async () => {
+    let peer: net.Socket | undefined;
+    const server = net.createServer((socket) => {
+      peer = socket;
+      socket.pause(); // a device that takes nothing
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as net.AddressInfo;
+    const line = await openPort(`tcp://127.0.0.1:${port}`);
+    // Fill the kernel's buffers both ways, and some more in the process.
+    const chunk = Buffer.alloc(1024 * 1024);
+    for (let i = 0; i < 64 && (line.stream as net.Socket).writableLength === 0; i++) {
+      line.stream.write(chunk);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect((line.stream as net.Socket).writableLength).toBeGreaterThan(0);
+    await line.close();
+    expect(line.stream.destroyed).toBe(true);
+    peer?.destroy();
+    await new Promise((resolve) => server.close(resolve));
+  }, 20_000);
+
   it('says what it could not open', async () => {
     await expect(openPort('/dev/no-such-reader')).rejects.toThrow(
       /^cannot open serial port \/dev\/no-such-reader: /,

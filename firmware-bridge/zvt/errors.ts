@@ -74,15 +74,25 @@ export type ZvtErrorCode =
   /** close() was called. */
   | 'CLOSED'
   /** The underlying stream ended, closed or failed. */
-  | 'PORT_CLOSED';
+  | 'PORT_CLOSED'
+  /**
+   * The PT went past a bound of one command (messages, bytes, total time) or sent too much
+   * outside one: the session let go of the line, as if it had been lost (session.ts).
+   */
+  | 'LIMIT_EXCEEDED';
 
-const DISCONNECTED: ReadonlySet<ZvtErrorCode> = new Set(['NO_LINK_ACK', 'PORT_CLOSED']);
+const DISCONNECTED: ReadonlySet<ZvtErrorCode> = new Set([
+  'NO_LINK_ACK',
+  'PORT_CLOSED',
+  'LIMIT_EXCEEDED',
+]);
 const OUTCOME_UNKNOWN: ReadonlySet<ZvtErrorCode> = new Set([
   'NO_LINK_ACK',
   'T3_TIMEOUT',
   'T4_TIMEOUT',
   'PORT_CLOSED',
   'PROTOCOL_ERROR',
+  'LIMIT_EXCEEDED',
 ]);
 
 export class ZvtError extends Error {

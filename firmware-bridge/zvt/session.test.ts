@@ -197,6 +197,68 @@ describe('ZvtSession (ECR side)', () => {
     ]);
   });
 
+  it('drops the line when the PT sends more than maxMessages outside a command', async () => {
+    const { session, pt } = overSerial({ limits: { maxMessages: 3 } });
+    const closed = new Promise<ZvtError | undefined>((resolve) => session.once('close', resolve));
+    for (let i = 0; i < 3; i++) await pt.tell('04 FF 01 17', '80 00 00');
+    // A command starts the count again.
+    const ended = session.run(logOff());
+    await pt.next();
+    await pt.send('80 00 00');
+    expect(await ended).toMatchObject({ kind: 'acknowledged' });
+    for (let i = 0; i < 3; i++) await pt.tell('04 FF 01 17', '80 00 00');
+    await pt.send('04 FF 01 17');
+    expect(await closed).toMatchObject({ code: 'LIMIT_EXCEEDED', disconnected: true });
+    expect(session.channel.closed).toBe(true);
+    expect(await rejection(session.run(logOff()))).toMatchObject({ code: 'CLOSED' });
+  });
+
+  it('bounds a command by messages, bytes and total time; T4 restarts do not extend it', async () => {
+    const limits = { maxMessages: 4, maxBytes: 64, maxCommandMs: 1000 };
+    const tooMany = overSerial({ limits });
+    let outcome = rejection(tooMany.session.run(authorisation(1200)));
+    await tooMany.pt.next();
+    await tooMany.pt.send('80 00 00');
+    // Every APDU of the PT counts, its 80 00 00 too: three more are within the four.
+    for (let i = 0; i < 3; i++) await tooMany.pt.tell('04 FF 01 17');
+    await tooMany.pt.send('04 FF 01 17');
+    expect(await outcome).toMatchObject({
+      code: 'LIMIT_EXCEEDED',
+      outcomeUnknown: true,
+      message: expect.stringMatching(/more than 4 messages.*authorisation/),
+    });
+
+    const tooLarge = overSerial({ limits });
+    outcome = rejection(tooLarge.session.run(authorisation(1200)));
+    await tooLarge.pt.next();
+    await tooLarge.pt.send('80 00 00');
+    await tooLarge.pt.send(
+      messageBytes({ type: 'print-line', attribute: 0, text: 'X'.repeat(80) }),
+    );
+    expect(await outcome).toMatchObject({
+      code: 'LIMIT_EXCEEDED',
+      message: expect.stringMatching(/more than 64 bytes/),
+    });
+
+    const tooLong = overSerial({
+      limits: { ...limits, maxMessages: 100 },
+      t4Ms: 400,
+      manual: true,
+    });
+    const timers = tooLong.timers!;
+    outcome = rejection(tooLong.session.run(authorisation(1200)));
+    await tooLong.pt.next();
+    await tooLong.pt.send('80 00 00');
+    for (let i = 0; i < 4; i++) {
+      await tooLong.pt.tell('04 FF 01 17');
+      timers.advance(300); // within T4 each time, past the ceiling together
+    }
+    expect(await outcome).toMatchObject({
+      code: 'LIMIT_EXCEEDED',
+      message: expect.stringMatching(/ran for 1000 ms/),
+    });
+  });
+
   it('fails a running command when the line goes away: the outcome is unknown', async () => {
     const { session, pt, pair } = overSerial();
     const outcome = rejection(session.run(authorisation(1200)));

@@ -24,6 +24,12 @@
  *   `customer_identified` / `continue` / `cancel` map onto it.
  * - `abort()` sends 06 B0 while the PT is master; the command still ends with the PT's own
  *   06 1E (or 06 0F when it completed first: that result stands, §7.2).
+ * - Each command is bounded whatever the PT sends (`limits`): the messages and bytes it may
+ *   bring (what the outcome keeps of print lines and text blocks is among them) and its whole
+ *   time, which PT messages do not extend (they restart T4 only). Past a bound, or past
+ *   `maxMessages` outside any command, the session lets go of the line as if it were lost:
+ *   the command fails with `LIMIT_EXCEEDED` (`outcomeUnknown`, `disconnected`), and the
+ *   driver reconciles on a new line as after a crash.
  *
  * Liberal in what it accepts: a PT message instead of 80 00 00 counts as acceptance (KZ);
  * 84 00 is positive (PZ); a PT message outside a command is answered (80 00 00, or
@@ -57,6 +63,25 @@ import {
   positiveAck,
 } from './messages.js';
 
+/** Bounds of one command, whatever the PT sends (docs/zvt.md, "Bounds"). */
+export interface ZvtCommandLimits {
+  /**
+   * APDUs the PT may send during one command, of any kind (04 FF, 04 0F, 06 D1, 06 D3, …);
+   * also between two commands (default 5000: a long end-of-day prints a few hundred lines).
+   */
+  maxMessages: number;
+  /** Their bytes together (default 1 MiB, some hundred times a payment's receipts). */
+  maxBytes: number;
+  /** The whole command, from run() to its end, in ms (default 600 000); T4 is within it. */
+  maxCommandMs: number;
+}
+
+export const DEFAULT_COMMAND_LIMITS: Readonly<ZvtCommandLimits> = {
+  maxMessages: 5000,
+  maxBytes: 1024 * 1024,
+  maxCommandMs: 600_000,
+};
+
 export interface ZvtSessionOptions {
   /** Wait for the PT to accept a command (80 00 00), from when it left, in ms (default 5000). */
   t3Ms?: number;
@@ -70,6 +95,8 @@ export interface ZvtSessionOptions {
    * comes is answered as `unexpected`. Default false.
    */
   endOnErrorStatusInformation?: boolean;
+  /** Bounds of each command (default DEFAULT_COMMAND_LIMITS). */
+  limits?: Partial<ZvtCommandLimits>;
   timers?: Timers;
 }
 
@@ -123,6 +150,10 @@ interface Running {
   phase: 'sending' | 'awaiting-ack' | 'pt-master' | 'done';
   outcome: ZvtOutcome;
   timer?: unknown;
+  /** The command's whole time (limits.maxCommandMs), not restarted by anything. */
+  ceiling: unknown;
+  /** APDUs and their bytes the PT sent during the command. */
+  received: { messages: number; bytes: number };
   /** Answers to the PT being written; the outcome waits for them. */
   answering: Promise<unknown>;
   resolve: (outcome: ZvtOutcome) => void;
@@ -138,7 +169,10 @@ export class ZvtSession extends EventEmitter<ZvtSessionEvents> {
     ZvtSessionOptions['answerStatusInformation']
   >;
   private readonly endOnErrorStatusInformation: boolean;
+  readonly limits: Readonly<ZvtCommandLimits>;
   private running: Running | undefined;
+  /** APDUs received since the last command started, outside any command. */
+  private receivedOutside = 0;
   private closedError: ZvtError | undefined;
 
   constructor(
@@ -151,6 +185,7 @@ export class ZvtSession extends EventEmitter<ZvtSessionEvents> {
     this.timers = options.timers ?? systemTimers;
     this.answerStatusInformation = options.answerStatusInformation ?? (() => positiveAck());
     this.endOnErrorStatusInformation = options.endOnErrorStatusInformation ?? false;
+    this.limits = { ...DEFAULT_COMMAND_LIMITS, ...options.limits };
     channel.on('apdu', this.onApdu);
     channel.once('close', this.onClose);
   }
@@ -162,7 +197,8 @@ export class ZvtSession extends EventEmitter<ZvtSessionEvents> {
 
   /**
    * Runs one command to its end. Rejects with a ZvtError: BUSY or CLOSED (nothing sent),
-   * T3_TIMEOUT, T4_TIMEOUT, NO_LINK_ACK, PORT_CLOSED (`outcomeUnknown`: reconcile).
+   * T3_TIMEOUT, T4_TIMEOUT, NO_LINK_ACK, PORT_CLOSED, LIMIT_EXCEEDED (`outcomeUnknown`:
+   * reconcile; after LIMIT_EXCEEDED and PORT_CLOSED on a new line).
    */
   run(command: EcrCommand): Promise<ZvtOutcome> {
     if (this.closedError)
@@ -185,8 +221,16 @@ export class ZvtSession extends EventEmitter<ZvtSessionEvents> {
         resolve,
         reject,
         aborts: [],
+        received: { messages: 0, bytes: 0 },
+        ceiling: undefined,
       };
+      running.ceiling = this.timers.setTimeout(() => {
+        if (this.running === running) {
+          this.dropLine(`the command ran for ${this.limits.maxCommandMs} ms`);
+        }
+      }, this.limits.maxCommandMs);
       this.running = running;
+      this.receivedOutside = 0;
       this.channel.send(messageBytes(command)).then(
         () => {
           if (this.running !== running || running.phase !== 'sending') return;
@@ -221,6 +265,7 @@ export class ZvtSession extends EventEmitter<ZvtSessionEvents> {
 
   private readonly onApdu = (bytes: Buffer): void => {
     const running = this.running;
+    if (!this.withinLimits(running, bytes)) return;
     const apdu = decodeApdu(bytes);
     const message = apdu.ok ? decodeMessage(apdu.value, { command: running?.command.type }) : apdu;
     if (!message.ok) {
@@ -361,6 +406,38 @@ export class ZvtSession extends EventEmitter<ZvtSessionEvents> {
     this.emit('unexpected', { apdu, reason });
   }
 
+  // ---- bounds ----
+
+  /** Counts an APDU against the running command's bounds (or those between commands). */
+  private withinLimits(running: Running | undefined, bytes: Buffer): boolean {
+    const { maxMessages, maxBytes } = this.limits;
+    if (!running || running.phase === 'sending' || running.phase === 'done') {
+      if (++this.receivedOutside <= maxMessages) return true;
+      this.dropLine(`the terminal sent more than ${maxMessages} messages outside a command`);
+      return false;
+    }
+    const received = running.received;
+    received.messages++;
+    received.bytes += bytes.length;
+    if (received.messages > maxMessages) {
+      this.dropLine(`the terminal sent more than ${maxMessages} messages`);
+    } else if (received.bytes > maxBytes) {
+      this.dropLine(`the terminal sent more than ${maxBytes} bytes`);
+    } else return true;
+    return false;
+  }
+
+  /**
+   * Lets go of the line, as if it were lost: a PT past a bound is not trusted to end the
+   * command, and a new line starts from nothing (the driver reconciles on it). A running
+   * command fails with LIMIT_EXCEEDED; `close` says the same.
+   */
+  dropLine(what: string): void {
+    if (this.closedError) return;
+    this.onClose(new ZvtError('LIMIT_EXCEEDED', `${what}; the line was dropped`));
+    void this.channel.close().catch(() => undefined);
+  }
+
   // ---- ending ----
 
   private arm(running: Running, ms: number, code: 'T3_TIMEOUT' | 'T4_TIMEOUT', text: string): void {
@@ -384,7 +461,9 @@ export class ZvtSession extends EventEmitter<ZvtSessionEvents> {
     for (const settle of running.aborts.splice(0)) settle(false);
     // The next command may start only once our last answer is on its way.
     void running.answering.then(() => {
-      if (this.running === running) this.running = undefined;
+      if (this.running !== running) return;
+      this.running = undefined;
+      this.timers.clearTimeout(running.ceiling);
       running.resolve(running.outcome);
     });
   }
@@ -392,6 +471,7 @@ export class ZvtSession extends EventEmitter<ZvtSessionEvents> {
   private fail(running: Running, error: ZvtError): void {
     if (this.running !== running) return;
     this.disarm(running);
+    this.timers.clearTimeout(running.ceiling);
     this.running = undefined;
     for (const settle of running.aborts.splice(0)) settle(false);
     running.reject(error);

@@ -1,11 +1,12 @@
 /**
  * What the fuzz properties share: how many runs (few in the suite, many under
- * `npm run fuzz`), the fixed seed, hostile values, ways to bend a valid body, and a log
- * that records what the relay reports as an error.
+ * `npm run fuzz`), the fixed seed, hostile values, ways to bend a valid body, a log
+ * that records what the relay reports as an error, and card numbers as terminals print them.
  */
 import { Writable } from 'node:stream';
 import fc from 'fast-check';
 import { pino, type Logger } from 'pino';
+import { luhnValid } from '../../common/card-numbers.js';
 import { loggerOptions } from '../../cloud/logging.js';
 
 /** Runs of each property: `FUZZ_RUNS` when set (npm run fuzz), else the suite's `quick`. */
@@ -182,4 +183,56 @@ export function errorRecordingLogger(): { logger: Logger; errors: string[] } {
     },
   });
   return { logger: pino(loggerOptions('warn'), stream), errors };
+}
+
+// Card numbers (common/card-numbers.ts) as terminals print them.
+
+export const digit = fc.constantFrom(...'0123456789');
+export const digits = (min: number, max: number) =>
+  fc.array(digit, { minLength: min, maxLength: max }).map((d) => d.join(''));
+
+/** The digit that makes `body` pass the Luhn check. */
+function checkDigit(body: string): string {
+  for (let d = 0; d <= 9; d++) if (luhnValid(`${body}${d}`)) return String(d);
+  throw new Error('no check digit');
+}
+
+/** A card number: 12-19 digits, the first not 0, passing the Luhn check. */
+export const cardNumber = fc
+  .tuple(fc.constantFrom(...'123456789'), fc.integer({ min: 12, max: 19 }), digits(18, 18))
+  .map(([first, length, rest]) => {
+    const body = `${first}${rest}`.slice(0, length - 1);
+    return body + checkDigit(body);
+  });
+
+/** Cut points that split `length` digits into groups of at least 3. */
+const groupSizes = (length: number): fc.Arbitrary<number[]> =>
+  fc.array(fc.integer({ min: 3, max: 8 }), { minLength: 1, maxLength: 6 }).map((sizes) => {
+    const out: number[] = [];
+    let left = length;
+    for (const size of sizes) {
+      if (left - size < 3) break;
+      out.push(size);
+      left -= size;
+    }
+    out.push(left);
+    return out;
+  });
+
+export const separator = fc.constantFrom(' ', '-', '.');
+
+/** A number as text: plain, or in groups of at least 3 joined by one separator each. */
+export function written(number: string): fc.Arbitrary<string> {
+  return fc.oneof(
+    fc.constant(number),
+    fc.tuple(groupSizes(number.length), separator).map(([sizes, sep]) => {
+      const groups: string[] = [];
+      let at = 0;
+      for (const size of sizes) {
+        groups.push(number.slice(at, at + size));
+        at += size;
+      }
+      return groups.join(sep);
+    }),
+  );
 }

@@ -1,7 +1,9 @@
 /**
- * The PostgreSQL store's pairings (see Store.createPairing, claimPairing). A claim locks
- * the pairing's row, so of two claims of one code in any processes one wins; the terminal,
- * the claim and its event commit together, the event's notice with them (change-bus.ts).
+ * The PostgreSQL store's pairings (see Store.createPairing, claimPairing, collectPairing).
+ * A claim locks the pairing's row, so of two claims of one code in any processes one wins;
+ * the terminal, the claim and its event commit together, the event's notice with them
+ * (change-bus.ts). A collection's UPDATE locks the row too: of two, the second finds it
+ * collected.
  */
 import type pg from 'pg';
 import type { ChangeNotice } from '../../cluster/change-bus.js';
@@ -83,4 +85,30 @@ export async function claimPairing(
   ]);
   await client.query('COMMIT');
   return outcome;
+}
+
+/** Runs inside a transaction the caller opened on `client`, and commits it. */
+export async function collectPairing(
+  client: pg.PoolClient,
+  a: { secretHash: string; agentSecretHash: string; at: string },
+): Promise<boolean> {
+  await client.query('BEGIN');
+  const { rows } = await client.query<{ terminal_id: string }>(
+    `UPDATE pairings SET claim = (claim::jsonb || jsonb_build_object('collectedAt', $1::text))::text
+     WHERE secret_hash = $2 AND claim IS NOT NULL AND claim::jsonb->>'collectedAt' IS NULL
+     RETURNING claim::jsonb->>'terminalId' AS terminal_id`,
+    [a.at, a.secretHash],
+  );
+  const terminalId = rows[0]?.terminal_id;
+  if (terminalId === undefined) {
+    await client.query('ROLLBACK');
+    return false;
+  }
+  await client.query(
+    `INSERT INTO agent_credentials (terminal_id, secret_hash, created_at) VALUES ($1, $2, $3)
+     ON CONFLICT (terminal_id) DO UPDATE SET secret_hash = excluded.secret_hash`,
+    [terminalId, a.agentSecretHash, a.at],
+  );
+  await client.query('COMMIT');
+  return true;
 }

@@ -482,6 +482,12 @@ export class PostgresStore implements Store {
     );
   }
 
+  collectPairing(secretHash: string, agentSecretHash: string, at: string): Promise<boolean> {
+    return this.withClient((client) =>
+      pairings.collectPairing(client, { secretHash, agentSecretHash, at }),
+    );
+  }
+
   createRollout(rollout: RolloutRecord): Promise<void> {
     return this.withClient((client) => rollouts.createRollout(client, rollout));
   }

@@ -1,7 +1,7 @@
 /**
  * Store conformance: pairings. Found by the hash of the agent's secret; a code is claimed
  * once, before it expires, with its terminal and event in the same commit; a refused
- * claim changes nothing.
+ * claim changes nothing; a claimed pairing is collected once, with its broker credential.
  */
 import { expect, it } from 'vitest';
 import type { NewEvent, PairingRecord } from '../records.js';
@@ -98,6 +98,33 @@ export function pairingCases(factory: StoreFactory): void {
     expect(outcomes.filter((o) => o === 'claimed')).toHaveLength(1);
     expect(outcomes.filter((o) => o === 'used')).toHaveLength(7);
     expect(await store.listTerminals()).toHaveLength(1);
+    if (other !== store) await other.close();
+    await store.close();
+  });
+
+  it('collects a claimed pairing once, its broker credential in the same commit', async () => {
+    const store = await opened(factory);
+    const other = factory.peer ? await factory.peer(store) : store;
+    await store.createPairing(pairing('a'.repeat(64), 'ABCD2345'));
+    expect(await store.collectPairing('a'.repeat(64), '$7$early', LATER)).toBe(false);
+    await claim(store, 'ABCD2345', 'agt-1');
+    const outcomes = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        (i % 2 ? other : store).collectPairing('a'.repeat(64), `$7$hash-${i}`, LATER),
+      ),
+    );
+    expect(outcomes.filter(Boolean)).toHaveLength(1);
+    const won = outcomes.indexOf(true);
+    expect(await store.findAgentCredential('agt-1')).toBe(`$7$hash-${won}`);
+    expect((await store.findPairing('a'.repeat(64)))?.claim).toEqual({
+      ...claimOf('agt-1'),
+      collectedAt: LATER,
+    });
+    // Once spent, a credential revoked since is not put back.
+    await store.deleteAgentCredential('agt-1');
+    expect(await store.collectPairing('a'.repeat(64), '$7$again', LATER)).toBe(false);
+    expect(await store.findAgentCredential('agt-1')).toBeUndefined();
+    expect(await store.collectPairing('b'.repeat(64), '$7$none', LATER)).toBe(false);
     if (other !== store) await other.close();
     await store.close();
   });

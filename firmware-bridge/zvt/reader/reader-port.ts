@@ -50,7 +50,9 @@ export function linkError(error: unknown): SerialLinkError {
     case 'NO_LINK_ACK':
     case 'T3_TIMEOUT':
       return new SerialLinkError('ACK_TIMEOUT', message, { cause: error });
+    // LIMIT_EXCEEDED: the session dropped the line, the same as a lost one.
     case 'PORT_CLOSED':
+    case 'LIMIT_EXCEEDED':
       return new SerialLinkError('PORT_CLOSED', message, { cause: error });
     case 'CLOSED':
       return new SerialLinkError('LINK_CLOSED', message, { cause: error });

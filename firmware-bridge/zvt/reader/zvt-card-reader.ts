@@ -49,9 +49,9 @@ import {
   reversal,
   statusEnquiry,
 } from '../command-builders.js';
-import type { ZvtError } from '../errors.js';
+import { ZvtError } from '../errors.js';
 import type { EcrCommand, IntermediateStatus } from '../message-types.js';
-import { ZvtSession, type ZvtOutcome } from '../session.js';
+import { ZvtSession, type ZvtCommandLimits, type ZvtOutcome } from '../session.js';
 import { ZvtDriverState, type ZvtDriverRecord } from './driver-state.js';
 import { withCharset, zvtProfile, type ZvtProfile, type ZvtProfileName } from './profiles.js';
 import { refusalOfStart, registrationFor, screenTextOf } from './reader-commands.js';
@@ -87,6 +87,8 @@ export interface ZvtReaderOptions {
   /** ZVT timers in ms: T3 acceptance (default 5000), T4 PT silence (default 180 000). */
   t3Ms?: number;
   t4Ms?: number;
+  /** Bounds of each command whatever the PT sends (session.ts, DEFAULT_COMMAND_LIMITS). */
+  limits?: Partial<ZvtCommandLimits>;
   timers?: Timers;
   clock?: Clock;
   logger?: ZvtReaderLogger;
@@ -137,6 +139,7 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
       t4Ms: options.t4Ms,
       timers: this.timers,
       endOnErrorStatusInformation: this.profile.endsOnErrorStatusInformation,
+      ...(options.limits ? { limits: options.limits } : {}),
     });
     this.session.on('intermediate-status', this.onIntermediateStatus);
     this.session.once('close', this.onClose);
@@ -153,16 +156,29 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
    * When the PT last sent something outside a command: it still finishes what it did for a
    * register that died (its 04 0F, print lines, 06 0F, each retried until T3). Its stale
    * 06 0F would end a question asked now as if answered, so recovery waits until it is quiet.
-   * (Bounded: the terminal gives a dead register up after its retries.)
+   * A terminal gives a dead register up after its retries; one that never goes quiet is
+   * waited for one command's time at most, then the line is dropped (a new one is quiet).
    */
   private lastUnexpectedAt: number | undefined;
 
   private async untilTerminalQuiet(): Promise<void> {
+    const since = this.clock.now().getTime();
+    const { maxCommandMs } = this.session.limits;
     for (;;) {
       if (this.lastUnexpectedAt === undefined) return;
-      const quietFor = this.clock.now().getTime() - this.lastUnexpectedAt;
+      const now = this.clock.now().getTime();
+      const quietFor = now - this.lastUnexpectedAt;
       if (quietFor >= 2 * this.t3Ms) return;
-      await sleep(2 * this.t3Ms - quietFor, undefined, this.timers);
+      if (now - since >= maxCommandMs) {
+        const what = `the terminal was not quiet for ${2 * this.t3Ms} ms within ${maxCommandMs} ms`;
+        this.session.dropLine(what);
+        throw new ZvtError('LIMIT_EXCEEDED', `${what}; the line was dropped`);
+      }
+      await sleep(
+        Math.min(2 * this.t3Ms - quietFor, since + maxCommandMs - now),
+        undefined,
+        this.timers,
+      );
     }
   }
 
