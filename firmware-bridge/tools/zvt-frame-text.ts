@@ -17,8 +17,8 @@
  * CP437 unless a TLV 14 in the same container announces another set.
  *
  * Card numbers: most terminals mask them, some send a girocard's in clear, so the monitor
- * masks every one itself (first 6 and last 4 digits, also with `full`), and any run of
- * 13-19 digits in a text; track data (BMP 23/24/2D, TLV 57), CVV and PIN data only by size.
+ * masks every one itself (first 6 and last 4 digits, also with `full`), and any card number
+ * in a text (common/card-numbers.ts: 12-19 digits passing the Luhn check); track data (BMP 23/24/2D, TLV 57), CVV and PIN data only by size.
  * `cardData: 'hidden'` (the fleet's trace, which leaves the terminal) also shows the PAN and
  * the expiry only by size, never the password, and data the codec cannot read only by size.
  * A 06 0F answering a command the codec does not know (`answers`) is shown as its data.
@@ -28,6 +28,7 @@ import { controlName, decodeApdu, hex, hexBytes } from '../zvt/apdu.js';
 import type { DecodeContext, PrintLine, ZvtMessage } from '../zvt/message-types.js';
 import { decodeMessage, isCommand, isPtMessage } from '../zvt/messages.js';
 import { decimalFromBcd, encodeCp437 } from '../zvt/encodings.js';
+import { maskCardNumbers } from '../../common/card-numbers.js';
 import { maskCardNumber } from '../../protocol/transaction.js';
 import { announcedCharset, decodeZvtText } from '../zvt/charsets.js';
 import { isConstructed, type Tlv } from '../zvt/tlv.js';
@@ -271,19 +272,8 @@ function tlvText(
   return `{${inner.join(' ')}}`;
 }
 
-/**
- * Text with every run of 13-19 digits standing alone (a card number printed in clear)
- * masked; digits inside a word (an AID: A0000000041010) are not a card number.
- */
-export function maskDigitRuns(text: string): string {
-  return text.replace(
-    /(?<![0-9A-Za-z])\d{13,19}(?![0-9A-Za-z])/g,
-    (digits) => maskCardNumber(digits) ?? digits,
-  );
-}
-
 function quote(text: string, full: boolean): string {
-  return JSON.stringify(cut(maskDigitRuns(text), full));
+  return JSON.stringify(cut(maskCardNumbers(text), full));
 }
 
 function cut(text: string, full: boolean): string {
