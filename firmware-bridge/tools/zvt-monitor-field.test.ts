@@ -3,7 +3,10 @@
  * each source and terminal): text in the terminal's character set, completions of commands
  * the codec does not know, every registered command by name, and card numbers masked.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { maskCardNumber } from '../../protocol/transaction.js';
+import { PROPERTY } from '../zvt/testing/arbitraries.js';
 import { fromHex } from '../zvt/apdu.js';
 import {
   CARDCOMPLETE_CLOSURE_RECEIPT,
@@ -19,6 +22,7 @@ import {
   HOBEX_CUSTOMER_RECEIPT,
   STATUS_ENQUIRY,
 } from '../zvt/testing/field-captures.js';
+import { apduText } from './zvt-frame-text.js';
 import { ZvtLineTap, type ZvtMonitorOptions } from './zvt-monitor.js';
 
 const at = () => new Date('2026-01-01T12:00:01.250Z');
@@ -113,5 +117,28 @@ describe('ZVT monitor on field captures', () => {
     ]);
     expect(lines[0]).toContain('"Karte 471100*********8004"');
     expect(lines[1]).toContain('57=(8 bytes, not shown)');
+  });
+
+  it('never shows more than the first 6 and last 4 digits of any card number in BMP 22 (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.stringMatching(/^[0-9]{13,19}$/),
+        fc.boolean(),
+        fc.constantFrom<'shown' | 'hidden'>('shown', 'hidden'),
+        (pan, full, cardData) => {
+          const nibbles = pan.length % 2 === 0 ? pan : `${pan}F`;
+          const bcd = Buffer.from(nibbles, 'hex');
+          const ll = Buffer.from([0xf0 | Math.floor(bcd.length / 10), 0xf0 | (bcd.length % 10)]);
+          const data = Buffer.concat([Buffer.from([0x27, 0x00, 0x22]), ll, bcd]);
+          const apdu = Buffer.concat([Buffer.from([0x04, 0x0f, data.length]), data]);
+          const { text } = apduText(apdu, {}, full, { cardData });
+          expect(text).not.toContain(pan);
+          const shown = /22 pan=(\S+)/.exec(text)?.[1];
+          if (cardData === 'shown') expect(shown).toBe(maskCardNumber(pan));
+          else expect(text).toMatch(/22 pan=\(\d+ bytes, not shown\)/);
+        },
+      ),
+      PROPERTY,
+    );
   });
 });
