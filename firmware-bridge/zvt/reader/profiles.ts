@@ -24,8 +24,8 @@ export interface ZvtProfile {
   description: string;
   /**
    * Encoding of print lines, text blocks and display texts nobody announced: a TLV 14 in
-   * the 06 D3, the 06 D1's or the 04 FF's TLV wins (charsets.ts). The agent's
-   * `reader.charset` may override it (`withCharset`).
+   * the 06 D3, the 06 D1's or the 04 FF's TLV wins (charsets.ts). The driver's `charset`
+   * option overrides it (`withCharset`).
    */
   charset: ZvtCharset;
   /**
