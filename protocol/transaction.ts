@@ -77,6 +77,16 @@ export function isMaskedCardNumber(value: string): boolean {
   return MaskedCardNumber.safeParse(value).success;
 }
 
+/**
+ * A card number (digits, `*` for digits the sender already masked) as MaskedCardNumber
+ * wants it: the first 6 and last 4 kept, every other digit `*`. Undefined when it is not
+ * 13-19 characters of digits and `*`: such a value is not a card number to keep.
+ */
+export function maskCardNumber(pan: string): string | undefined {
+  if (!/^[0-9*]{13,19}$/.test(pan)) return undefined;
+  return `${pan.slice(0, 6)}${'*'.repeat(pan.length - 10)}${pan.slice(-4)}`;
+}
+
 /** The members that hold a card number. */
 export const CARD_NUMBER_FIELDS = ['card_number_customer', 'card_number_merchant'] as const;
 

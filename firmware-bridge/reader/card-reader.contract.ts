@@ -29,6 +29,11 @@ export function describeCardReaderContract(
      * with a clear result instead (default: the native reader's, everything).
      */
     capabilities?: ReaderCapabilities;
+    /**
+     * The amount the reader declines (default the emulator's trigger amount), or why the
+     * decline case cannot run (a real terminal whose host approves any amount).
+     */
+    decline?: { amount: number } | { skip: string };
   } = {},
 ): void {
   let under: ReaderUnderTest;
@@ -145,15 +150,21 @@ export function describeCardReaderContract(
     });
   });
 
-  it('reports a decline as a completed error, with nothing authorized', async () => {
-    const id = newTransactionId('decline');
-    await host.reader.start(purchase(id, DECLINED));
-    expect(await resultOf(id)).toMatchObject({
-      phase: 'COMPLETED',
-      result_code: 'DECLINED_BY_ISSUER',
-      details: { authorized_amount: 0 },
-    });
-  });
+  const decline = options.decline ?? { amount: DECLINED };
+  const declineName = 'reports a decline as a completed error, with nothing authorized';
+  itIf(
+    'amount' in decline,
+    'skip' in decline ? `${declineName} (skipped: ${decline.skip})` : declineName,
+    async () => {
+      const id = newTransactionId('decline');
+      await host.reader.start(purchase(id, 'amount' in decline ? decline.amount : DECLINED));
+      expect(await resultOf(id)).toMatchObject({
+        phase: 'COMPLETED',
+        result_code: 'DECLINED_BY_ISSUER',
+        details: { authorized_amount: 0 },
+      });
+    },
+  );
 
   itIf(
     can.pause_on_customer_identified,

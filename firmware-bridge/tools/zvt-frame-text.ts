@@ -13,16 +13,24 @@
  *
  * BMPs appear as `tag name=value`: amounts (minor units), trace, receipt numbers and
  * currency as decimal numbers, other BCD as its digits, bytes as hex, text quoted, binary
- * as hex. Texts over 60 characters are cut unless `full`. Card numbers arrive masked by the
- * terminal and are shown as they are (E as `*`); track data, CVV and PIN data only by size.
+ * as hex. Texts over 60 characters are cut unless `full`. Text (TLV 07 lines) is read as
+ * CP437 unless a TLV 14 in the same container announces another set.
+ *
+ * Card numbers: most terminals mask them, some send a girocard's in clear, so the monitor
+ * masks every one itself (first 6 and last 4 digits, also with `full`), and any card number
+ * in a text (common/card-numbers.ts: 12-19 digits passing the Luhn check); track data (BMP 23/24/2D, TLV 57), CVV and PIN data only by size.
  * `cardData: 'hidden'` (the fleet's trace, which leaves the terminal) also shows the PAN and
  * the expiry only by size, never the password, and data the codec cannot read only by size.
+ * A 06 0F answering a command the codec does not know (`answers`) is shown as its data.
  */
 import { BMP_SPECS, type Bmp } from '../zvt/bmp.js';
 import { controlName, decodeApdu, hex, hexBytes } from '../zvt/apdu.js';
-import type { DecodeContext, ZvtMessage } from '../zvt/message-types.js';
+import type { DecodeContext, PrintLine, ZvtMessage } from '../zvt/message-types.js';
 import { decodeMessage, isCommand, isPtMessage } from '../zvt/messages.js';
-import { decimalFromBcd } from '../zvt/encodings.js';
+import { decimalFromBcd, encodeCp437 } from '../zvt/encodings.js';
+import { maskCardNumbers } from '../../common/card-numbers.js';
+import { maskCardNumber } from '../../protocol/transaction.js';
+import { announcedCharset, decodeZvtText } from '../zvt/charsets.js';
 import { isConstructed, type Tlv } from '../zvt/tlv.js';
 import {
   controlText,
@@ -41,12 +49,17 @@ export interface ZvtApduText {
   message?: ZvtMessage;
 }
 
-/** PT → ECR messages the codec keeps as `other` (zvt-notes §5.1). */
-const OTHER_PT_MESSAGES = new Set(['06 D0', '06 E4']);
+/** PT → ECR messages of class 06 (zvt-notes §5.1); every 04 is the PT's too. */
+const PT_MESSAGES = new Set(['06 0F', '06 1E', '06 D1', '06 D3', '06 D0', '06 E4']);
 
 export interface ApduTextOptions {
   /** `hidden`: card data (PAN, expiry, tracks…), the password and unread data by size only. */
   cardData?: 'shown' | 'hidden';
+  /**
+   * The control field of the running command when the codec does not know it (`0F A1`): a
+   * 06 0F then answers a layout the codec cannot read, and is shown by its data.
+   */
+  answers?: string;
 }
 
 export function apduText(
@@ -63,10 +76,18 @@ export function apduText(
   }
   const { cls, ins } = parsed.value;
   const ack = cls === 0x80 || cls === 0x84;
-  // An acknowledgement is named by its three bytes, as the notes write it: 84 83 00.
-  const control = ack ? hexBytes(apdu.subarray(0, 3)) : controlName(parsed.value);
+  // An acknowledgement is named by its three bytes, as the notes write it (84 83 00); in the
+  // long length form (80 00 FF lo hi, data follows) by its first two.
+  const control =
+    ack && apdu[2] !== 0xff ? hexBytes(apdu.subarray(0, 3)) : controlName(parsed.value);
   const name = ack ? undefined : controlText(cls, ins);
   const head = name ? `${control} ${name}` : control;
+  if (options.answers !== undefined && control === '06 0F') {
+    // Its layout is the unknown command's: the generic reading would call it undecodable.
+    const data = parsed.value.data;
+    const shown = data.length > 0 ? `  data ${raw(data)}` : '';
+    return { text: `${head} (to ${options.answers})${shown}`, sender: 'pt' };
+  }
   const decoded = decodeMessage(parsed.value, context);
   if (!decoded.ok) {
     const { code, offset, message } = decoded.error;
@@ -91,7 +112,7 @@ function senderOf(message: ZvtMessage, control: string): ZvtSender | undefined {
 
 function senderOfControl(cls: number, control: string): ZvtSender | undefined {
   if (cls === 0x80 || cls === 0x84) return undefined;
-  return cls === 0x04 || OTHER_PT_MESSAGES.has(control) ? 'pt' : 'ecr';
+  return cls === 0x04 || PT_MESSAGES.has(control) ? 'pt' : 'ecr';
 }
 
 function bodyText(message: ZvtMessage, full: boolean, hide: boolean): string {
@@ -129,7 +150,7 @@ function bodyText(message: ZvtMessage, full: boolean, hide: boolean): string {
       if (message.timeout !== undefined) parts.push(`timeout ${message.timeout} s`);
       break;
     case 'print-line':
-      parts.push(`attr ${hex(message.attribute)}`, quote(message.text, full));
+      parts.push(`attr ${hex(message.attribute)}`, quote(printLineText(message), full));
       if (message.tlv) parts.push(`06 tlv=${tlvText(message.tlv.items, full, hide)}`);
       break;
     case 'completion':
@@ -195,9 +216,10 @@ function bmpText(bmp: Bmp, full: boolean, alias: string | undefined, hide: boole
   if (SECRET_TAGS.has(bmp.tag) || (hide && CARD_TAGS.has(bmp.tag))) {
     return `${label}=(${valueBytes(bmp)} bytes, not shown)`;
   }
-  // The PAN as printed: E is a masked digit, F pads.
+  // The PAN as printed (E is a masked digit, F pads), masked again: not every PT masks it.
   if (bmp.tag === 0x22 && bmp.format === 'bcd') {
-    return `${label}=${bmp.value.replace(/F+$/, '').replaceAll('E', '*')}`;
+    const digits = bmp.value.replace(/F+$/, '').replaceAll('E', '*');
+    return `${label}=${maskCardNumber(digits) ?? `(${digits.length} digits, not shown)`}`;
   }
   switch (bmp.format) {
     case 'byte':
@@ -223,20 +245,35 @@ function valueBytes(bmp: Bmp): number {
   return bmp.format === 'binary' ? bmp.value.length : 1;
 }
 
-/** `{1F07=02 25{07="line" 07="line"}}`. */
-function tlvText(items: readonly Tlv[], full: boolean, hide = false): string {
+/** A 06 D1's text (CP437 as decoded), read in the set its trailing TLV announces, if any. */
+function printLineText(line: PrintLine): string {
+  const announced = line.tlv && announcedCharset(line.tlv.items);
+  return announced ? decodeZvtText(encodeCp437(line.text), announced) : line.text;
+}
+
+/** TLV tags of card data in EMV form: 5A PAN, 57 track 2 equivalent (by size only). */
+const SECRET_TLV_TAGS: ReadonlySet<number> = new Set([0x57, 0x5a]);
+
+/** `{1F07=02 25{07="line" 07="line"}}`; text in the charset a TLV 14 announces, else CP437. */
+function tlvText(
+  items: readonly Tlv[],
+  full: boolean,
+  hide = false,
+  charset = announcedCharset(items) ?? 'cp437',
+): string {
   const inner = items.map((item) => {
     const tag = item.tag.toString(16).toUpperCase().padStart(2, '0');
-    if (isConstructed(item)) return `${tag}${tlvText(item.items, full, hide)}`;
+    if (isConstructed(item)) return `${tag}${tlvText(item.items, full, hide, charset)}`;
+    if (SECRET_TLV_TAGS.has(item.tag)) return `${tag}=(${item.value.length} bytes, not shown)`;
     // Text lines (07) as text; everything else as hex (hidden: by size).
-    if (item.tag === 0x07) return `${tag}=${quote(item.value.toString('latin1'), full)}`;
+    if (item.tag === 0x07) return `${tag}=${quote(decodeZvtText(item.value, charset), full)}`;
     return `${tag}=${hide ? `(${item.value.length} bytes)` : cut(hexBytes(item.value), full)}`;
   });
   return `{${inner.join(' ')}}`;
 }
 
 function quote(text: string, full: boolean): string {
-  return JSON.stringify(cut(text, full));
+  return JSON.stringify(cut(maskCardNumbers(text), full));
 }
 
 function cut(text: string, full: boolean): string {

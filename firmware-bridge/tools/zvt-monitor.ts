@@ -10,10 +10,12 @@
  * 06 1E, 06 D1, 06 D3: the PT); acknowledgements, link bytes and damage are attributed to
  * the sender last recognised on that direction (between two ports, also from the other
  * direction: the opposite role); `peer` until then. A 06 0F is read in the context of the
- * last command seen (after 05 01 it carries the software version and terminal status).
+ * last command seen (after 05 01 it carries the software version and terminal status);
+ * after a command the codec does not know, it is shown by its data.
  */
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
+import { controlName } from '../zvt/apdu.js';
 import type { EcrCommand } from '../zvt/message-types.js';
 import { isCommand } from '../zvt/messages.js';
 import { ZvtFrameDecoder, type DropInfo, type SerialUnit } from '../zvt/serial-frame-decoder.js';
@@ -34,9 +36,13 @@ export interface ZvtMonitorOptions {
   now?: () => Date;
 }
 
-/** What both directions of one conversation know: the command running. */
+/**
+ * What both directions of one conversation know: the command running, or the control field
+ * of one the codec does not know (its 06 0F is then shown by its data, not misread).
+ */
 interface Conversation {
   command?: EcrCommand['type'];
+  unknown?: string;
 }
 
 /** One direction of the line: bytes in, a printed line per unit. */
@@ -117,8 +123,18 @@ export class ZvtLineTap {
       apdu,
       { command: this.conversation.command },
       this.options.full,
+      this.conversation.unknown === undefined ? {} : { answers: this.conversation.unknown },
     );
-    if (message && isCommand(message)) this.conversation.command = message.type;
+    if (message && isCommand(message)) {
+      // 06 B0 interrupts the running command, whose end still follows.
+      if (message.type !== 'abort-command') {
+        this.conversation.command = message.type;
+        delete this.conversation.unknown;
+      }
+    } else if (sender === 'ecr') {
+      delete this.conversation.command;
+      this.conversation.unknown = controlName({ cls: apdu[0] ?? 0, ins: apdu[1] ?? 0 });
+    }
     if (sender) {
       this.sender = sender;
       if (this.opposite) this.opposite.sender = sender === 'ecr' ? 'pt' : 'ecr';

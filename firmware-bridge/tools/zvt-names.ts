@@ -10,6 +10,8 @@ const CONTROL_NAMES: ReadonlyMap<string, string> = new Map([
   ['06 01', 'authorisation'],
   ['06 02', 'log-off'],
   ['06 03', 'account balance request'],
+  ['06 09', 'prepaid top-up'],
+  ['06 0C', 'book tip'],
   ['06 0F', 'completion'],
   ['06 10', 'send turnover totals'],
   ['06 12', 'print turnover receipts'],
@@ -27,23 +29,40 @@ const CONTROL_NAMES: ReadonlyMap<string, string> = new Map([
   ['06 50', 'end-of-day'],
   ['06 70', 'diagnosis'],
   ['06 79', 'selftest'],
+  ['06 91', 'set date and time in PT'],
   ['06 93', 'initialisation'],
+  ['06 95', 'change password'],
   ['06 B0', 'abort (from ECR)'],
   ['06 C0', 'read card'],
+  ['06 C5', 'close card session'],
   ['06 D0', 'menu selection'],
   ['06 D1', 'print line'],
   ['06 D3', 'print text block'],
   ['06 E0', 'display text'],
+  ['06 E1', 'display text with function-key input'],
+  ['06 E2', 'display text with numerical input'],
+  ['06 E3', 'PIN verification for customer card'],
+  ['06 E4', 'blocked-list query'],
+  ['06 E5', 'MAC calculation'],
+  ['06 E6', 'card poll with authorisation'],
   ['04 01', 'set date and time in ECR'],
   ['04 0C', 'request file'],
   ['04 0F', 'status information'],
   ['04 FF', 'intermediate status'],
   ['05 01', 'status enquiry'],
+  ['08 10', 'software update'],
+  ['08 11', 'read file'],
+  ['08 12', 'delete file'],
+  ['08 13', 'change configuration'],
+  ['08 14', 'write file'],
+  ['08 30', 'select language'],
   ['08 40', 'change baudrate'],
+  ['08 50', 'activate card reader'],
 ]);
 
+/** The command's name; class 0F is for vendors' own commands (Feig's 0F A1 …). */
 export function controlText(cls: number, ins: number): string | undefined {
-  return CONTROL_NAMES.get(`${hex(cls)} ${hex(ins)}`);
+  return CONTROL_NAMES.get(`${hex(cls)} ${hex(ins)}`) ?? (cls === 0x0f ? 'proprietary' : undefined);
 }
 
 const RESULT_CODES: ReadonlyMap<number, string> = new Map([

@@ -5,6 +5,9 @@
  * than Global Payments' have no reported deviation: they run with `generic`.
  */
 import { z } from 'zod';
+import { ZvtCharset } from '../charsets.js';
+
+export { ZvtCharset };
 
 export const ZvtProfileName = z.enum([
   'generic',
@@ -16,13 +19,14 @@ export const ZvtProfileName = z.enum([
 ]);
 export type ZvtProfileName = z.infer<typeof ZvtProfileName>;
 
-/** Text encodings a PT may use for display and receipt text (zvt-notes §3.1). */
-export type ZvtCharset = 'cp437' | 'iso-8859-1' | 'iso-8859-2' | 'iso-8859-15';
-
 export interface ZvtProfile {
   name: ZvtProfileName;
   description: string;
-  /** Encoding of print lines, text blocks and display texts (a TLV 14 in a 06 D3 wins). */
+  /**
+   * Encoding of print lines, text blocks and display texts nobody announced: a TLV 14 in
+   * the 06 D3, the 06 D1's or the 04 FF's TLV wins (charsets.ts). The driver's `charset`
+   * option overrides it (`withCharset`).
+   */
   charset: ZvtCharset;
   /**
    * How receipts arrive: `print-lines` registers as printer and takes 06 D1 lines (and
@@ -100,4 +104,13 @@ export const ZVT_PROFILES: Readonly<Record<ZvtProfileName, ZvtProfile>> = {
 
 export function zvtProfile(name: ZvtProfileName = 'generic'): ZvtProfile {
   return ZVT_PROFILES[name];
+}
+
+/**
+ * The profile with another character set for unannounced text: a terminal of a known
+ * vendor may still be set up differently (zod-checked here, as it comes from configuration).
+ */
+export function withCharset(profile: ZvtProfile, charset: unknown): ZvtProfile {
+  if (charset === undefined) return profile;
+  return { ...profile, charset: ZvtCharset.parse(charset) };
 }

@@ -5,12 +5,12 @@
  */
 import type { ReaderStart } from '../../reader/card-reader.js';
 import { CONFIG, DEFAULT_CONFIG, registration } from '../command-builders.js';
-import { decodeCp437 } from '../encodings.js';
+import { announcedCharset, decodeZvtText } from '../charsets.js';
 import type { IntermediateStatus, Registration } from '../message-types.js';
 import { constructed, findAllValues, primitive } from '../tlv.js';
 import { currencyNumber } from './currencies.js';
 import type { ZvtProfile } from './profiles.js';
-import { asciiLine, recode } from './receipt-text.js';
+import { asciiLine } from './receipt-text.js';
 import { intermediateStatusText, type MappedResult } from './result-codes.js';
 
 /** A start the driver refuses without asking the terminal, or undefined. */
@@ -56,19 +56,22 @@ export function registrationFor(
   });
 }
 
-/** The PT's own display text (TLV 24 {07 …}) or the status code's text, 1-255 characters. */
+/**
+ * The PT's own display text (TLV 24 {07 …}) or the status code's text, 1-255 characters.
+ * Display lines, whether separate 07s or one 07 holding a line feed (a VALINA sends
+ * "Karte vorhalten" LF "einstecken/durchziehen"), are joined with " / ": a line feed has no
+ * place in a one-line screen message, and a plain space would run the lines into one
+ * sentence. A TLV 14 beside the 24 names the character set; else the profile's.
+ */
 export function screenTextOf(message: IntermediateStatus, profile: ZvtProfile): string {
   const tlv = message.bmps.find((bmp) => bmp.format === 'tlv');
-  const lines =
-    tlv?.format === 'tlv'
-      ? findAllValues(tlv.value.items, 0x07).map((bytes) =>
-          asciiLine(recode(decodeCp437(bytes), profile.charset)),
-        )
-      : [];
-  const text = lines
-    .filter((line) => line.trim() !== '')
-    .join(' ')
-    .trim();
+  const items = tlv?.format === 'tlv' ? tlv.value.items : [];
+  const charset = announcedCharset(items) ?? profile.charset;
+  const lines = findAllValues(items, 0x07)
+    .flatMap((bytes) => decodeZvtText(bytes, charset).split(/\r\n|\r|\n/))
+    .map((line) => asciiLine(line).trim())
+    .filter((line) => line !== '');
+  const text = lines.join(' / ');
   return (text || intermediateStatusText(message.status, profile.extraIntermediateStatus)).slice(
     0,
     255,

@@ -6,7 +6,7 @@
 import type { z } from 'zod';
 import type { TransactionResultDetails } from '../../../protocol/terminal-link.js';
 import type { CARD_SCHEMES } from '../../../protocol/transaction.js';
-import { PaymentMethodDetails } from '../../../protocol/transaction.js';
+import { maskCardNumber, PaymentMethodDetails } from '../../../protocol/transaction.js';
 import { findBmp, type Bmp } from '../bmp.js';
 import type { BmpValues } from '../bmp-values.js';
 import { findTlv, isConstructed, type Tlv } from '../tlv.js';
@@ -88,9 +88,11 @@ export function paymentMethodOf(
 ): MethodDetails | undefined {
   const items = values.tlv?.items ?? [];
   const method: Record<string, unknown> = { payment_method: 'CARD' };
-  if (values.pan !== undefined) {
-    method.card_number_merchant = values.pan;
-    method.card_number_customer = values.pan;
+  // Some PTs send a girocard's number in clear (BMP 22): kept masked, as the spec stores it.
+  const pan = values.pan === undefined ? undefined : maskCardNumber(values.pan);
+  if (pan !== undefined) {
+    method.card_number_merchant = pan;
+    method.card_number_customer = pan;
   }
   const scheme = values.cardType === undefined ? undefined : CARD_TYPE_SCHEMES.get(values.cardType);
   if (scheme) method.card_scheme = scheme;

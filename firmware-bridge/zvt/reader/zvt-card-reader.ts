@@ -53,7 +53,7 @@ import { ZvtError } from '../errors.js';
 import type { EcrCommand, IntermediateStatus } from '../message-types.js';
 import { ZvtSession, type ZvtCommandLimits, type ZvtOutcome } from '../session.js';
 import { ZvtDriverState, type ZvtDriverRecord } from './driver-state.js';
-import { zvtProfile, type ZvtProfile, type ZvtProfileName } from './profiles.js';
+import { withCharset, zvtProfile, type ZvtProfile, type ZvtProfileName } from './profiles.js';
 import { refusalOfStart, registrationFor, screenTextOf } from './reader-commands.js';
 import { lastRecordOf, linkError, resultOf, zvtCapabilities } from './reader-port.js';
 import { resultOfCode, terminalStatusText } from './result-codes.js';
@@ -78,6 +78,8 @@ export interface ZvtReaderOptions {
   /** The PT's password, 6 digits (default '000000'). */
   password?: string;
   profile?: ZvtProfileName;
+  /** Character set of text the PT does not announce, instead of the profile's (ZvtCharset). */
+  charset?: string;
   /** ISO 4217 alphabetic code registered with the PT (default 'EUR'). */
   currency?: string;
   /** The driver's own record of its transactions, for recovery (driver-state.ts). */
@@ -122,7 +124,7 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
 
   constructor(options: ZvtReaderOptions) {
     super();
-    this.profile = zvtProfile(options.profile);
+    this.profile = withCharset(zvtProfile(options.profile), options.charset);
     this.capabilities = zvtCapabilities(this.profile);
     this.password = options.password ?? DEFAULT_PASSWORD;
     this.currency = (options.currency ?? 'EUR').toUpperCase();

@@ -5,6 +5,7 @@
  * Each reader under test has its own state file, kept across connect()s as the agent's
  * data directory is kept across its restarts.
  */
+import { z } from 'zod';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -168,4 +169,22 @@ export function realZvtReader(
     },
     { profile },
   );
+}
+
+/**
+ * What the contract's decline case charges on a real terminal: a real host approves any
+ * amount the emulator's trigger amounts would decline. `TEST_ZVT_DECLINE_AMOUNT` (minor
+ * units) names the amount the terminal's own test card or test host declines; without it
+ * the case is skipped, and says why.
+ */
+export function realZvtDecline(
+  env: NodeJS.ProcessEnv = process.env,
+): { amount: number } | { skip: string } {
+  const raw = env.TEST_ZVT_DECLINE_AMOUNT;
+  if (raw === undefined || raw === '') {
+    return {
+      skip: 'a real host approves the emulator trigger amount; set TEST_ZVT_DECLINE_AMOUNT to the amount its test card declines',
+    };
+  }
+  return { amount: z.coerce.number().int().positive().parse(raw) };
 }
