@@ -3,6 +3,7 @@ import type { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { UsageError } from '../common/cli.js';
 import { Amount, TerminalId } from '../protocol/index.js';
+import { printable, printableJson } from '../common/terminal-text.js';
 
 export const DEFAULT_BASE_URL = 'http://127.0.0.1:8080/pos';
 export const DEFAULT_JOURNAL = './.tps/pos-journal.sqlite';
@@ -128,14 +129,19 @@ export const amount = () =>
 
 export type Out = { say(line: string): void; note(line: string): void; json(value: unknown): void };
 
+/**
+ * Where `tps pos` writes. Receipts, result descriptions and screen messages come from the
+ * terminal, so control characters in them are shown as escapes, never obeyed by the
+ * person's terminal (docs/security.md, "Fleet text on the operator's terminal").
+ */
 export function output(jsonMode: boolean): Out {
   return {
     say: (line) => {
-      if (!jsonMode) process.stdout.write(`${line}\n`);
+      if (!jsonMode) process.stdout.write(`${printable(line, { multiline: true })}\n`);
     },
-    note: (line) => process.stderr.write(`${line}\n`),
+    note: (line) => process.stderr.write(`${printable(line, { multiline: true })}\n`),
     json: (value) => {
-      if (jsonMode) process.stdout.write(`${JSON.stringify(value)}\n`);
+      if (jsonMode) process.stdout.write(`${printableJson(value)}\n`);
     },
   };
 }
