@@ -103,10 +103,8 @@ async function runPair(argv: string[], command: AgentCommand): Promise<void> {
     reader: values['emulated-reader']
       ? {
           emulated: {
-            state_file: path.resolve(
-              values['data-dir'] ?? DEFAULT_DATA_DIR,
-              'emulated-reader.json',
-            ),
+            // Relative as --data-dir is: both are read against the config's folder.
+            state_file: path.join(values['data-dir'] ?? DEFAULT_DATA_DIR, 'emulated-reader.json'),
           },
         }
       : { port: values['reader-port'] ?? '/dev/ttyACM0' },
