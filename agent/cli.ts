@@ -7,7 +7,8 @@ import { LogFormat, logDestination } from '../common/logging.js';
 import { UsageError, parseCommandLine } from '../common/cli.js';
 import { systemClock } from '../common/clock.js';
 import { withDeadline } from '../common/deadline.js';
-import { AgentConfigError, loadAgentConfig } from './config.js';
+import { AgentConfigError, DEFAULT_DATA_DIR, loadAgentConfig } from './config.js';
+import path from 'node:path';
 import { mkdirSync } from 'node:fs';
 import pino from 'pino';
 import type { RunningAgent } from './agent.js';
@@ -74,7 +75,7 @@ The agent then receives its terminal id and broker credential over HTTPS, writes
   -h, --help              this text
 `;
 
-async function runPair(argv: string[]): Promise<void> {
+async function runPair(argv: string[], command: AgentCommand): Promise<void> {
   const { values } = parseCommandLine(
     {
       args: argv,
@@ -97,8 +98,15 @@ async function runPair(argv: string[]): Promise<void> {
   await pairAgent({
     relay: values.relay,
     configFile,
+    // The emulated reader's memory is written as the agent runs: beside its journal, in the
+    // data directory, not beside the config (read-only to the agent).
     reader: values['emulated-reader']
-      ? { emulated: { state_file: 'emulated-reader.json' } }
+      ? {
+          emulated: {
+            // Relative as --data-dir is: both are read against the config's folder.
+            state_file: path.join(values['data-dir'] ?? DEFAULT_DATA_DIR, 'emulated-reader.json'),
+          },
+        }
       : { port: values['reader-port'] ?? '/dev/ttyACM0' },
     ...(values['data-dir'] ? { dataDir: values['data-dir'] } : {}),
     write: (line) => process.stdout.write(`${line}\n`),
@@ -109,12 +117,22 @@ async function runPair(argv: string[]): Promise<void> {
     return;
   }
   process.stdout.write(
-    `Start the agent: systemctl enable --now tps-agent (or: tps agent --config ${configFile})\n`,
+    command === 'tps-agent'
+      ? [
+          `Let the agent's user read it: chown root:tps-agent ${configFile} && chmod 0640 ${configFile}`,
+          `Check: runuser -u tps-agent -- tps-agent doctor --config ${configFile}`,
+          'Start the agent: systemctl enable --now tps-agent',
+          '',
+        ].join('\n')
+      : `Start the agent: systemctl enable --now tps-agent (or: tps agent --config ${configFile})\n`,
   );
 }
 
-export async function runAgent(argv: string[]): Promise<void> {
-  if (argv[0] === 'pair') return runPair(argv.slice(1));
+/** How the agent was run: `tps-agent` (a release, installed) or `tps agent` (the project). */
+export type AgentCommand = 'tps-agent' | 'tps agent';
+
+export async function runAgent(argv: string[], command: AgentCommand = 'tps agent'): Promise<void> {
+  if (argv[0] === 'pair') return runPair(argv.slice(1), command);
   const doctor = argv[0] === 'doctor';
   const usage = doctor ? DOCTOR_USAGE : AGENT_USAGE;
   const { values, positionals } = parseCommandLine(

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { TerminalId } from '../protocol/fields.js';
 import { ReaderProtocol } from '../protocol/reader-capabilities.js';
 import { ZvtProfileName } from '../firmware-bridge/zvt/reader/profiles.js';
+import { DEFAULT_UPDATE_ROOT } from './update-release.js';
 
 const FilePath = z.string().min(1, 'must be a file path');
 
@@ -147,6 +148,9 @@ export const PrinterConfig = z.discriminatedUnion('type', [
   }),
 ]);
 
+/** The journal's folder on a packaged terminal (the unit's StateDirectory). */
+export const DEFAULT_DATA_DIR = '/var/lib/tps-agent';
+
 /** `HH:MM`, 00:00 to 23:59. */
 const TimeOfDay = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be HH:MM, e.g. 02:30');
 
@@ -156,7 +160,7 @@ const TimeOfDay = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be HH:MM, 
  */
 export const UpdateConfig = z.strictObject({
   /** Holds `releases/<version>/`, the `current` symlink and the update's state file. */
-  root: FilePath.default('/opt/tps-agent'),
+  root: FilePath.default(DEFAULT_UPDATE_ROOT),
   /** PEM file of the ed25519 key every release's manifest must be signed with. */
   public_key: FilePath,
   /** The relay's API base address the archives come from, e.g. https://relay.example.com/pos */
@@ -183,7 +187,7 @@ export const AgentConfigSchema = z.strictObject({
   /** Seconds between status heartbeats (a change is reported at once). */
   heartbeat_s: z.number().min(1).max(3600).default(30),
   /** Where the journal lives (agent.sqlite): it must survive reboots and updates. */
-  data_dir: FilePath.default('/var/lib/tps-agent'),
+  data_dir: FilePath.default(DEFAULT_DATA_DIR),
   log_level: z.enum(LOG_LEVELS).default('info'),
   update: UpdateConfig.optional(),
 });

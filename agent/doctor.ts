@@ -6,7 +6,7 @@
  */
 import { accessSync, constants, existsSync } from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import { DatabaseSync } from 'node:sqlite';
 import { MqttClient } from 'mqtt';
 import { parseMemoryFile } from '../firmware-bridge/emulator/file-reader-memory.js';
 import { ReceiptPrinter } from '../firmware-bridge/printer/printer.js';
@@ -114,10 +114,10 @@ export function checkJournal(config: AgentConfig): CheckResult {
       };
     }
   }
-  let db: Database.Database | undefined;
+  let db: DatabaseSync | undefined;
   try {
-    db = new Database(file, { readonly: true, fileMustExist: true });
-    const count = (sql: string) => db!.prepare<[], { n: number }>(sql).get()?.n ?? 0;
+    db = new DatabaseSync(file, { readOnly: true });
+    const count = (sql: string) => (db!.prepare(sql).get() as { n: number } | undefined)?.n ?? 0;
     // Straight from the file: beside a running agent, a report acknowledged less than a
     // second ago may still be counted (its delete waits for the journal's next commit).
     const reports = count('SELECT count(*) AS n FROM outbox');

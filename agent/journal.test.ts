@@ -1,7 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import { DatabaseSync } from 'node:sqlite';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { TerminalReport } from '../protocol/terminal-link.js';
@@ -10,11 +10,12 @@ import { Journal, type TransactionRow } from './journal.js';
 const dir = () => mkdtempSync(path.join(tmpdir(), 'agent-journal-'));
 /** The outbox as the file holds it, read through a handle of its own. */
 const outboxInFile = (where: string): Array<{ seq: number; body: string }> => {
-  const db = new Database(path.join(where, 'agent.sqlite'), { readonly: true });
+  const db = new DatabaseSync(path.join(where, 'agent.sqlite'), { readOnly: true });
   try {
-    return db
-      .prepare<[], { seq: number; body: string }>('SELECT seq, body FROM outbox ORDER BY seq')
-      .all();
+    return db.prepare('SELECT seq, body FROM outbox ORDER BY seq').all() as Array<{
+      seq: number;
+      body: string;
+    }>;
   } finally {
     db.close();
   }

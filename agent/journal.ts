@@ -20,7 +20,7 @@ import { refuseNewerSchema } from '../common/schema-version.js';
 import { mkdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { TerminalReport } from '../protocol/terminal-link.js';
 import { OutboxMirror, type OutboxEntry } from './outbox-mirror.js';
 import type { ReaderResult, ReaderStart } from './ports.js';
@@ -126,7 +126,7 @@ interface TransactionDbRow {
 }
 
 /** Every statement the journal runs, prepared once: preparing costs more than running. */
-function prepareStatements(db: Database.Database) {
+function prepareStatements(db: DatabaseSync) {
   return {
     insertCommand: db.prepare(
       `INSERT INTO commands (command_id, type, transaction_id, outcome, body, received_at)
@@ -146,25 +146,20 @@ function prepareStatements(db: Database.Database) {
     ),
     insertReport: db.prepare('INSERT INTO outbox (type, body, created_at) VALUES (?, ?, ?)'),
     dropStatuses: db.prepare(`DELETE FROM outbox WHERE type = 'status'`),
-    command: db.prepare<
-      [string],
-      { command_id: string; type: string; transaction_id: string | null; outcome: CommandOutcome }
-    >('SELECT command_id, type, transaction_id, outcome FROM commands WHERE command_id = ?'),
-    transaction: db.prepare<[string], TransactionDbRow>(
-      'SELECT * FROM transactions WHERE transaction_id = ?',
+    command: db.prepare(
+      'SELECT command_id, type, transaction_id, outcome FROM commands WHERE command_id = ?',
     ),
-    openTransactions: db.prepare<[], TransactionDbRow>(
+    transaction: db.prepare('SELECT * FROM transactions WHERE transaction_id = ?'),
+    openTransactions: db.prepare(
       `SELECT * FROM transactions
         WHERE state IN ('QUEUED', 'RUNNING', 'PAUSED')
            OR (state = 'COMPLETED' AND cancel_requested = 1 AND result_code = 'SUCCESS')
         ORDER BY created_at, rowid`,
     ),
-    deleteReport: db.prepare<[number]>('DELETE FROM outbox WHERE seq = ?'),
-    lastSeq: db.prepare<[], { seq: number }>(
-      `SELECT seq FROM sqlite_sequence WHERE name = 'outbox'`,
-    ),
-    pruneCommands: db.prepare<[string]>('DELETE FROM commands WHERE received_at < ?'),
-    pruneTransactions: db.prepare<[string]>(
+    deleteReport: db.prepare('DELETE FROM outbox WHERE seq = ?'),
+    lastSeq: db.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'outbox'`),
+    pruneCommands: db.prepare('DELETE FROM commands WHERE received_at < ?'),
+    pruneTransactions: db.prepare(
       `DELETE FROM transactions WHERE updated_at < ?
          AND state IN ('COMPLETED', 'CANCELLED')
          AND NOT (state = 'COMPLETED' AND cancel_requested = 1 AND result_code = 'SUCCESS')`,
@@ -183,17 +178,16 @@ export class Journal {
   private readonly owedDrops = new Set<number>();
 
   private constructor(
-    private readonly db: Database.Database,
+    private readonly db: DatabaseSync,
     private readonly now: () => Date,
   ) {
     this.statements = prepareStatements(db);
-    this.id = db
-      .prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'journal_id'")
-      .get()!.value;
-    const transaction = db.transaction((run: () => unknown) => run());
-    this.inTransaction = <T>(run: () => T) => transaction(run) as T;
+    this.id = rowOf<{ value: string }>(
+      db.prepare("SELECT value FROM meta WHERE key = 'journal_id'"),
+    )!.value;
+    this.inTransaction = <T>(run: () => T) => inTransaction(db, run);
     this.outbox = new OutboxMirror(
-      db.prepare<[], OutboxEntry>('SELECT seq, type, body FROM outbox ORDER BY seq').all(),
+      rowsOf<OutboxEntry>(db.prepare('SELECT seq, type, body FROM outbox ORDER BY seq')),
     );
   }
 
@@ -209,26 +203,29 @@ export class Journal {
     durability: JournalDurability = 'power-loss',
   ): Journal {
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-    const db = new Database(path.join(dataDir, 'agent.sqlite'));
+    // Node's own SQLite (node:sqlite), not a native module: a release carries no binary of
+    // its own to build per CPU (docs/agent.md, "Packaging a release").
+    const db = new DatabaseSync(path.join(dataDir, 'agent.sqlite'), { timeout: 5000 });
     // A simulator's journal is its relay's alone: no file lock taken and released per commit.
-    if (durability === 'process-crash') db.pragma('locking_mode = EXCLUSIVE');
-    db.pragma('journal_mode = WAL');
+    if (durability === 'process-crash') db.exec('PRAGMA locking_mode = EXCLUSIVE');
+    db.exec('PRAGMA journal_mode = WAL');
     // FULL: a commit is on disk before the call returns, so an acknowledgement or a reader
     // command that follows it can never be ahead of the journal, even on power loss. OFF
     // (WAL): the commit is in the operating system's hands, which a crashed process is not.
-    db.pragma(durability === 'power-loss' ? 'synchronous = FULL' : 'synchronous = OFF');
-    db.pragma('busy_timeout = 5000');
-    const version = db.pragma('user_version', { simple: true }) as number;
+    db.exec(durability === 'power-loss' ? 'PRAGMA synchronous = FULL' : 'PRAGMA synchronous = OFF');
+    const version = rowOf<{ user_version: number }>(
+      db.prepare('PRAGMA user_version'),
+    )!.user_version;
     if (version > SCHEMA_VERSION) {
       db.close();
       refuseNewerSchema(`the journal ${dataDir}/agent.sqlite`, version, SCHEMA_VERSION);
     }
     if (version < SCHEMA_VERSION) {
-      db.transaction(() => {
+      inTransaction(db, () => {
         if (version < 1) db.exec(MIGRATION_1);
         if (version < 2) db.exec(migration2());
-        db.pragma(`user_version = ${SCHEMA_VERSION}`);
-      })();
+        db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
+      });
     }
     return new Journal(db, now);
   }
@@ -260,20 +257,25 @@ export class Journal {
   }
 
   command(commandId: string): CommandRow | undefined {
-    const row = this.statements.command.get(commandId);
+    const row = rowOf<{
+      command_id: string;
+      type: string;
+      transaction_id: string | null;
+      outcome: CommandOutcome;
+    }>(this.statements.command, commandId);
     if (!row) return undefined;
     const { transaction_id, ...rest } = row;
     return transaction_id === null ? rest : { ...rest, transaction_id };
   }
 
   transaction(transactionId: string): TransactionRow | undefined {
-    const row = this.statements.transaction.get(transactionId);
+    const row = rowOf<TransactionDbRow>(this.statements.transaction, transactionId);
     return row && fromDb(row);
   }
 
   /** Transactions not known to be final (or whose reversal is owed), oldest first. */
   openTransactions(): TransactionRow[] {
-    return this.statements.openTransactions.all().map(fromDb);
+    return rowsOf<TransactionDbRow>(this.statements.openTransactions).map(fromDb);
   }
 
   /** Reports still owed to the relay, in seq order, after `afterSeq`. */
@@ -310,7 +312,7 @@ export class Journal {
 
   /** The last seq ever given (0 before the first report). */
   lastSeq(): number {
-    return this.statements.lastSeq.get()?.seq ?? 0;
+    return rowOf<{ seq: number }>(this.statements.lastSeq)?.seq ?? 0;
   }
 
   /** Forgets final transactions and commands older than `before` (open ones are kept). */
@@ -324,7 +326,7 @@ export class Journal {
 
   /** Closes the file, once the deletes still owed are committed. */
   close(): void {
-    if (!this.db.open) return;
+    if (!this.db.isOpen) return;
     try {
       this.commitDrops();
     } finally {
@@ -375,6 +377,28 @@ export class Journal {
     const body = JSON.stringify(report);
     const info = this.statements.insertReport.run(report.type, body, at);
     return { seq: Number(info.lastInsertRowid), type: report.type, body };
+  }
+}
+
+/** One row of `statement` as the type the query selects (node:sqlite types rows loosely). */
+function rowOf<Row>(statement: StatementSync, ...params: Array<string | number>): Row | undefined {
+  return statement.get(...params) as Row | undefined;
+}
+
+function rowsOf<Row>(statement: StatementSync): Row[] {
+  return statement.all() as Row[];
+}
+
+/** `run` in one commit (BEGIN … COMMIT); rolled back if it throws. */
+function inTransaction<T>(db: DatabaseSync, run: () => T): T {
+  db.exec('BEGIN');
+  try {
+    const result = run();
+    db.exec('COMMIT');
+    return result;
+  } catch (error) {
+    if (db.isTransaction) db.exec('ROLLBACK');
+    throw error;
   }
 }
 

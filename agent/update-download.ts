@@ -8,7 +8,7 @@ import path from 'node:path';
 import { releaseArchivePath, type ReleaseArch } from '../protocol/index.js';
 import { ReleaseProblem } from './update-release.js';
 
-/** Largest archive downloaded: a packaged agent is ≈ 15 MB compressed. */
+/** Largest archive downloaded: a packaged agent is ≈ 50 MB compressed, its Node.js most of it. */
 export const MAX_ARCHIVE_BYTES = 256 * 1024 * 1024;
 const DOWNLOAD_TIMEOUT_MS = 15 * 60_000;
 

@@ -26,7 +26,18 @@ import {
 } from '../protocol/index.js';
 import { syncDirectory } from './update-state.js';
 
-/** Largest unpacked release (files summed): a packaged agent is ≈ 30 MB. */
+/**
+ * Where a packaged terminal keeps its releases: under the agent's own state directory, the
+ * only place its user may write; root's install (/opt/tps-agent) is never in it
+ * (docs/fleet.md, "Releases").
+ */
+export const DEFAULT_UPDATE_ROOT = '/var/lib/tps-agent/update';
+
+/** In a release: the Node.js it brings (packaging/runtime.ts) and its agent's entry. */
+export const RELEASE_RUNTIME_FILE = 'runtime/node';
+export const RELEASE_ENTRY_FILE = 'bin/tps-agent.js';
+
+/** Largest unpacked release (files summed): a packaged agent is ≈ 130 MB, its Node.js most of it. */
 export const MAX_UNPACKED_BYTES = 512 * 1024 * 1024;
 const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 const MAX_ENTRIES = 20_000;
@@ -202,6 +213,15 @@ function verifyUnpacked(
     );
   }
   const listed = new Map(manifest.files.map((file) => [file.path, file]));
+  // A release that brings no Node.js runs on the launcher's, the package's: its native
+  // modules must be built for that one, or it could only fail its trial.
+  const major = process.versions.node.split('.')[0]!;
+  if (!listed.has(RELEASE_RUNTIME_FILE) && !manifest.node_abi.includes(major)) {
+    throw new ReleaseProblem(
+      'refused',
+      `the release brings no Node.js of its own and is built for Node.js ${manifest.node_abi.join(', ')}; this terminal's is Node.js ${process.versions.node}`,
+    );
+  }
   const found = listFiles(dir).filter(
     (p) => p !== RELEASE_MANIFEST_FILE && p !== RELEASE_SIGNATURE_FILE,
   );

@@ -36,7 +36,7 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   // Loaded after the check: the agent's modules pull in the native ones.
-  await (await import('../agent/cli.js')).runAgent(argv);
+  await (await import('../agent/cli.js')).runAgent(argv, 'tps-agent');
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { build } from 'esbuild';
 
 /** Loaded at run time from the release's node_modules, not bundled. */
-export const EXTERNAL_PACKAGES = ['better-sqlite3', '@serialport/bindings-cpp', 'pino-pretty'];
+export const EXTERNAL_PACKAGES = ['@serialport/bindings-cpp', 'pino-pretty'];
 
 /** Must never reach the agent's bundle: the relay's code and the relay's packages. */
 const RELAY_ONLY = [
@@ -41,7 +41,7 @@ export async function bundleAgent(
     bundle: true,
     platform: 'node',
     format: 'esm',
-    target: 'node20.19',
+    target: 'node24',
     external: EXTERNAL_PACKAGES,
     metafile: true,
     minifySyntax: true,

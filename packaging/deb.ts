@@ -1,10 +1,19 @@
 /**
- * The release as a Debian package, built with dpkg-deb: the release folder under
- * /opt/tps-agent/releases/<version>/, its launcher as /opt/tps-agent/launcher.js (outside
- * every release: dpkg replaces it, never the updater), the unit in /lib/systemd/system,
- * and maintainer scripts that make the user, the config and journal folders and the
- * `current` link
- * (docs/fleet.md, "Releases"; the field engineer's side in docs/install.md).
+ * The release as a Debian package, built with dpkg-deb (docs/install.md; the layout in
+ * docs/fleet.md, "Releases"). What root runs and what the agent's user may write never meet:
+ *
+ * ```
+ *   /opt/tps-agent/release/      root's, dpkg's: the package's release; its runtime/node runs
+ *                                the launcher, whatever the agent installs later
+ *   /usr/bin/tps-agent           root's: the command (TPS_AGENT_COMMAND below)
+ *   /lib/systemd/system/tps-agent.service
+ *   /var/lib/tps-agent/update/   the agent's: releases/<version>/, current, incoming/, the
+ *                                update's state; made and filled by postinst AS the agent's
+ *                                user (setpriv), so root never writes, chowns or follows a
+ *                                link in it
+ * ```
+ *
+ * The unit is enabled as debhelper would (deb-systemd-helper in postinst and postrm).
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -14,6 +23,9 @@ import type { Arch } from './manifest.js';
 
 /** The launcher in a release folder (bundled by package-agent.ts). */
 export const LAUNCHER_FILE = 'bin/tps-agent-launcher.js';
+
+/** Where the package's own release lies: root's, never written by the agent. */
+export const PACKAGE_RELEASE_DIR = '/opt/tps-agent/release';
 
 const DEB_ARCH: Record<Arch, string> = { 'linux-x64': 'amd64', 'linux-arm64': 'arm64' };
 
@@ -26,35 +38,76 @@ export function debFileName(version: string, arch: Arch): string {
   return `tps-agent_${debianVersion(version)}_${DEB_ARCH[arch]}.deb`;
 }
 
+/**
+ * `/usr/bin/tps-agent`. As root (the engineer pairing or checking a terminal) it runs the
+ * package's release, root's, never code the agent's user can write; as any other user (the
+ * agent's: `runuser -u tps-agent -- tps-agent doctor …`) the launcher, which runs `current`.
+ */
+const TPS_AGENT_COMMAND = `#!/bin/sh
+# tps-agent on an installed terminal (docs/install.md). As root: the release this package
+# installed (root's). Otherwise: the release the agent runs (current), through the launcher.
+if [ "$(id -u)" = 0 ]; then
+  exec ${PACKAGE_RELEASE_DIR}/runtime/node ${PACKAGE_RELEASE_DIR}/bin/tps-agent.js "$@"
+fi
+exec ${PACKAGE_RELEASE_DIR}/runtime/node ${PACKAGE_RELEASE_DIR}/${LAUNCHER_FILE} "$@"
+`;
+
+/**
+ * Run as the agent's user: copies the package's release into its update root and points
+ * \`current\` at it (a new link renamed over the old); keeps the release \`current\` named
+ * before (to go back to by hand) and removes older ones.
+ */
+const SEED_AS_AGENT = `set -eu
+umask 022
+v="$1" root=/var/lib/tps-agent/update
+mkdir -p "$root/releases" "$root/incoming"
+before=$(basename "$(readlink "$root/current" 2>/dev/null || echo none)")
+rm -rf "$root/incoming/package-$v"
+cp -R ${PACKAGE_RELEASE_DIR} "$root/incoming/package-$v"
+rm -rf "$root/releases/$v"
+mv "$root/incoming/package-$v" "$root/releases/$v"
+ln -sfn "releases/$v" "$root/current.new"
+mv -T "$root/current.new" "$root/current"
+for old in "$root"/releases/*; do
+  case "$(basename "$old")" in "$v"|"$before") ;; *) rm -rf "$old" ;; esac
+done`;
+
 const POSTINST = (version: string) => `#!/bin/sh
-# Creates the agent's user and folders, points /opt/tps-agent/current at this release and
-# starts the agent when it has a config (docs/install.md).
+# Creates the agent's user and its folders, sets up its update root as that user, enables
+# the unit and starts the agent when it has a config (docs/install.md).
 set -e
-RELEASE=releases/${version}
+VERSION=${version}
 if [ "$1" = configure ]; then
   if ! getent passwd tps-agent >/dev/null; then
-    useradd --system --user-group --no-create-home --home-dir /var/lib/tps-agent \\
+    useradd --system --user-group --no-create-home --home-dir /var/lib/tps-agent \
       --shell /usr/sbin/nologin --comment "Terminal payment agent" tps-agent
   fi
   if getent group dialout >/dev/null; then usermod -a -G dialout tps-agent; fi
-  # Made once; an operator's later changes to them are kept.
-  [ -d /etc/tps-agent ] || install -d -m 0750 -o root -g tps-agent /etc/tps-agent
-  [ -d /var/lib/tps-agent ] || install -d -m 0700 -o tps-agent -g tps-agent /var/lib/tps-agent
-  # The agent's updater installs releases beside this one and switches the link.
-  chown tps-agent:tps-agent /opt/tps-agent /opt/tps-agent/releases
-  chmod 0755 /opt/tps-agent /opt/tps-agent/releases
-  ln -sfn "$RELEASE" /opt/tps-agent/current.new
-  chown -h tps-agent:tps-agent /opt/tps-agent/current.new
-  mv -T /opt/tps-agent/current.new /opt/tps-agent/current
+  # Made once, in folders only root can write; never chowned again (an operator's later
+  # changes are kept), nothing inside them is touched by root.
+  [ -e /etc/tps-agent ] || install -d -m 0750 -o root -g tps-agent /etc/tps-agent
+  [ -e /var/lib/tps-agent ] || install -d -m 0700 -o tps-agent -g tps-agent /var/lib/tps-agent
+  # Everything under /var/lib/tps-agent is the agent's: written as the agent's user.
+  setpriv --reuid=tps-agent --regid=tps-agent --init-groups --inh-caps=-all --reset-env \
+    -- /bin/sh -c '${SEED_AS_AGENT}' sh "$VERSION"
+fi
+if [ "$1" = configure ] || [ "$1" = abort-upgrade ] || [ "$1" = abort-deconfigure ] || [ "$1" = abort-remove ]; then
+  # As debhelper's dh_installsystemd does: enabled on a new install, as it was on an upgrade.
+  deb-systemd-helper unmask tps-agent.service >/dev/null || true
+  if deb-systemd-helper --quiet was-enabled tps-agent.service; then
+    deb-systemd-helper enable tps-agent.service >/dev/null || true
+  else
+    deb-systemd-helper update-state tps-agent.service >/dev/null || true
+  fi
   if [ -d /run/systemd/system ]; then
-    systemctl daemon-reload
-    systemctl enable tps-agent.service >/dev/null 2>&1 || true
+    systemctl --system daemon-reload >/dev/null || true
     # Without a config it would only fail and restart every 2 s: started once paired.
     if [ -f /etc/tps-agent/agent.json ]; then
-      systemctl restart tps-agent.service
-    else
-      echo "tps-agent: no /etc/tps-agent/agent.json yet; pair the terminal, then: systemctl start tps-agent"
+      deb-systemd-invoke restart tps-agent.service >/dev/null || true
     fi
+  fi
+  if [ ! -f /etc/tps-agent/agent.json ]; then
+    echo "tps-agent: no /etc/tps-agent/agent.json yet; pair the terminal (tps-agent pair --relay URL), then: systemctl start tps-agent"
   fi
 fi
 exit 0
@@ -64,27 +117,30 @@ const PRERM = `#!/bin/sh
 # On removal (not on upgrade) the agent stops: SIGTERM, it closes its journal cleanly.
 set -e
 if [ "$1" = remove ] && [ -d /run/systemd/system ]; then
-  systemctl disable --now tps-agent.service >/dev/null 2>&1 || true
+  deb-systemd-invoke stop tps-agent.service >/dev/null || true
 fi
 exit 0
 `;
 
 const POSTRM = `#!/bin/sh
-# Purge removes the releases and the config (with its credential) but never the journal:
-# it may hold payment results the relay has not received yet (docs/install.md).
+# Purge removes the config (with its credential) and the agent's releases but never the
+# journal: it may hold payment results the relay has not received yet (docs/install.md).
+# rm -rf removes a link, never what it points to: what the agent's user made is safe to drop.
 set -e
-case "$1" in
-  remove)
-    [ -e /opt/tps-agent/current ] || rm -f /opt/tps-agent/current
-    ;;
-  purge)
-    rm -rf /opt/tps-agent /etc/tps-agent
-    if [ -d /var/lib/tps-agent ]; then
-      echo "tps-agent: /var/lib/tps-agent (the journal) is kept; remove it once the relay has every result"
-    fi
-    ;;
-esac
-if [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
+if [ "$1" = remove ] && [ -x /usr/bin/deb-systemd-helper ]; then
+  deb-systemd-helper mask tps-agent.service >/dev/null || true
+fi
+if [ "$1" = purge ]; then
+  if [ -x /usr/bin/deb-systemd-helper ]; then
+    deb-systemd-helper purge tps-agent.service >/dev/null || true
+    deb-systemd-helper unmask tps-agent.service >/dev/null || true
+  fi
+  rm -rf /etc/tps-agent /var/lib/tps-agent/update
+  if [ -d /var/lib/tps-agent ]; then
+    echo "tps-agent: /var/lib/tps-agent (the journal) is kept; remove it once the relay has every result"
+  fi
+fi
+if [ -d /run/systemd/system ]; then systemctl --system daemon-reload >/dev/null || true; fi
 exit 0
 `;
 
@@ -114,36 +170,32 @@ export interface DebInput {
   release: string;
   version: string;
   arch: Arch;
-  nodeMajor: string;
   outFile: string;
 }
 
 export async function buildDeb(input: DebInput): Promise<void> {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-deb-'));
   try {
-    const releaseDir = path.join(root, 'opt/tps-agent/releases', input.version);
+    const releaseDir = path.join(root, PACKAGE_RELEASE_DIR.slice(1));
     fs.mkdirSync(path.dirname(releaseDir), { recursive: true });
     fs.cpSync(input.release, releaseDir, { recursive: true });
-    fs.copyFileSync(
-      path.join(input.release, LAUNCHER_FILE),
-      path.join(root, 'opt/tps-agent/launcher.js'),
-    );
-    fs.chmodSync(path.join(root, 'opt/tps-agent/launcher.js'), 0o755);
+    fs.mkdirSync(path.join(root, 'usr/bin'), { recursive: true });
+    fs.writeFileSync(path.join(root, 'usr/bin/tps-agent'), TPS_AGENT_COMMAND, { mode: 0o755 });
     const unitDir = path.join(root, 'lib/systemd/system');
     fs.mkdirSync(unitDir, { recursive: true });
     fs.copyFileSync(
       path.join(input.release, 'systemd/tps-agent.service'),
       path.join(unitDir, 'tps-agent.service'),
     );
-    const major = Number(input.nodeMajor);
     const control = [
       'Package: tps-agent',
       `Version: ${debianVersion(input.version)}`,
       `Architecture: ${DEB_ARCH[input.arch]}`,
       'Maintainer: Terminal Payment Service maintainers <maintainers@terminal-payment-service.invalid>',
-      // Its native modules are built for one Node.js major (the manifest's node_abi), on
-      // Debian 12: better-sqlite3 needs GLIBC_2.34 and GLIBCXX_3.4.29 (GCC 11).
-      `Depends: nodejs (>= ${major === 20 ? '20.19' : major}), nodejs (<< ${major + 1}), libc6 (>= 2.34), libstdc++6 (>= 11)`,
+      // It brings its own Node.js (runtime/node), which needs glibc 2.28 and GCC 5's
+      // libstdc++ (Debian 10 and later), no nodejs package; and what the maintainer scripts run: useradd/usermod (passwd), setpriv (util-linux),
+      // deb-systemd-helper (init-system-helpers).
+      'Depends: libc6 (>= 2.28), libstdc++6 (>= 5.2), libgcc-s1, passwd, util-linux (>= 2.33), init-system-helpers (>= 1.54~)',
       'Section: net',
       'Priority: optional',
       `Installed-Size: ${folderSizeKiB(root)}`,

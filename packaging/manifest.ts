@@ -19,8 +19,16 @@ import type { z } from 'zod';
 /** linux-x64 or linux-arm64. */
 export type Arch = z.infer<typeof ReleaseArch>;
 
-/** Files run directly: the entry. The rest are read, not executed. */
-const EXECUTABLE = new Set(['bin/tps-agent.js', 'bin/tps-agent-launcher.js']);
+/** In a release: `tps-agent`, a shell script that runs bin/tps-agent.js on runtime/node. */
+export const RELEASE_WRAPPER_FILE = 'bin/tps-agent';
+
+/** Files run directly: the entries, the wrapper, the runtime. The rest are read, not executed. */
+const EXECUTABLE = new Set([
+  'bin/tps-agent.js',
+  'bin/tps-agent-launcher.js',
+  RELEASE_WRAPPER_FILE,
+  'runtime/node',
+]);
 
 /** Every file of the folder, sorted, as the manifest lists them; sets each file's mode. */
 export function listReleaseFiles(folder: string): ReleaseFile[] {

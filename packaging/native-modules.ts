@@ -2,15 +2,14 @@
  * The packages the bundle leaves outside (bundle.ts), copied into a release's
  * node_modules with the packages they load at run time, at the same relative paths as in
  * the project's node_modules so that Node resolves them the same way. Native code is for
- * the release's architecture: serialport's prebuilt binaries for it; better-sqlite3's
- * binary as built here for x64, or cross-compiled for arm64 (cross-compile.ts). Every
- * `.node` file is checked to be an ELF object for the architecture.
+ * the release's architecture: serialport's prebuilt binaries for it, nothing compiled here
+ * (the journal uses Node's own node:sqlite, agent/journal.ts). Every `.node` file is
+ * checked to be an ELF object for the architecture.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import type { Arch } from './manifest.js';
-import { crossCompileBetterSqlite3 } from './cross-compile.js';
 
 const PackageJson = z.object({
   name: z.string(),
@@ -27,13 +26,9 @@ interface PackageRule {
 }
 
 /** ELF e_machine: x86-64 and AArch64. */
-const ELF_MACHINE: Record<Arch, number> = { 'linux-x64': 62, 'linux-arm64': 183 };
+export const ELF_MACHINE: Record<Arch, number> = { 'linux-x64': 62, 'linux-arm64': 183 };
 
 const RULES: Record<string, PackageRule> = {
-  'better-sqlite3': {
-    keep: () => ['package.json', 'LICENSE', 'lib/'],
-    buildOnlyDependencies: ['prebuild-install'],
-  },
   '@serialport/bindings-cpp': {
     keep: (arch) => ['package.json', 'LICENSE', 'dist/', `prebuilds/${arch}/`],
     buildOnlyDependencies: ['node-addon-api'],
@@ -69,7 +64,7 @@ function copyTree(from: string, to: string, keep: (relative: string) => boolean)
   walk('');
 }
 
-function elfMachine(file: string): number | undefined {
+export function elfMachine(file: string): number | undefined {
   const header = Buffer.alloc(20);
   const fd = fs.openSync(file, 'r');
   try {
@@ -94,9 +89,6 @@ export interface NativeModulesOptions {
   /** The release folder; packages go to its node_modules. */
   release: string;
   packages: string[];
-  /** Where cross-compiled binaries are kept between runs. */
-  cacheDir: string;
-  log: (line: string) => void;
 }
 
 /** Copies `packages` and what they load into the release; returns the package names copied. */
@@ -124,25 +116,6 @@ export async function copyNativeModules(options: NativeModulesOptions): Promise<
   };
   for (const name of options.packages) visit(name, root);
 
-  const sqliteDir = packageDir(root, 'better-sqlite3', root);
-  const sqliteBinary = path.join(
-    release,
-    path.relative(root, sqliteDir),
-    'build/Release/better_sqlite3.node',
-  );
-  fs.mkdirSync(path.dirname(sqliteBinary), { recursive: true });
-  if (arch === hostArch()) {
-    fs.copyFileSync(path.join(sqliteDir, 'build/Release/better_sqlite3.node'), sqliteBinary);
-  } else {
-    const built = await crossCompileBetterSqlite3({
-      sourceDir: sqliteDir,
-      arch,
-      cacheDir: options.cacheDir,
-      log: options.log,
-    });
-    fs.copyFileSync(built, sqliteBinary);
-  }
-
   const wrong = nodeFiles(path.join(release, 'node_modules')).filter(
     (file) => elfMachine(file) !== ELF_MACHINE[arch],
   );
@@ -152,13 +125,4 @@ export async function copyNativeModules(options: NativeModulesOptions): Promise<
     );
   }
   return [...new Set(copied.values())].sort();
-}
-
-export function hostArch(): Arch | undefined {
-  if (process.platform !== 'linux') return undefined;
-  return process.arch === 'x64'
-    ? 'linux-x64'
-    : process.arch === 'arm64'
-      ? 'linux-arm64'
-      : undefined;
 }

@@ -1,7 +1,9 @@
 /**
  * `npm run package:agent`: the agent's releases, one per architecture (docs/agent.md,
  * "Packaging a release"; the format in docs/fleet.md, "Releases"). Each is a folder, its
- * archive `tps-agent-<version>-<arch>.tar.gz` and a `.deb`.
+ * archive `tps-agent-<version>-<arch>.tar.gz` and a `.deb`, and brings its own Node.js
+ * (runtime.ts). Each is built in a temporary folder beside them and renamed into place at
+ * the end: a failed build leaves the previous output or nothing, never half a release.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -18,8 +20,9 @@ import {
 } from '../protocol/release.js';
 import { EXTERNAL_PACKAGES, bundleAgent } from './bundle.js';
 import { LAUNCHER_FILE, buildDeb, debFileName } from './deb.js';
-import { loadSigningKey, writeManifest, type Arch } from './manifest.js';
+import { RELEASE_WRAPPER_FILE, loadSigningKey, writeManifest, type Arch } from './manifest.js';
 import { copyNativeModules } from './native-modules.js';
+import { NODE_RUNTIME_MAJOR, NODE_RUNTIME_VERSION, copyRuntime } from './runtime.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -61,9 +64,37 @@ async function packageOne(
   log: (line: string) => void,
 ): Promise<BuiltRelease> {
   const name = `tps-agent-${options.version}-${arch}`;
-  const folder = path.join(options.outDir, name);
-  fs.rmSync(folder, { recursive: true, force: true });
+  const work = fs.mkdtempSync(path.join(options.outDir, `.${name}.partial-`));
+  try {
+    const built = await buildInto(work, name, options, arch, privateKeyPem, log);
+    // Everything built: now, and only now, it takes the place of what was there.
+    const final = (file: string) => path.join(options.outDir, path.basename(file));
+    fs.rmSync(final(built.folder), { recursive: true, force: true });
+    fs.renameSync(built.folder, final(built.folder));
+    fs.renameSync(built.archive, final(built.archive));
+    if (built.deb) fs.renameSync(built.deb, final(built.deb));
+    return {
+      ...built,
+      folder: final(built.folder),
+      archive: final(built.archive),
+      ...(built.deb ? { deb: final(built.deb) } : {}),
+    };
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}
+
+async function buildInto(
+  work: string,
+  name: string,
+  options: PackageOptions,
+  arch: Arch,
+  privateKeyPem: string,
+  log: (line: string) => void,
+): Promise<BuiltRelease> {
+  const folder = path.join(work, name);
   fs.mkdirSync(folder, { recursive: true });
+  const cacheDir = path.join(ROOT, '.tps/packaging-cache');
 
   const { inputs } = await bundleAgent(ROOT, path.join(folder, 'bin/tps-agent.js'));
   log(`${arch}: bundled ${inputs.length} files, no relay code`);
@@ -78,10 +109,10 @@ async function packageOne(
     arch,
     release: folder,
     packages: EXTERNAL_PACKAGES,
-    cacheDir: path.join(ROOT, '.tps/packaging-cache'),
-    log,
   });
   log(`${arch}: node_modules: ${packages.join(', ')}`);
+  await copyRuntime(arch, folder, cacheDir);
+  log(`${arch}: runtime/node: Node.js ${NODE_RUNTIME_VERSION}`);
   // `name` and `version` are what common/version.ts reads: `tps-agent --version`, presence.
   const packageJson = {
     name: 'terminal-payment-service',
@@ -91,39 +122,43 @@ async function packageOne(
     description: 'tps-agent release (docs/fleet.md, "Releases")',
   };
   fs.writeFileSync(path.join(folder, 'package.json'), `${JSON.stringify(packageJson, null, 2)}\n`);
+  // `tps-agent` itself: this release's agent on this release's Node.js, wherever it lies.
+  fs.writeFileSync(
+    path.join(folder, RELEASE_WRAPPER_FILE),
+    [
+      '#!/bin/sh',
+      "# tps-agent: this release's agent on its own Node.js (docs/install.md).",
+      'here=$(dirname "$(readlink -f "$0")")',
+      'exec "$here/../runtime/node" "$here/tps-agent.js" "$@"',
+      '',
+    ].join('\n'),
+  );
   fs.mkdirSync(path.join(folder, 'systemd'));
   fs.copyFileSync(
     path.join(ROOT, 'agent/systemd/tps-agent.service'),
     path.join(folder, 'systemd/tps-agent.service'),
   );
 
-  const nodeMajor = process.versions.node.split('.')[0]!;
   const manifest = writeManifest({
     folder,
     version: options.version,
     arch,
-    nodeMajors: [nodeMajor],
+    nodeMajors: [NODE_RUNTIME_MAJOR],
     privateKeyPem,
     now: options.now ?? new Date(),
   });
-  const archive = path.join(options.outDir, archiveName(options.version, arch));
+  const archive = path.join(work, archiveName(options.version, arch));
   await createTar({ gzip: true, portable: true, cwd: folder, file: archive }, [
     RELEASE_MANIFEST_FILE,
     RELEASE_SIGNATURE_FILE,
     ...manifest.files.map((file) => file.path),
   ]);
-  log(`${arch}: ${path.relative(process.cwd(), archive)} (${manifest.files.length} files)`);
+  log(`${arch}: ${path.basename(archive)} (${manifest.files.length} files)`);
   const built: BuiltRelease = { arch, folder, archive, manifest };
   if (options.deb !== false) {
-    built.deb = path.join(options.outDir, debFileName(options.version, arch));
-    await buildDeb({
-      release: folder,
-      version: options.version,
-      arch,
-      nodeMajor,
-      outFile: built.deb,
-    });
-    log(`${arch}: ${path.relative(process.cwd(), built.deb)}`);
+    built.deb = path.join(work, debFileName(options.version, arch));
+    await buildDeb({ release: folder, version: options.version, arch, outFile: built.deb });
+    log(`${arch}: ${path.basename(built.deb)}`);
   }
   return built;
 }

@@ -1,11 +1,12 @@
 /**
- * The launcher (bin/tps-agent-launcher.ts) resolves a start before the release loads, so a
- * release that cannot even load is rolled back too (docs/fleet.md, "The launcher").
+ * The launcher (bin/tps-agent-launcher.ts) resolves a start before the release loads, on a
+ * Node.js that is not the release's, so a release that cannot even load, or whose Node.js
+ * cannot start, is rolled back too (docs/fleet.md, "The launcher").
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { decideLaunch, planLaunch } from '../bin/tps-agent-launcher.js';
+import { decideLaunch, errorLine, planLaunch } from '../bin/tps-agent-launcher.js';
 import { MAX_TRIAL_BOOTS, readResolvedBoot, recordStartFailure } from '../agent/update-boot.js';
 import { switchCurrent } from '../agent/update-release.js';
 import { readUpdateState, writeUpdateState } from '../agent/update-state.js';
@@ -40,18 +41,47 @@ describe('the launcher’s decision on an update root', () => {
     });
     return root;
   }
-  const run = (root: string) => planLaunch(['--root', root, '--config', 'agent.json'], '/x');
+  const run = (root: string) => planLaunch(['--root', root, '--config', 'agent.json']);
 
-  it('takes the root from --root, else its own folder, and passes the rest on', () => {
-    expect(planLaunch(['--root', 'r', '--config', 'a.json'], '/opt/tps-agent')).toEqual({
+  it('takes the root from --root, else the packaged layout’s, and passes the rest on', () => {
+    expect(planLaunch(['--root', 'r', '--config', 'a.json'])).toEqual({
       root: path.resolve('r'),
       args: ['--config', 'a.json'],
       runsAgent: true,
     });
-    expect(planLaunch(['--config', 'a.json'], '/opt/tps-agent').root).toBe('/opt/tps-agent');
+    expect(planLaunch(['--config', 'a.json']).root).toBe('/var/lib/tps-agent/update');
     // doctor, pair, --version: not a start of the agent, nothing counted.
-    expect(planLaunch(['doctor', '--config', 'a.json'], '/o').runsAgent).toBe(false);
-    expect(planLaunch(['--version'], '/o').runsAgent).toBe(false);
+    expect(planLaunch(['doctor', '--config', 'a.json']).runsAgent).toBe(false);
+    expect(planLaunch(['--version']).runsAgent).toBe(false);
+  });
+
+  it('runs current on the release’s own Node.js, and on its own where the release brings none', () => {
+    const root = rootOnTrial();
+    expect(decideLaunch(run(root), now)).toMatchObject({ runtime: process.execPath });
+    const runtime = path.join(root, 'releases/2.0.0/runtime/node');
+    fs.mkdirSync(path.dirname(runtime));
+    fs.writeFileSync(runtime, '', { mode: 0o755 });
+    expect(decideLaunch(run(root), now)).toMatchObject({
+      runtime: path.join(root, 'current/runtime/node'),
+    });
+  });
+
+  it('names the error of a release that stopped, not Node’s trailer', () => {
+    const trace = [
+      'file:///r/bin/tps-agent.js:2',
+      "throw new Error('boom')",
+      '^',
+      '',
+      'Error: tps-agent 1.5.0 is broken: it throws as it loads',
+      '    at file:///r/bin/tps-agent.js:2:7',
+      '',
+      'Node.js v24.21.0',
+      '',
+    ].join('\n');
+    expect(errorLine(trace)).toBe('Error: tps-agent 1.5.0 is broken: it throws as it loads');
+    expect(
+      errorLine('tps-agent: this release is built for Node.js 20; this is Node.js 24.21.0\n'),
+    ).toBe('tps-agent: this release is built for Node.js 20; this is Node.js 24.21.0');
   });
 
   it('counts each start of a trial, and past the limit switches current back and asks for a restart', () => {
@@ -60,6 +90,7 @@ describe('the launcher’s decision on an update root', () => {
       expect(decideLaunch(run(root), now)).toEqual({
         kind: 'run',
         entry: path.join(root, 'current/bin/tps-agent.js'),
+        runtime: process.execPath,
         resolved: true,
       });
       expect(readUpdateState(root)).toMatchObject({ phase: 'trial', boots: boot });
@@ -93,7 +124,7 @@ describe('the launcher’s decision on an update root', () => {
 
   it('does not count a start that is not the agent’s (doctor)', () => {
     const root = rootOnTrial();
-    const plan = planLaunch(['--root', root, 'doctor', '--config', 'agent.json'], '/x');
+    const plan = planLaunch(['--root', root, 'doctor', '--config', 'agent.json']);
     expect(decideLaunch(plan, now)).toMatchObject({ kind: 'run', resolved: false });
     expect(readUpdateState(root)).toMatchObject({ phase: 'trial', boots: 0 });
   });
@@ -118,6 +149,7 @@ describe('a release that cannot even load', () => {
       buildRelease(dir, { version, privateKeyPem: keys.privateKeyPem, ...extra });
     archives.archives.set('1.0.0', await build('1.0.0'));
     archives.archives.set('1.5.0', await build('1.5.0', { health: 'broken' }));
+    archives.archives.set('1.6.0', await build('1.6.0', { runtime: 'broken' }));
   });
 
   afterEach(async () => {
@@ -158,6 +190,25 @@ describe('a release that cannot even load', () => {
     expect(fs.readlinkSync(path.join(root, 'current'))).toBe(path.join('releases', '1.0.0'));
     // The switch (75), three failed starts of 1.5.0 (1), the roll-back (75).
     expect(supervisor.exits.map((e) => e.code)).toEqual([75, 1, 1, 1, 75]);
+  }, 60_000);
+
+  it('under the launcher: a release whose own Node.js cannot start is rolled back, the launcher on its Node.js', async () => {
+    const { root, supervisor } = await terminal('runtime', true);
+    desk.order(TERMINAL, { order_id: 'runtime-1', version: '1.6.0' });
+    const status = await desk.outcome(TERMINAL, 'runtime-1', 40_000);
+    expect(status).toMatchObject({
+      running_version: '1.0.0',
+      last: { order_id: 'runtime-1', version: '1.6.0', result: 'rolled_back' },
+    });
+    expect(status.last?.reason).toMatch(
+      /the release did not start \(3 tries\): it exited with code|its Node\.js did not start/,
+    );
+    expect(fs.readlinkSync(path.join(root, 'current'))).toBe(path.join('releases', '1.0.0'));
+    // The switch (75), three starts whose Node.js failed, the roll-back (75).
+    const exits = supervisor.exits.map((e) => e.code);
+    expect(exits).toHaveLength(5);
+    expect([exits[0], exits[4]]).toEqual([75, 75]);
+    for (const code of exits.slice(1, 4)) expect([0, 75]).not.toContain(code);
   }, 60_000);
 
   it('without it, the same release is started again and again and never rolled back', async () => {

@@ -1,9 +1,9 @@
 /**
  * The packaged agent as a terminal gets it: the x64 release is built once, its archive
- * unpacked outside the project (no node_modules around it), and run from there alone:
- * `--version`, `doctor` against an emulated reader, and an agent paying one transaction
- * through a real relay. Also what an updater and dpkg rely on: the manifest, its
- * signature, the .deb's control fields and files.
+ * unpacked outside the project (no node_modules around it), and run from there alone on
+ * the Node.js it brings: `--version`, `doctor` against an emulated reader, and an agent
+ * paying one transaction through a real relay. Also what an updater and dpkg rely on: the
+ * manifest, its signature, the .deb's control fields and files.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -22,6 +22,7 @@ import {
   projectVersion,
   type BuiltRelease,
 } from '../packaging/package-agent.js';
+import { NODE_RUNTIME_MAJOR, NODE_RUNTIME_VERSION } from '../packaging/runtime.js';
 import { TerminalCreateResponse } from '../protocol/api.js';
 import {
   RELEASE_MANIFEST_FILE,
@@ -36,24 +37,18 @@ interface Run {
   stderr: string;
 }
 
-/** The node options the release's unit runs the agent with (its ExecStart). */
-function unitNodeFlags(release: string): string[] {
+/** The words of the release's unit's ExecStart line. */
+function unitExecStart(release: string): string[] {
   const unit = fs.readFileSync(path.join(release, 'systemd/tps-agent.service'), 'utf8');
-  const words = /^ExecStart=(.*)$/m.exec(unit)?.[1]?.split(/\s+/) ?? [];
-  return words.slice(1, words.indexOf('/opt/tps-agent/launcher.js'));
+  return /^ExecStart=(.*)$/m.exec(unit)?.[1]?.split(/\s+/) ?? [];
 }
 
 /**
- * `node [flags] <entry> …` in `cwd`, as a field engineer runs `bin/tps-agent.js` (or the
- * unit runs the launcher).
+ * `<node> <entry> …` in `cwd`, as a field engineer runs `bin/tps-agent` (the release's own
+ * Node.js and `bin/tps-agent.js`), or `command` as given (the unit's line).
  */
-function runAgentCli(
-  cwd: string,
-  args: string[],
-  flags: string[] = [],
-  entry = 'bin/tps-agent.js',
-) {
-  const child = spawn(process.execPath, [...flags, entry, ...args], {
+function runAgentCli(cwd: string, args: string[], command = ['bin/tps-agent']) {
+  const child = spawn(command[0]!, [...command.slice(1), ...args], {
     cwd,
     env: { PATH: process.env.PATH, TPS_LOG_FORMAT: 'json' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -88,7 +83,7 @@ describe('the packaged agent (linux-x64)', () => {
     fs.mkdirSync(unpacked);
     await extract({ file: release.archive, cwd: unpacked });
     relay = await startTestRelay();
-  }, 60_000);
+  }, 600_000);
   afterAll(async () => {
     await relay?.close();
     fs.rmSync(work, { recursive: true, force: true });
@@ -103,13 +98,27 @@ describe('the packaged agent (linux-x64)', () => {
     }
   });
 
+  it('brings the pinned Node.js for its CPU, listed and signed with the rest, and no nodejs to depend on', () => {
+    const manifest = ReleaseManifest.parse(
+      JSON.parse(fs.readFileSync(path.join(unpacked, RELEASE_MANIFEST_FILE), 'utf8')),
+    );
+    expect(manifest.files.find((f) => f.path === 'runtime/node')).toMatchObject({ mode: 0o755 });
+    expect(manifest.node_abi).toEqual([NODE_RUNTIME_MAJOR]);
+    const version = spawnSync(path.join(unpacked, 'runtime/node'), ['--version'], {
+      encoding: 'utf8',
+    });
+    expect(version.stdout.trim()).toBe(`v${NODE_RUNTIME_VERSION}`);
+    // No native module that would need a compiler for the other CPU.
+    expect(manifest.files.some((f) => f.path.includes('better-sqlite3'))).toBe(false);
+  });
+
   it('holds the manifest, its signature and exactly the files listed, each with its size, hash and mode', async () => {
     const entries: string[] = [];
     await list({ file: release.archive, onReadEntry: (entry) => entries.push(entry.path) });
     const manifestBytes = fs.readFileSync(path.join(unpacked, RELEASE_MANIFEST_FILE));
     const manifest = ReleaseManifest.parse(JSON.parse(manifestBytes.toString()));
     expect(manifest).toMatchObject({ name: 'tps-agent', version, arch: 'linux-x64' });
-    expect(manifest.node_abi).toEqual([process.versions.node.split('.')[0]]);
+    expect(manifest.node_abi).toEqual([NODE_RUNTIME_MAJOR]);
     expect(entries.sort()).toEqual(
       [RELEASE_MANIFEST_FILE, RELEASE_SIGNATURE_FILE, ...manifest.files.map((f) => f.path)].sort(),
     );
@@ -124,7 +133,7 @@ describe('the packaged agent (linux-x64)', () => {
     }
     expect(manifest.files.find((f) => f.path === 'bin/tps-agent.js')?.mode).toBe(0o755);
     const paths = manifest.files.map((f) => f.path);
-    expect(paths).toContain('node_modules/better-sqlite3/build/Release/better_sqlite3.node');
+    expect(paths).toContain('runtime/node');
     expect(
       paths.some((p) => p.startsWith('node_modules/@serialport/bindings-cpp/prebuilds/linux-x64/')),
     ).toBe(true);
@@ -168,7 +177,7 @@ describe('the packaged agent (linux-x64)', () => {
     const run = await runAgentCli(other, ['--config', path.join(work, 'none.json')]).done;
     expect(run.code).toBe(3);
     expect(run.stderr).toContain('built for Node.js 99');
-    expect(run.stderr).toContain(process.versions.node);
+    expect(run.stderr).toContain(NODE_RUNTIME_VERSION);
   });
 
   async function createTerminal() {
@@ -213,6 +222,26 @@ describe('the packaged agent (linux-x64)', () => {
     }
   });
 
+  /**
+   * The .deb's files unpacked under `dir` (dpkg-deb -x), with what postinst adds as the
+   * agent's user: the update root, the package's release in it and `current`. `map` turns
+   * an installed path into its place under `dir`.
+   */
+  function debLayout(dir: string) {
+    const unpackedDeb = spawnSync('dpkg-deb', ['-x', release.deb!, dir], { encoding: 'utf8' });
+    expect(unpackedDeb.status, unpackedDeb.stderr).toBe(0);
+    const updateRoot = path.join(dir, 'var/lib/tps-agent/update');
+    fs.mkdirSync(path.join(updateRoot, 'releases'), { recursive: true });
+    fs.cpSync(path.join(dir, 'opt/tps-agent/release'), path.join(updateRoot, 'releases', version), {
+      recursive: true,
+    });
+    fs.symlinkSync(path.join('releases', version), path.join(updateRoot, 'current'));
+    return {
+      updateRoot,
+      map: (word: string) => word.replace(/^\/opt\/tps-agent\b/, path.join(dir, 'opt/tps-agent')),
+    };
+  }
+
   it('runs as the unit runs it: connects to the relay, pays one transaction, stops cleanly on SIGTERM', async () => {
     const terminal = await createTerminal();
     const config = writeAgentConfig('agent', {
@@ -225,18 +254,15 @@ describe('the packaged agent (linux-x64)', () => {
       reader: { emulated: { state_file: path.join(work, 'reader.jsonl'), delay_ms: 20 } },
       data_dir: path.join(work, 'agent-data'),
     });
-    const flags = unitNodeFlags(unpacked);
-    expect(flags).toContain('--max-semi-space-size=1');
-    // The .deb's layout: the launcher beside `current`, no node_modules of its own.
-    const opt = path.join(work, 'opt-tps-agent');
-    fs.mkdirSync(path.join(opt, 'releases'), { recursive: true });
-    fs.symlinkSync(unpacked, path.join(opt, 'releases', version));
-    fs.symlinkSync(path.join('releases', version), path.join(opt, 'current'));
-    fs.copyFileSync(
-      path.join(unpacked, 'bin/tps-agent-launcher.js'),
-      path.join(opt, 'launcher.js'),
+    const execStart = unitExecStart(unpacked);
+    expect(execStart).toContain('--max-semi-space-size=1');
+    const layout = debLayout(path.join(work, 'unit-layout'));
+    const command = execStart.map((word) =>
+      layout.map(word).replace('/etc/tps-agent/agent.json', config),
     );
-    const agent = runAgentCli(opt, ['--config', config], flags, 'launcher.js');
+    // The update root is the packaged one (/var/lib/tps-agent/update) unless named.
+    command.splice(command.indexOf('--config'), 0, '--root', layout.updateRoot);
+    const agent = runAgentCli(work, [], command);
     const pos = (operation: string, body: object) =>
       post(
         relay.baseUrl,
@@ -310,6 +336,18 @@ describe('the packaged agent (linux-x64)', () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(`Paired: terminal ${claimed.body.terminal_id} ("Packaged till"`);
     expect(fs.statSync(configFile).mode & 0o777).toBe(0o600);
+    // What an installed terminal has: the tps-agent command and the unit, not the project's.
+    expect(run.stdout).toContain(`runuser -u tps-agent -- tps-agent doctor --config ${configFile}`);
+    expect(run.stdout).toContain('systemctl enable --now tps-agent');
+    expect(run.stdout).not.toContain('tps agent');
+    // The emulated reader's memory is written by the agent: in its data directory, not
+    // beside the config it may only read.
+    const paired = JSON.parse(fs.readFileSync(configFile, 'utf8')) as {
+      reader: { emulated: { state_file: string } };
+    };
+    expect(paired.reader.emulated.state_file).toBe(
+      path.join(work, 'paired-data', 'emulated-reader.json'),
+    );
   });
 
   it('builds a .deb whose control fields and files are a tps-agent install', async () => {
@@ -333,8 +371,9 @@ describe('the packaged agent (linux-x64)', () => {
     );
     expect(info).toMatch(/^ Architecture: amd64$/m);
     expect(info).toMatch(
-      /^ Depends: nodejs \(>= [\d.]+\), nodejs \(<< \d+\), libc6 \(>= 2\.34\), libstdc\+\+6 \(>= 11\)$/m,
+      /^ Depends: libc6 \(>= 2\.28\), libstdc\+\+6 \(>= 5\.2\), libgcc-s1, passwd, util-linux \(>= 2\.33\), init-system-helpers \(>= 1\.54~\)$/m,
     );
+    expect(info).not.toMatch(/nodejs/);
     for (const script of ['postinst', 'prerm', 'postrm'])
       expect(info).toMatch(new RegExp(`\\* +${script} `));
 
@@ -345,7 +384,8 @@ describe('the packaged agent (linux-x64)', () => {
         return [line.slice(line.indexOf('./') + 1).replace(/\/$/, ''), { mode, owner }];
       }),
     );
-    const releaseDir = `/opt/tps-agent/releases/${version}`;
+    // The package's release, root's: its Node.js runs the launcher, whatever the agent installs.
+    const releaseDir = '/opt/tps-agent/release';
     for (const file of release.manifest.files) {
       expect(files.get(`${releaseDir}/${file.path}`)).toEqual({
         mode: file.mode === 0o755 ? '-rwxr-xr-x' : '-rw-r--r--',
@@ -355,12 +395,9 @@ describe('the packaged agent (linux-x64)', () => {
     expect(files.has(`${releaseDir}/${RELEASE_MANIFEST_FILE}`)).toBe(true);
     expect(files.has(`${releaseDir}/${RELEASE_SIGNATURE_FILE}`)).toBe(true);
     expect(files.get('/lib/systemd/system/tps-agent.service')?.mode).toBe('-rw-r--r--');
-    // Outside every release and root's: dpkg replaces the launcher, never the updater.
-    expect(files.get('/opt/tps-agent/launcher.js')).toEqual({
-      mode: '-rwxr-xr-x',
-      owner: 'root/root',
-    });
-    // `current` is made by postinst, so that the updater (not dpkg) owns the switch.
+    expect(files.get('/usr/bin/tps-agent')).toEqual({ mode: '-rwxr-xr-x', owner: 'root/root' });
+    // Nothing of the agent's (its releases, `current`) is dpkg's or under /opt.
+    expect([...files.keys()].filter((f) => f.startsWith('/var'))).toEqual([]);
     expect(files.has('/opt/tps-agent/current')).toBe(false);
 
     // The maintainer scripts parse, and make what the unit and the updater rely on.
@@ -374,16 +411,24 @@ describe('the packaged agent (linux-x64)', () => {
     expect(postinst).toContain('useradd --system');
     expect(postinst).toContain('install -d -m 0750 -o root -g tps-agent /etc/tps-agent');
     expect(postinst).toContain('install -d -m 0700 -o tps-agent -g tps-agent /var/lib/tps-agent');
-    expect(postinst).toContain(`RELEASE=releases/${version}`);
-    expect(postinst).toContain('mv -T /opt/tps-agent/current.new /opt/tps-agent/current');
+    expect(postinst).toContain(`VERSION=${version}`);
+    // Root never changes owners or modes of what the agent's user may replace.
+    expect(postinst).not.toMatch(/\bchown\b|\bchmod\b/);
+    expect(postinst).toContain('setpriv --reuid=tps-agent --regid=tps-agent');
+    expect(postinst).toContain('deb-systemd-helper enable tps-agent.service');
+    expect(fs.readFileSync(path.join(control, 'postrm'), 'utf8')).toContain(
+      'deb-systemd-helper purge tps-agent.service',
+    );
   });
 
   it('ships the unit for the release layout: it runs the launcher (then current/bin/tps-agent.js) as tps-agent', () => {
     const unit = fs.readFileSync(path.join(unpacked, 'systemd/tps-agent.service'), 'utf8');
     expect(unit).toMatch(
-      /^ExecStart=\/usr\/bin\/node (--[\w-]+(=\S+)? )*\/opt\/tps-agent\/launcher\.js --config \/etc\/tps-agent\/agent\.json$/m,
+      /^ExecStart=\/opt\/tps-agent\/release\/runtime\/node (--[\w-]+(=\S+)? )*\/opt\/tps-agent\/release\/bin\/tps-agent-launcher\.js --config \/etc\/tps-agent\/agent\.json$/m,
     );
     expect(unit).toMatch(/^User=tps-agent$/m);
-    expect(unit).toMatch(/^ReadWritePaths=\/opt\/tps-agent$/m);
+    // It writes only its StateDirectory (journal and releases), nothing of root's install.
+    expect(unit).toMatch(/^StateDirectory=tps-agent$/m);
+    expect(unit).not.toMatch(/ReadWritePaths=/);
   });
 });

@@ -92,6 +92,12 @@ describe('e2e: pair a new agent, claim it, pay with it', () => {
     const config = loadAgentConfig(configFile);
     expect(AgentConfigSchema.parse(config).terminal_id).toBe(claimed.terminal_id);
     expect(config.broker.username).toBe(claimed.terminal_id);
+    // The emulated reader's memory beside the journal, both relative to the config's folder.
+    const terminalDir = path.dirname(configFile);
+    expect(config.data_dir).toBe(path.join(terminalDir, 'agent-data'));
+    expect(config.reader.emulated?.state_file).toBe(
+      path.join(terminalDir, 'agent-data', 'emulated-reader.json'),
+    );
 
     const pos = posFor(() => relay.baseUrl, claimed);
     await eventually(

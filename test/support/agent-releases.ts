@@ -38,6 +38,13 @@ export interface ReleaseOptions {
    * `broken`: the entry throws as it loads, before any of the agent's code runs.
    */
   health?: 'healthy' | 'unhealthy' | 'broken';
+  /**
+   * `broken`: the release brings a Node.js (runtime/node) that cannot start, an ELF file
+   * cut short as a bad download or another CPU's binary would be; its code is fine.
+   */
+  runtime?: 'broken';
+  /** The manifest's node_abi (default: this Node.js's major). */
+  nodeAbi?: string[];
   /** Change the entry after signing: its hash no longer matches the manifest. */
   tamperFile?: boolean;
 }
@@ -45,10 +52,16 @@ export interface ReleaseOptions {
 /** Builds `tps-agent-<version>-<arch>.tar.gz` in `dir`; answers its path. */
 export async function buildRelease(dir: string, options: ReleaseOptions): Promise<string> {
   const source = fs.mkdtempSync(path.join(dir, `src-${options.version}-`));
-  const files: Record<string, { text: string; mode: 0o644 | 0o755 }> = {
+  const files: Record<string, { text: string | Buffer; mode: 0o644 | 0o755 }> = {
     'package.json': { text: '{"type":"module"}\n', mode: 0o644 },
     'bin/tps-agent.js': { text: entryScript(options), mode: 0o755 },
   };
+  if (options.runtime === 'broken') {
+    files['runtime/node'] = {
+      text: Buffer.concat([Buffer.from('7f454c46', 'hex'), Buffer.alloc(60)]),
+      mode: 0o755,
+    };
+  }
   for (const [file, { text, mode }] of Object.entries(files)) {
     fs.mkdirSync(path.dirname(path.join(source, file)), { recursive: true });
     fs.writeFileSync(path.join(source, file), text, { mode });
@@ -57,7 +70,7 @@ export async function buildRelease(dir: string, options: ReleaseOptions): Promis
     name: 'tps-agent',
     version: options.version,
     arch: ARCH,
-    node_abi: [process.versions.node.split('.')[0]!],
+    node_abi: options.nodeAbi ?? [process.versions.node.split('.')[0]!],
     created_at: new Date().toISOString(),
     files: Object.entries(files).map(([file, { text, mode }]) => ({
       path: file,

@@ -1,0 +1,191 @@
+/**
+ * The linux-arm64 release on an x64 machine, under qemu user-mode: its own Node.js with
+ * Debian 12's arm64 libraries (`debootstrap --arch=arm64 --foreign`, made once and kept as
+ * /var/cache/tps-test/bookworm-arm64-foreign.tar, ≈ 1 minute and 220 MB the first time) as
+ * the sysroot. `--version`, doctor with an emulated reader, and one paid purchase through
+ * a relay on this host. Emulated, the agent needs ≈ 45 s to connect.
+ *
+ * Needs qemu-aarch64 (apt-get install qemu-user) and, for the first run only, debootstrap
+ * and Debian's mirror; skipped with the reason otherwise.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { packageAgent, projectVersion, type BuiltRelease } from '../packaging/package-agent.js';
+import { TerminalCreateResponse } from '../protocol/api.js';
+import { post, startTestRelay, type TestRelay } from './support/relay.js';
+
+const CACHE = '/var/cache/tps-test/bookworm-arm64-foreign.tar';
+const MIRROR = 'http://deb.debian.org/debian';
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function run(command: string, args: string[]) {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const done = new Promise<Run>((resolve) => {
+    child.once('error', (error) => resolve({ code: -1, stdout, stderr: String(error) }));
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+  return { child, done };
+}
+
+const onPath = (command: string) =>
+  (process.env.PATH ?? '')
+    .split(':')
+    .some((dir) => dir !== '' && fs.existsSync(path.join(dir, command)));
+
+async function cannotRun(): Promise<string | undefined> {
+  if (process.platform !== 'linux' || process.arch !== 'x64') return 'needs an x64 Linux';
+  if (!onPath('qemu-aarch64')) return 'needs qemu-aarch64 (apt-get install qemu-user)';
+  if (fs.existsSync(CACHE)) return undefined;
+  if (process.getuid?.() !== 0 || !onPath('debootstrap')) {
+    return `needs ${CACHE}, made once by root with debootstrap`;
+  }
+  try {
+    await fetch(`${MIRROR}/dists/bookworm/Release`, {
+      method: 'HEAD',
+      signal: AbortSignal.timeout(5000),
+    });
+  } catch {
+    return `needs ${MIRROR} once, to make ${CACHE}`;
+  }
+  return undefined;
+}
+
+const reason = await cannotRun();
+if (reason) process.stdout.write(`agent-arm64.test.ts skipped: ${reason}\n`);
+
+async function arm64Tar(): Promise<string> {
+  if (fs.existsSync(CACHE)) return CACHE;
+  fs.mkdirSync(path.dirname(CACHE), { recursive: true });
+  const build = fs.mkdtempSync(`${CACHE}.build-`);
+  try {
+    const strap = await run('debootstrap', [
+      '--arch=arm64',
+      '--variant=minbase',
+      '--foreign',
+      'bookworm',
+      build,
+      MIRROR,
+    ]).done;
+    if (strap.code !== 0) throw new Error(`debootstrap failed: ${strap.stderr || strap.stdout}`);
+    const packed = await run('tar', ['-C', build, '-cf', `${build}.tar`, '.']).done;
+    if (packed.code !== 0) throw new Error(`tar failed: ${packed.stderr}`);
+    fs.renameSync(`${build}.tar`, CACHE);
+  } finally {
+    fs.rmSync(build, { recursive: true, force: true });
+    fs.rmSync(`${build}.tar`, { force: true });
+  }
+  return CACHE;
+}
+
+describe.skipIf(reason !== undefined)('the linux-arm64 release under qemu user-mode', () => {
+  const work = fs.mkdtempSync(path.join('/var/tmp', 'tps-arm64-test-'));
+  const sysroot = path.join(work, 'sysroot');
+  let release: BuiltRelease;
+  let relay: TestRelay;
+
+  /** The release's bin/tps-agent.js on its own runtime/node, emulated. */
+  const agent = (args: string[]) =>
+    run('qemu-aarch64', [
+      '-L',
+      sysroot,
+      path.join(release.folder, 'runtime/node'),
+      '--max-semi-space-size=1',
+      '--no-opt',
+      '--no-sparkplug',
+      path.join(release.folder, 'bin/tps-agent.js'),
+      ...args,
+    ]);
+
+  beforeAll(async () => {
+    fs.mkdirSync(sysroot);
+    const unpacked = await run('tar', ['-C', sysroot, '-xf', await arm64Tar()]).done;
+    if (unpacked.code !== 0) throw new Error(`tar -x: ${unpacked.stderr}`);
+    [release] = (await packageAgent({
+      version: projectVersion(),
+      arches: ['linux-arm64'],
+      outDir: path.join(work, 'out'),
+      deb: false,
+    })) as [BuiltRelease];
+    relay = await startTestRelay();
+  }, 900_000);
+
+  afterAll(async () => {
+    await relay?.close();
+    fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  it('prints its version', async () => {
+    const version = await agent(['--version']).done;
+    expect(version.stdout.trim()).toBe(`tps-agent ${projectVersion()}`);
+  }, 120_000);
+
+  it('passes doctor with an emulated reader, and takes one paid purchase', async () => {
+    const created = TerminalCreateResponse.parse(
+      (await post(relay.baseUrl, 'v1', '/terminal/create', {}, relay.account)).body,
+    );
+    const config = path.join(work, 'agent.json');
+    fs.writeFileSync(
+      config,
+      JSON.stringify({
+        terminal_id: created.terminal_id,
+        broker: {
+          url: created.agent.broker_url,
+          username: created.agent.username,
+          password: created.agent.password,
+        },
+        reader: { emulated: { state_file: path.join(work, 'data/reader.json'), delay_ms: 20 } },
+        data_dir: path.join(work, 'data'),
+      }),
+    );
+    const doctor = await agent(['doctor', '--config', config]).done;
+    expect(doctor.stdout).toContain('credentials accepted');
+    expect(doctor.stdout).not.toContain('✗');
+
+    const running = agent(['--config', config]);
+    const pos = (operation: string, body: object) =>
+      post(
+        relay.baseUrl,
+        'v1',
+        operation,
+        { terminal_id: created.terminal_id, ...body },
+        { username: created.username, password: created.password },
+      );
+    try {
+      let connected = false;
+      for (let i = 0; i < 600 && !connected; i++) {
+        connected = (await pos('/terminal/status', {})).body?.status?.connected === true;
+        if (!connected) await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+      expect(connected).toBe(true);
+      const purchase = await pos('/transaction/purchase', {
+        external_id: 'arm64-1',
+        requested_amount: 500,
+        currency: 'EUR',
+        wait_seconds: 60,
+      });
+      expect(purchase.body.transaction).toMatchObject({
+        state: 'AWAITING_CONFIRM',
+        result_code: 'SUCCESS',
+      });
+      const confirmed = await pos('/transaction/confirm', {
+        external_id: 'arm64-1',
+        result_code: 'SUCCESS',
+      });
+      expect(confirmed.body.transaction.state).toBe('CONFIRMED');
+    } finally {
+      running.child.kill('SIGTERM');
+    }
+    expect((await running.done).code).toBe(0);
+  }, 600_000);
+});
