@@ -6,7 +6,6 @@
  * one PostgreSQL the other relay refuses a revoked credential at once too.
  */
 import mqtt, { type MqttClient } from 'mqtt';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { terminalTopics } from '../protocol/index.js';
 import { eventually } from './support/e2e-parts.js';
@@ -17,6 +16,7 @@ import {
   tempDataDir,
   type TestRelay,
 } from './support/relay.js';
+import { twoRelaysOnOneDatabase } from './support/scratch-database.js';
 
 interface Registered {
   terminal_id: string;
@@ -226,29 +226,10 @@ describe('an account username replaced by TPS_ACCOUNT_USERNAME', () => {
 const DATABASE_URL = process.env.DATABASE_URL;
 
 describe.skipIf(!DATABASE_URL)('two relays on one PostgreSQL (DATABASE_URL)', () => {
-  const database = `tps_revoke_${process.pid}_${Date.now()}`;
-  let a: TestRelay;
-  let b: TestRelay;
-  beforeAll(async () => {
-    const admin = new pg.Client({ connectionString: DATABASE_URL });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${database}`);
-    await admin.end();
-    const url = new URL(DATABASE_URL!);
-    url.pathname = `/${database}`;
-    a = await startTestRelay({ databaseUrl: url.toString() });
-    b = await startTestRelay({ databaseUrl: url.toString() });
-  });
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    const admin = new pg.Client({ connectionString: DATABASE_URL });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await admin.end();
-  });
+  const relays = twoRelaysOnOneDatabase(DATABASE_URL!, 'tps_revoke');
 
   it('the other relay refuses a POS credential revoked on one, at once', async () => {
+    const { a, b } = relays;
     const sim = await a.newSimulator();
     const pos = { username: sim.username, password: sim.password };
     // Both relays have checked it, and remember it.
@@ -266,6 +247,7 @@ describe.skipIf(!DATABASE_URL)('two relays on one PostgreSQL (DATABASE_URL)', ()
   });
 
   it("ends the revoked agent's session on the other relay's broker", async () => {
+    const { a, b } = relays;
     const terminal = await register(a);
     const agent = await connectAgent(b.brokerUrl, terminal.terminal_id, terminal.agent.password);
     expect(agent.error).toBeUndefined();

@@ -8,10 +8,10 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from './support/e2e-parts.js';
 import { post, posFor, startTestRelay, type ApiResponse, type TestRelay } from './support/relay.js';
+import { twoRelaysOnOneDatabase } from './support/scratch-database.js';
 
 const WAITS_PER_SOURCE = 3;
 
@@ -157,29 +157,10 @@ const DATABASE_URL = process.env.DATABASE_URL;
 describe.skipIf(!DATABASE_URL)(
   'pairing waits on two relays on one PostgreSQL (DATABASE_URL)',
   () => {
-    const database = `tps_pairing_${process.pid}_${Date.now()}`;
-    let a: TestRelay;
-    let b: TestRelay;
-    beforeAll(async () => {
-      const admin = new pg.Client({ connectionString: DATABASE_URL });
-      await admin.connect();
-      await admin.query(`CREATE DATABASE ${database}`);
-      await admin.end();
-      const url = new URL(DATABASE_URL!);
-      url.pathname = `/${database}`;
-      a = await startTestRelay({ databaseUrl: url.toString() });
-      b = await startTestRelay({ databaseUrl: url.toString() });
-    });
-    afterAll(async () => {
-      await a?.close();
-      await b?.close();
-      const admin = new pg.Client({ connectionString: DATABASE_URL });
-      await admin.connect();
-      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-      await admin.end();
-    });
+    const relays = twoRelaysOnOneDatabase(DATABASE_URL!, 'tps_pairing');
 
     it('a claim on one relay wakes the wait parked on the other, which read nothing meanwhile', async () => {
+      const { a, b } = relays;
       const agent = agentSecret();
       const call = (relay: TestRelay, operation: string, body: unknown) =>
         fetch(`${relay.baseUrl}/v1${operation}`, {

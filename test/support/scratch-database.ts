@@ -1,0 +1,57 @@
+/** PostgreSQL databases of a test's own, on the server of DATABASE_URL. */
+import pg from 'pg';
+import { afterAll, beforeAll } from 'vitest';
+import { startTestRelay, type TestRelay } from './relay.js';
+
+/** Makes a database named after `prefix` (and the process), and says how to drop it. */
+export async function createScratchDatabase(
+  serverUrl: string,
+  prefix: string,
+): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `${prefix}_${process.pid}_${Date.now()}`;
+  const admin = async (sql: string) => {
+    const client = new pg.Client({ connectionString: serverUrl });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+  };
+}
+
+/**
+ * Two relays in this process on one scratch database, started before the suite's tests and
+ * closed (and the database dropped) after them.
+ */
+export function twoRelaysOnOneDatabase(
+  serverUrl: string,
+  prefix: string,
+): { readonly a: TestRelay; readonly b: TestRelay } {
+  let database: Awaited<ReturnType<typeof createScratchDatabase>> | undefined;
+  const relays: TestRelay[] = [];
+  beforeAll(async () => {
+    database = await createScratchDatabase(serverUrl, prefix);
+    relays.push(await startTestRelay({ databaseUrl: database.url }));
+    relays.push(await startTestRelay({ databaseUrl: database.url }));
+  });
+  afterAll(async () => {
+    for (const relay of relays) await relay.close();
+    await database?.drop();
+  });
+  return {
+    get a() {
+      return relays[0]!;
+    },
+    get b() {
+      return relays[1]!;
+    },
+  };
+}
