@@ -75,13 +75,21 @@ describe('release uploads on a relay with the default limits', () => {
     expect(Object.keys(folder(relay))).toEqual([]);
   });
 
-  it('checks a bomb within the limits off the event loop: status reads are answered while it inflates', async () => {
+  it('checks a bomb within the limits off the event loop: a payment and status reads are answered while it inflates', async () => {
     // 256 MiB of zeros under one entry: within the limits, so inflated and hashed whole.
     const bomb = releaseBomb({ declaredBytes: 256 * MiB, zeroBytes: 256 * MiB });
     expect(bomb.length).toBeLessThan(MiB);
     const started = Date.now();
     let bombAnsweredAfter: number | undefined;
     const refused = publish(relay, bomb).finally(() => (bombAnsweredAfter = Date.now() - started));
+    // A POS pays meanwhile, and is answered before the check ends.
+    const paid = pos
+      .call('/transaction/purchase', {
+        external_id: 'during-bomb',
+        requested_amount: 1000,
+        currency: 'EUR',
+      })
+      .then((answer) => ({ answer, bombStillChecked: bombAnsweredAfter === undefined }));
     const statusLatencies: number[] = [];
     while (bombAnsweredAfter === undefined) {
       const sent = Date.now();
@@ -90,6 +98,12 @@ describe('release uploads on a relay with the default limits', () => {
       if (bombAnsweredAfter === undefined) statusLatencies.push(Date.now() - sent);
     }
     const answer = await refused;
+    const payment = await paid;
+    expect(payment.answer.body.transaction).toMatchObject({
+      state: 'AWAITING_CONFIRM',
+      result_code: 'SUCCESS',
+    });
+    expect(payment.bombStillChecked).toBe(true);
     // On the event loop, one read would have waited for the whole check.
     expect(statusLatencies.length).toBeGreaterThanOrEqual(3);
     expect(Math.max(...statusLatencies)).toBeLessThan(bombAnsweredAfter! / 2);
