@@ -72,7 +72,7 @@ export interface JournalEntry {
   reports?: TerminalReport[];
 }
 
-const SCHEMA_VERSION = 2;
+const SCHEMA_VERSION = 3;
 
 const MIGRATION_1 = `
   CREATE TABLE commands (
@@ -111,6 +111,27 @@ const MIGRATION_1 = `
 const migration2 = () => `
   CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
   INSERT INTO meta (key, value) VALUES ('journal_id', '${randomBytes(16).toString('hex')}');
+`;
+
+/**
+ * v3: the outbox also holds settlement reports (end-of-day.ts). SQLite cannot change a
+ * CHECK in place: the table is made again, its rows and its sequence carried over (the
+ * relay takes only reports whose seq grows, so the numbering must go on where it was).
+ */
+const MIGRATION_3 = `
+  CREATE TABLE outbox_v3 (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    type       TEXT NOT NULL CHECK (type IN ('transaction', 'status', 'settlement')),
+    body       TEXT NOT NULL,
+    created_at TEXT NOT NULL
+  );
+  INSERT INTO outbox_v3 (seq, type, body, created_at)
+    SELECT seq, type, body, created_at FROM outbox ORDER BY seq;
+  DELETE FROM sqlite_sequence WHERE name = 'outbox_v3';
+  INSERT INTO sqlite_sequence (name, seq)
+    SELECT 'outbox_v3', seq FROM sqlite_sequence WHERE name = 'outbox';
+  DROP TABLE outbox;
+  ALTER TABLE outbox_v3 RENAME TO outbox;
 `;
 
 interface TransactionDbRow {
@@ -227,6 +248,7 @@ export class Journal {
       db.transaction(() => {
         if (version < 1) db.exec(MIGRATION_1);
         if (version < 2) db.exec(migration2());
+        if (version < 3) db.exec(MIGRATION_3);
         db.pragma(`user_version = ${SCHEMA_VERSION}`);
       })();
     }
