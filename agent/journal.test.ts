@@ -60,30 +60,9 @@ describe('agent journal', () => {
     reopened.close();
   });
 
-  it('takes settlement reports once moved from v2, keeping its reports and their numbering', () => {
+  it('keeps each settlement report in order, in the schema an older release opens', () => {
     const where = dir();
     const journal = Journal.open(where);
-    journal.record({ reports: [done('a'), done('b'), done('c')] });
-    journal.dropReport(1);
-    journal.dropReport(2);
-    journal.close();
-    // The file as a v2 agent left it: an outbox that knows only transaction and status.
-    const db = new Database(path.join(where, 'agent.sqlite'));
-    db.exec(`
-      CREATE TABLE outbox_v2 (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        type TEXT NOT NULL CHECK (type IN ('transaction', 'status')),
-        body TEXT NOT NULL, created_at TEXT NOT NULL);
-      INSERT INTO outbox_v2 SELECT * FROM outbox;
-      UPDATE sqlite_sequence SET seq = 3 WHERE name = 'outbox_v2';
-      DROP TABLE outbox;
-      ALTER TABLE outbox_v2 RENAME TO outbox;
-      PRAGMA user_version = 2;
-    `);
-    db.close();
-    const moved = Journal.open(where);
-    expect(moved.lastSeq()).toBe(3);
-    expect(moved.pendingReports()).toEqual([{ seq: 3, report: done('c') }]);
     const settlement: TerminalReport = {
       type: 'settlement',
       settlement: {
@@ -94,13 +73,19 @@ describe('agent journal', () => {
         finished_at: '2026-01-01T02:00:01.000Z',
       },
     };
-    expect(moved.record({ reports: [settlement] })).toEqual([4]);
-    moved.close();
+    expect(journal.record({ reports: [done('a'), settlement] })).toEqual([1, 2]);
+    journal.recordStatus(status('Ready'));
+    journal.record({ reports: [settlement] });
+    journal.recordStatus(status('Busy'));
+    journal.close();
+    const db = new Database(path.join(where, 'agent.sqlite'), { readonly: true });
+    expect(db.pragma('user_version', { simple: true })).toBe(2);
+    db.close();
     expect(
       Journal.open(where)
         .pendingReports()
         .map((r) => r.report),
-    ).toEqual([done('c'), settlement]);
+    ).toEqual([done('a'), settlement, settlement, status('Busy')]);
   });
 
   it('has an identity that survives restarts; a new journal has another', () => {

@@ -72,7 +72,7 @@ export interface JournalEntry {
   reports?: TerminalReport[];
 }
 
-const SCHEMA_VERSION = 3;
+const SCHEMA_VERSION = 2;
 
 const MIGRATION_1 = `
   CREATE TABLE commands (
@@ -114,25 +114,14 @@ const migration2 = () => `
 `;
 
 /**
- * v3: the outbox also holds settlement reports (end-of-day.ts). SQLite cannot change a
- * CHECK in place: the table is made again, its rows and its sequence carried over (the
- * relay takes only reports whose seq grows, so the numbering must go on where it was).
+ * The outbox's `type` column says how a row is kept: `status` rows, only the newest;
+ * `transaction` rows, each one in order. A settlement (end-of-day.ts) is kept as the
+ * latter: every one must reach the relay. It is not a type of its own, so that the
+ * schema stays the one an older release opens (an update rolled back keeps its journal).
  */
-const MIGRATION_3 = `
-  CREATE TABLE outbox_v3 (
-    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
-    type       TEXT NOT NULL CHECK (type IN ('transaction', 'status', 'settlement')),
-    body       TEXT NOT NULL,
-    created_at TEXT NOT NULL
-  );
-  INSERT INTO outbox_v3 (seq, type, body, created_at)
-    SELECT seq, type, body, created_at FROM outbox ORDER BY seq;
-  DELETE FROM sqlite_sequence WHERE name = 'outbox_v3';
-  INSERT INTO sqlite_sequence (name, seq)
-    SELECT 'outbox_v3', seq FROM sqlite_sequence WHERE name = 'outbox';
-  DROP TABLE outbox;
-  ALTER TABLE outbox_v3 RENAME TO outbox;
-`;
+function outboxKind(report: TerminalReport): 'transaction' | 'status' {
+  return report.type === 'status' ? 'status' : 'transaction';
+}
 
 interface TransactionDbRow {
   transaction_id: string;
@@ -248,7 +237,6 @@ export class Journal {
       db.transaction(() => {
         if (version < 1) db.exec(MIGRATION_1);
         if (version < 2) db.exec(migration2());
-        if (version < 3) db.exec(MIGRATION_3);
         db.pragma(`user_version = ${SCHEMA_VERSION}`);
       })();
     }
@@ -395,8 +383,9 @@ export class Journal {
 
   private insertReport(report: TerminalReport, at: string): OutboxEntry {
     const body = JSON.stringify(report);
-    const info = this.statements.insertReport.run(report.type, body, at);
-    return { seq: Number(info.lastInsertRowid), type: report.type, body };
+    const kind = outboxKind(report);
+    const info = this.statements.insertReport.run(kind, body, at);
+    return { seq: Number(info.lastInsertRowid), type: kind, body };
   }
 }
 
