@@ -86,11 +86,19 @@ export type SettlementReport = z.infer<typeof SettlementReport>;
 export const TerminalSettlement = Settlement.extend({ terminal_id: TerminalId });
 export type TerminalSettlement = z.infer<typeof TerminalSettlement>;
 
-/** `POST /fleet/end-of-day`: one terminal or a cohort. */
-export const FleetEndOfDayRequest = z.union([
-  z.strictObject({ terminal_id: TerminalId }),
-  z.strictObject({ cohort: z.string().regex(/^cohort-[0-9a-z-]{1,120}$/) }),
-]);
+/** `POST /fleet/end-of-day`: one terminal or a cohort, exactly one of the two. */
+export const FleetEndOfDayRequest = z
+  .strictObject({
+    terminal_id: TerminalId.optional(),
+    cohort: z
+      .string()
+      .regex(/^cohort-[0-9a-z-]{1,120}$/, 'must be a cohort id (cohort-…)')
+      .optional(),
+  })
+  .refine((r) => (r.terminal_id === undefined) !== (r.cohort === undefined), {
+    path: ['terminal_id'],
+    message: 'name exactly one of terminal_id and cohort',
+  });
 export type FleetEndOfDayRequest = z.infer<typeof FleetEndOfDayRequest>;
 
 export const FleetEndOfDayResponse = z.object({

@@ -32,16 +32,17 @@ export class FleetEndOfDay {
       throw new ApiError('FORBIDDEN', 'only an account credential can close a terminal day');
     }
     const all = await this.options.registry.listTerminals(principal.accountId);
+    const { terminal_id: terminalId, cohort } = request;
     const reached =
-      'terminal_id' in request
-        ? all.filter((t) => t.id === request.terminal_id)
-        : all.filter((t) => t.cohort === request.cohort);
-    if ('terminal_id' in request && reached.length === 0) {
-      throw new ApiError('TERMINAL_NOT_FOUND', `no terminal ${request.terminal_id}`);
+      terminalId !== undefined
+        ? all.filter((t) => t.id === terminalId)
+        : all.filter((t) => t.cohort === cohort);
+    if (terminalId !== undefined && reached.length === 0) {
+      throw new ApiError('TERMINAL_NOT_FOUND', `no terminal ${terminalId}`);
     }
     const ids = reached.map((t) => t.id).sort();
-    for (const terminalId of ids) {
-      await this.options.queue(terminalId, {
+    for (const id of ids) {
+      await this.options.queue(id, {
         type: 'terminal.end_of_day',
         command_id: newCommandId(),
       });
