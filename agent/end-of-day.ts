@@ -20,7 +20,7 @@ import { z } from 'zod';
 import { Backoff, type BackoffOptions } from '../common/backoff.js';
 import type { Clock, Timers } from '../common/clock.js';
 import type { EndOfDaySchedule } from '../protocol/fleet-config.js';
-import { noEndOfDay, type Settlement, type SettlementTrigger } from '../protocol/settlement.js';
+import { noEndOfDay, Settlement, type SettlementTrigger } from '../protocol/settlement.js';
 import type { ZvtSettlement } from '../firmware-bridge/zvt/reader/settlement.js';
 import { hostTimeZone, nextLocalTime } from './end-of-day-time.js';
 import { errorInfo } from './reports.js';
@@ -164,23 +164,22 @@ export class EndOfDayScheduler {
       outcome = {
         status: 'FAILED',
         result_code: 'READER_UNAVAILABLE',
-        result_description: `The terminal did not answer the end-of-day: ${info.message}`.slice(
-          0,
-          255,
+        result_description: printable(
+          `The terminal did not answer the end-of-day: ${info.message}`,
         ),
       };
     } finally {
       this.running = false;
       this.options.gate.release();
     }
-    const settlement: Settlement = {
+    const settlement = this.checked({
       ...outcome,
       trigger: pending.trigger,
       attempt: pending.attempt,
       started_at: startedAt,
       finished_at: this.now(),
       ...(this.lastSuccess ? { period_start: this.lastSuccess } : {}),
-    };
+    });
     if (this.stopped) return;
     if (settlement.status === 'SUCCESS') {
       this.backoff.reset();
@@ -209,6 +208,32 @@ export class EndOfDayScheduler {
     );
   }
 
+  /**
+   * The settlement as the relay takes it: one that does not pass the schema (a field the
+   * terminal filled oddly) is reported with its result alone, never not at all, since the
+   * relay would refuse the report and every report behind it in the outbox would wait.
+   */
+  private checked(settlement: Settlement): Settlement {
+    const parsed = Settlement.safeParse(settlement);
+    if (parsed.success) return parsed.data;
+    this.options.logger.warn(
+      { problems: parsed.error.issues.map((i) => i.path.join('.')) },
+      'end-of-day details left out: not as the schema wants them',
+    );
+    const { status, trigger, attempt, started_at, finished_at, period_start } = settlement;
+    return {
+      status,
+      trigger,
+      attempt,
+      started_at,
+      finished_at,
+      ...(period_start ? { period_start } : {}),
+      ...(status === 'FAILED'
+        ? { result_code: 'SYSTEM_ERROR', result_description: 'End-of-day failed' }
+        : {}),
+    };
+  }
+
   private now(): string {
     return this.options.clock.now().toISOString();
   }
@@ -234,4 +259,9 @@ export class EndOfDayScheduler {
       this.options.logger.warn({ err: errorInfo(error) }, 'cannot keep the end-of-day time');
     }
   }
+}
+
+/** A description the spec takes: printable ASCII, at most 255 characters. */
+function printable(text: string): string {
+  return text.replace(/[^\x20-\x7e]/g, '?').slice(0, 255);
 }
