@@ -261,7 +261,13 @@ describe('OpenAPI documents', () => {
       // The simulated native reader answers the end-of-day with a FAILED settlement event.
       for (let tries = 0; ; tries += 1) {
         if (tries === 250) throw new Error('no TerminalSettlement event in /event/list');
-        const listed = await post(relay.baseUrl, revision, '/event/list', {}, relay.account);
+        const listed = await post(
+          relay.baseUrl,
+          revision,
+          '/event/list',
+          { filter: { subject: { eq: sim.terminal_id } }, limit: 1000 },
+          relay.account,
+        );
         const events = (listed.body as { events?: Array<{ type: string }> }).events ?? [];
         if (events.some((e) => e.type.endsWith('.TerminalSettlement'))) {
           observed.push({
