@@ -32,6 +32,8 @@ import { FleetConfigApplier, type RefusedConfig } from './fleet-config.js';
 import { answerDiagnostic } from './fleet-diagnostics.js';
 import type { LogRing } from './fleet-logs.js';
 import type { LineTrace } from './fleet-trace.js';
+import { EndOfDayScheduler, ZVT_DEFAULT_END_OF_DAY } from './end-of-day.js';
+import type { ZvtSettlement } from '../firmware-bridge/zvt/reader/settlement.js';
 
 export const AGENT_VERSION = VERSION;
 
@@ -62,6 +64,8 @@ export interface AgentDeps {
    * `tps agent`), or only a crash of the process, for the relay's hosted simulators.
    */
   journalDurability?: JournalDurability;
+  /** The terminal's end-of-day (hardware.ts; docs/zvt.md, "End-of-day"). */
+  endOfDay?: AgentEndOfDayDeps;
   /** Knobs for tests and benches; the defaults suit the field. */
   tuning?: {
     /** Broker reconnect back-off (default 500 ms doubling to 60 s, jittered). */
@@ -74,6 +78,18 @@ export interface AgentDeps {
     /** Outbox re-published after this long without a report-ack (default 10 s). */
     reportResendMs?: number;
   };
+}
+
+export interface AgentEndOfDayDeps {
+  /** Runs it on the terminal; absent: the reader has none (each request is reported FAILED). */
+  run?: () => Promise<ZvtSettlement>;
+  /** Registers for the terminal saying it needs one (ZVT status F0). */
+  onRequired?: (listener: () => void) => void;
+  /** Its own clock and timers (default: the agent's), so a test can move the day alone. */
+  clock?: Clock;
+  timers?: Timers;
+  /** Back-off between tries of a failed one (default 60 s doubling to 1 h). */
+  retry?: Partial<BackoffOptions>;
 }
 
 export interface AgentFleetDeps {
@@ -101,6 +117,8 @@ export interface RunningAgent {
   readonly transactionState: TerminalTransactionState;
   /** The reader told more about itself (a ZVT terminal's software version): say it again. */
   readerFacts(reader: { model?: string; firmware?: string }): void;
+  /** The end-of-day schedule and requests (end-of-day.ts). */
+  readonly endOfDay: EndOfDayScheduler;
 }
 
 export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<RunningAgent> {
@@ -114,7 +132,9 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
   // The link is created last; until then there is nothing to publish to.
   const wired: { link?: AgentLink } = {};
   const flush = () => wired.link?.flush();
+  const wiredEndOfDay: { scheduler?: EndOfDayScheduler } = {};
   const executor = new Executor({
+    onEndOfDay: () => wiredEndOfDay.scheduler?.request('ON_DEMAND'),
     journal,
     reader,
     ...(printer ? { printer } : {}),
@@ -147,6 +167,32 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
   });
   heartbeat.update({ connected: false, transaction_state: executor.transactionState });
 
+  const endOfDayDeps = deps.endOfDay ?? {};
+  const endOfDay = new EndOfDayScheduler({
+    ...(endOfDayDeps.run ? { run: endOfDayDeps.run } : {}),
+    gate: {
+      claim: () => executor.claimEndOfDay(),
+      release: () => executor.releaseEndOfDay(),
+      onChange: (listener) => {
+        executor.on('state', listener);
+        return () => executor.off('state', listener);
+      },
+    },
+    report: (settlement) => {
+      journal.record({ reports: [{ type: 'settlement', settlement }] });
+      flush();
+    },
+    defaultAt: config.reader.protocol === 'zvt' ? ZVT_DEFAULT_END_OF_DAY : 'off',
+    dataDir: config.data_dir,
+    clock: endOfDayDeps.clock ?? clock,
+    timers: endOfDayDeps.timers ?? timers,
+    logger: partLogger(logger, 'end-of-day'),
+    ...(endOfDayDeps.retry ? { retry: endOfDayDeps.retry } : {}),
+  });
+  wiredEndOfDay.scheduler = endOfDay;
+  endOfDay.configure(undefined);
+  endOfDayDeps.onRequired?.(() => endOfDay.request('TERMINAL_REQUIRED'));
+
   const fleet = deps.fleet ?? {};
   let readerFacts = fleet.reader;
   const applier = new FleetConfigApplier({
@@ -159,6 +205,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
         idleText = text;
         showIdleText();
       },
+      endOfDay: (schedule) => endOfDay.configure(schedule),
     },
     isIdle: () => executor.transactionState === 'READY',
     onIdle: (listener) => {
@@ -234,6 +281,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
   return {
     journal,
     link,
+    endOfDay,
     get transactionState() {
       return executor.transactionState;
     },
@@ -243,6 +291,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     },
     stop: () =>
       (stopping ??= (async () => {
+        endOfDay.stop();
         applier.stop();
         heartbeat.stop();
         await executor.stop();

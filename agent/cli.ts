@@ -245,6 +245,10 @@ async function runDaemon(file: string): Promise<void> {
       logger,
       ...(updates.agentVersion ? { agentVersion: updates.agentVersion } : {}),
       onUpdateOrder: updates.onUpdateOrder,
+      endOfDay: {
+        ...(hardware.endOfDay ? { run: hardware.endOfDay } : {}),
+        onRequired: (listener) => hardware.onEndOfDayRequired(listener),
+      },
       fleet: {
         base,
         restart: () => void restart(),

@@ -314,3 +314,59 @@ describe('executor', () => {
     expect(bare.acks).toEqual([['p3', 'ACCEPTED']]);
   });
 });
+
+describe('executor: end-of-day and payments', () => {
+  it('gives the reader to an end-of-day only between payments, and holds queued payments for it', async () => {
+    const t = setup();
+    t.executor.handle(start('tx1'));
+    t.executor.handle(start('tx2'));
+    await settle();
+    expect(t.reader.of('start').map((c) => c.request.transaction_id)).toEqual(['tx1']);
+    // The terminal asks for an end-of-day while tx1 runs: not now.
+    expect(t.executor.claimEndOfDay()).toBe(false);
+    t.reader.emit('result', success('tx1'));
+    await settle();
+    // tx1 is over; tx2 waits for the end-of-day, which takes the reader.
+    expect(t.reader.of('start')).toHaveLength(1);
+    expect(t.executor.claimEndOfDay()).toBe(true);
+    expect(t.executor.transactionState).toBe('BUSY');
+    t.executor.handle(start('tx3'));
+    await settle();
+    expect(t.reader.of('start')).toHaveLength(1);
+    t.executor.releaseEndOfDay();
+    await settle();
+    expect(t.reader.of('start').map((c) => c.request.transaction_id)).toEqual(['tx1', 'tx2']);
+    await t.executor.stop();
+  });
+
+  it('journals and acknowledges an end-of-day command before asking for it, once', () => {
+    let asked = 0;
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'agent-executor-'));
+    const journal = Journal.open(dataDir);
+    const acks: Array<[string, string]> = [];
+    const executor = new Executor({
+      journal,
+      reader: new ScriptedReader(),
+      clock: { now: () => new Date('2026-03-01T12:00:00.000Z') },
+      timers: new ManualTimers(),
+      logger: pino({ level: 'silent' }),
+      ack: (commandId, outcome) => acks.push([commandId, outcome]),
+      reported: () => {},
+      onEndOfDay: () => {
+        asked += 1;
+        expect(journal.command('eod-1')).toMatchObject({ type: 'terminal.end_of_day' });
+        expect(acks).toEqual([['eod-1', 'ACCEPTED']]);
+      },
+    });
+    const command: CommandMessage = {
+      command: { type: 'terminal.end_of_day', command_id: 'eod-1' },
+    };
+    executor.handle(command);
+    executor.handle(command);
+    expect(asked).toBe(1);
+    expect(acks).toEqual([
+      ['eod-1', 'ACCEPTED'],
+      ['eod-1', 'ACCEPTED'],
+    ]);
+  });
+});

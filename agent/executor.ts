@@ -57,6 +57,8 @@ export interface ExecutorOptions {
   watchMs?: number;
   /** Back-off between attempts when the reader does not answer (default 500 ms to 30 s). */
   retry?: Partial<BackoffOptions>;
+  /** The relay asked for an end-of-day (journaled and acknowledged first; end-of-day.ts). */
+  onEndOfDay?: () => void;
 }
 
 export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }> {
@@ -132,7 +134,21 @@ export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }
         return this.cancel(command);
       case 'print':
         return this.print(command);
+      case 'terminal.end_of_day':
+        this.options.journal.record({ command: commandRow(command, 'ACCEPTED') });
+        this.options.ack(command.command_id, 'ACCEPTED');
+        this.options.onEndOfDay?.();
+        return;
     }
+  }
+
+  /** The reader for an end-of-day, when no payment runs on it (ReaderSlot.claimEndOfDay). */
+  claimEndOfDay(): boolean {
+    return this.slot.claimEndOfDay();
+  }
+
+  releaseEndOfDay(): void {
+    this.slot.releaseEndOfDay();
   }
 
   /** At start: asks the reader about every open transaction before starting anything new. */

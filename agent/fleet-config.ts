@@ -4,7 +4,8 @@
  *
  * - What the relay sets overlays the agent's own file: a field it does not set keeps the
  *   file's value.
- * - Heartbeat period, log level, idle screen text and maintenance window apply at once.
+ * - Heartbeat period, log level, idle screen text, maintenance window and end-of-day
+ *   schedule apply at once.
  *   Reader settings and the printer's head width reopen the hardware, so they wait until
  *   the terminal is idle (never during a payment): the report says PENDING meanwhile.
  * - A configuration the agent cannot apply (a setting its reader does not take) is
@@ -163,6 +164,8 @@ export interface FleetConfigApplierOptions {
     heartbeatMs(ms: number): void;
     logLevel(level: AgentConfig['log_level']): void;
     idleScreenText(text: string | undefined): void;
+    /** The end-of-day schedule (undefined: the defaults). */
+    endOfDay?(schedule: FleetConfig['end_of_day']): void;
   };
   /** Whether no payment runs now; and a way to hear when one ends. */
   isIdle(): boolean;
@@ -291,6 +294,7 @@ export class FleetConfigApplier {
     live.heartbeatMs((config.heartbeat_s ?? base.heartbeat_s) * 1000);
     live.logLevel(config.log_level ?? base.log_level);
     live.idleScreenText(config.idle_screen_text);
+    live.endOfDay?.(config.end_of_day);
   }
 
   private send(report: Omit<ConfigReportMessage, 'at' | 'applied_version'>): void {

@@ -7,6 +7,7 @@
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { LineTrace } from './fleet-trace.js';
+import type { ZvtSettlement } from '../firmware-bridge/zvt/reader/settlement.js';
 import { FileReaderMemory } from '../firmware-bridge/emulator/file-reader-memory.js';
 import { connectTcpPrinter } from '../firmware-bridge/printer/tcp.js';
 import { SerialCardReader } from '../firmware-bridge/reader/serial-card-reader.js';
@@ -24,6 +25,7 @@ import { partLogger } from '../common/logging.js';
 import {
   emulatedZvtReader,
   zvtConnection,
+  zvtEndOfDay,
   zvtReaderCapabilities,
   zvtStateFile,
 } from './zvt-reader.js';
@@ -37,6 +39,10 @@ export interface Hardware {
   facts(): ReaderFacts;
   /** Called when the reader told something new about itself (a ZVT software version). */
   onFactsChanged(listener: () => void): void;
+  /** The terminal's end-of-day (ZVT 06 50); absent for the native reader, which has none. */
+  endOfDay?: () => Promise<ZvtSettlement>;
+  /** Called when the terminal says it needs an end-of-day (ZVT status F0). */
+  onEndOfDayRequired(listener: () => void): void;
   close(): Promise<void>;
 }
 
@@ -87,6 +93,7 @@ export function openHardware(
         model: emulated ? 'emulated native reader' : `native reader on ${reader.port ?? '?'}`,
       }),
       onFactsChanged: () => undefined,
+      onEndOfDayRequired: () => undefined,
       close: () => (emulated ? emulated.close() : driverReader.close()),
     },
     printer,
@@ -102,8 +109,10 @@ function zvtHardware(
   // The terminal says its software version in answer to a status enquiry (heartbeat, doctor).
   let firmware: string | undefined;
   const listeners: (() => void)[] = [];
+  const required: (() => void)[] = [];
   const known = {
     onFactsChanged: (listener: () => void) => void listeners.push(listener),
+    onEndOfDayRequired: (listener: () => void) => void required.push(listener),
   };
   const facts = (model: string) => () => ({
     model,
@@ -118,6 +127,9 @@ function zvtHardware(
       firmware = text;
       for (const listener of listeners) listener();
     },
+    onEndOfDayRequired: () => {
+      for (const listener of required) listener();
+    },
     ...(reader.password !== undefined ? { password: reader.password } : {}),
     ...(reader.profile !== undefined ? { profile: reader.profile } : {}),
   };
@@ -130,6 +142,7 @@ function zvtHardware(
     });
     return {
       reader: emulated.reader,
+      endOfDay: zvtEndOfDay(emulated.reader),
       capabilities: emulated.capabilities,
       facts: facts(`emulated ZVT terminal (${reader.profile ?? 'generic'} profile)`),
       ...known,
@@ -142,6 +155,7 @@ function zvtHardware(
   const driverReader = new DriverReader(zvtConnection(target, { ...settings, logger }), logger);
   return {
     reader: driverReader,
+    endOfDay: zvtEndOfDay(driverReader),
     capabilities: zvtReaderCapabilities(reader.profile),
     facts: facts(`ZVT terminal (${reader.profile ?? 'generic'} profile)`),
     ...known,

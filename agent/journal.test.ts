@@ -61,6 +61,34 @@ describe('agent journal', () => {
     reopened.close();
   });
 
+  it('keeps each settlement report in order, in the schema an older release opens', () => {
+    const where = dir();
+    const journal = Journal.open(where);
+    const settlement: TerminalReport = {
+      type: 'settlement',
+      settlement: {
+        status: 'SUCCESS',
+        trigger: 'SCHEDULE',
+        attempt: 1,
+        started_at: '2026-01-01T02:00:00.000Z',
+        finished_at: '2026-01-01T02:00:01.000Z',
+      },
+    };
+    expect(journal.record({ reports: [done('a'), settlement] })).toEqual([1, 2]);
+    journal.recordStatus(status('Ready'));
+    journal.record({ reports: [settlement] });
+    journal.recordStatus(status('Busy'));
+    journal.close();
+    const db = new Database(path.join(where, 'agent.sqlite'), { readonly: true });
+    expect(db.pragma('user_version', { simple: true })).toBe(2);
+    db.close();
+    expect(
+      Journal.open(where)
+        .pendingReports()
+        .map((r) => r.report),
+    ).toEqual([done('a'), settlement, settlement, status('Busy')]);
+  });
+
   it('has an identity that survives restarts; a new journal has another', () => {
     const where = dir();
     const id = Journal.open(where).id;

@@ -113,6 +113,16 @@ const migration2 = () => `
   INSERT INTO meta (key, value) VALUES ('journal_id', '${randomBytes(16).toString('hex')}');
 `;
 
+/**
+ * The outbox's `type` column says how a row is kept: `status` rows, only the newest;
+ * `transaction` rows, each one in order. A settlement (end-of-day.ts) is kept as the
+ * latter: every one must reach the relay. It is not a type of its own, so that the
+ * schema stays the one an older release opens (an update rolled back keeps its journal).
+ */
+function outboxKind(report: TerminalReport): 'transaction' | 'status' {
+  return report.type === 'status' ? 'status' : 'transaction';
+}
+
 interface TransactionDbRow {
   transaction_id: string;
   request: string | null;
@@ -375,8 +385,9 @@ export class Journal {
 
   private insertReport(report: TerminalReport, at: string): OutboxEntry {
     const body = JSON.stringify(report);
-    const info = this.statements.insertReport.run(report.type, body, at);
-    return { seq: Number(info.lastInsertRowid), type: report.type, body };
+    const kind = outboxKind(report);
+    const info = this.statements.insertReport.run(kind, body, at);
+    return { seq: Number(info.lastInsertRowid), type: kind, body };
   }
 }
 

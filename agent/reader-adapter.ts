@@ -83,6 +83,11 @@ export class DriverReader implements ReaderPort {
     await current?.close();
   }
 
+  /** Calls the driver itself (its functions beyond the port: a ZVT end-of-day). */
+  withDriver<T>(call: (reader: CardReader) => Promise<T>): Promise<T> {
+    return this.use(call);
+  }
+
   private async use<T>(call: (reader: CardReader) => Promise<T>): Promise<T> {
     const connection = await this.connection();
     return call(connection.reader);

@@ -31,7 +31,7 @@ export interface ReaderSlotOptions {
 }
 
 type Job = { kind: 'start' | 'reverse'; id: string };
-type Busy = { kind: 'transaction' | 'reverse'; id: string };
+type Busy = { kind: 'transaction' | 'reverse' | 'end-of-day'; id: string };
 
 export class ReaderSlot {
   /** Open transactions are being reconciled (at start): nothing new runs meanwhile. */
@@ -45,11 +45,17 @@ export class ReaderSlot {
   private readonly timers = new Set<unknown>();
   private watchTimer: unknown;
   private lastState: TerminalTransactionState = 'READY';
+  /**
+   * An end-of-day waits for the reader: the running payment ends first, but no queued one
+   * starts before it (a terminal that asked for one refuses payments until it ran).
+   */
+  private endOfDayWaiting = false;
 
   constructor(private readonly options: ReaderSlotOptions) {}
 
   get state(): TerminalTransactionState {
-    if (this.recovering || this.busy?.kind === 'reverse') return 'BUSY';
+    if (this.recovering || this.busy?.kind === 'reverse' || this.busy?.kind === 'end-of-day')
+      return 'BUSY';
     if (!this.busy) return 'READY';
     const row = this.options.journal.transaction(this.busy.id);
     return row?.state === 'PAUSED' ? 'AWAITING_CONTINUE' : 'PROCESSING';
@@ -92,8 +98,33 @@ export class ReaderSlot {
     this.pump();
   }
 
+  /**
+   * Takes the reader for an end-of-day when nothing runs on it; false (and the wish kept,
+   * so that no queued payment starts first) while something does: try again on a change
+   * of state.
+   */
+  claimEndOfDay(): boolean {
+    if (this.stopped) return false;
+    if (this.recovering || this.busy) {
+      this.endOfDayWaiting = true;
+      return false;
+    }
+    this.endOfDayWaiting = false;
+    this.busy = { kind: 'end-of-day', id: '' };
+    this.changed();
+    return true;
+  }
+
+  /** The end-of-day ended (or no longer waits): payments run again. */
+  releaseEndOfDay(): void {
+    this.endOfDayWaiting = false;
+    if (this.busy?.kind === 'end-of-day') this.busy = undefined;
+    this.changed();
+    this.pump();
+  }
+
   pump(): void {
-    if (this.stopped || this.recovering || this.busy) return;
+    if (this.stopped || this.recovering || this.busy || this.endOfDayWaiting) return;
     for (let job = this.jobs.shift(); job; job = this.jobs.shift()) {
       const row = this.options.journal.transaction(job.id);
       const { id } = job;

@@ -53,7 +53,9 @@ export function commandRow(command: TerminalCommand, outcome: CommandOutcome) {
 }
 
 export function transactionIdOf(command: TerminalCommand): string | undefined {
-  return command.type === 'print' ? undefined : command.transaction_id;
+  return command.type === 'print' || command.type === 'terminal.end_of_day'
+    ? undefined
+    : command.transaction_id;
 }
 
 export function transactionReport(

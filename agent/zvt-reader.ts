@@ -17,8 +17,10 @@ import { createStreamPair, type StreamPairOptions } from '../firmware-bridge/ser
 import type { ApduChannel } from '../firmware-bridge/zvt/channel.js';
 import { openZvtChannel, type ZvtTarget } from '../firmware-bridge/zvt/reader/connect.js';
 import { zvtProfile, type ZvtProfileName } from '../firmware-bridge/zvt/reader/profiles.js';
+import { settlementOf, type ZvtSettlement } from '../firmware-bridge/zvt/reader/settlement.js';
 import {
   openZvtCardReader,
+  ZvtCardReader,
   zvtCapabilities,
   type ZvtReaderOptions,
 } from '../firmware-bridge/zvt/reader/zvt-card-reader.js';
@@ -47,6 +49,8 @@ export interface ZvtDriverSettings {
   trace?: LineTrace;
   /** The terminal's software version when a status enquiry brings a new one. */
   onSoftwareVersion?: (version: string) => void;
+  /** The terminal said it needs an end-of-day (status F0, or a command refused with F0). */
+  onEndOfDayRequired?: () => void;
 }
 
 /** What a ZVT terminal can do under the configured profile: the agent says it to the relay. */
@@ -71,6 +75,7 @@ export async function driverOn(
   settings: ZvtDriverSettings,
 ): Promise<ReaderConnection> {
   const { logger, password, profile, stateFile, t3Ms, t4Ms, trace, onSoftwareVersion } = settings;
+  const { onEndOfDayRequired } = settings;
   trace?.tapApdus(channel);
   const options: ZvtReaderOptions = {
     channel,
@@ -81,9 +86,20 @@ export async function driverOn(
     ...(t3Ms !== undefined ? { t3Ms } : {}),
     ...(t4Ms !== undefined ? { t4Ms } : {}),
     ...(onSoftwareVersion ? { onSoftwareVersion } : {}),
+    ...(onEndOfDayRequired ? { onEndOfDayRequired } : {}),
   };
   const reader = await openZvtCardReader(options);
   return { reader, description, close: () => reader.close() };
+}
+
+/** The terminal's end-of-day (06 50) through the reader's current line, as a settlement. */
+export function zvtEndOfDay(reader: DriverReader): () => Promise<ZvtSettlement> {
+  return () =>
+    reader.withDriver(async (driver) => {
+      if (!(driver instanceof ZvtCardReader)) throw new Error('the reader is not a ZVT terminal');
+      const outcome = await driver.endOfDay();
+      return settlementOf(outcome, driver.profile.charset, driver.registeredCurrency);
+    });
 }
 
 export interface EmulatedZvtReader {

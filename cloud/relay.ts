@@ -20,6 +20,7 @@ import { routeNotices } from './cluster/notices.js';
 import { brokerCertificate, type CloudConfig } from './config.js';
 import { Pairings } from './pairing/pairings.js';
 import { createFleet } from './fleet/fleet.js';
+import { FleetEndOfDay } from './fleet/end-of-day.js';
 import { prepareDataDir } from './data-dir.js';
 import { ReportInbox } from './delivery/inbox.js';
 import { CommandOutbox } from './delivery/outbox.js';
@@ -453,7 +454,13 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       events,
       webhooks,
       pairings,
-      fleet,
+      fleet: {
+        ...fleet,
+        endOfDay: new FleetEndOfDay({
+          registry,
+          queue: (terminalId, command) => outbox.queue(terminalId, command),
+        }),
+      },
       startSimulator: (terminal) => placement.place(terminal),
       simulatorReaders: inProcess ? ['native'] : ['native', 'zvt'],
       ops: {

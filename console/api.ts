@@ -6,6 +6,7 @@ import type {
   EventListRequest,
   PurchaseRequest,
   Transaction,
+  TerminalSettlement,
   TerminalStatus,
   TransactionSearchRequest,
   WebhookCreateRequest,
@@ -33,7 +34,7 @@ export interface CloudEventView {
   type: string;
   time?: string;
   subject?: string;
-  data: Transaction | TerminalStatus;
+  data: Transaction | TerminalStatus | TerminalSettlement;
 }
 
 /** An answer other than 2xx, with the spec's error code when there was one. */
@@ -142,6 +143,8 @@ export const api = {
     call<{ events: CloudEventView[]; next_token: string }>('/event/list', request, signal),
   search: (request: TransactionSearchRequest) =>
     call<{ transactions: Transaction[]; next_cursor?: string }>('/transaction/search', request),
+  endOfDay: (terminal_id: string) =>
+    call<{ terminal_ids: string[] }>('/fleet/end-of-day', { terminal_id }),
   print: (terminal_id: string, contents: string) =>
     call<{ queued: boolean }>('/terminal/print', { terminal_id, contents, format: 'PNG' }),
   simulatorCreate: () =>
@@ -160,3 +163,7 @@ export const isTransactionEvent = (
 export const isStatusEvent = (
   event: CloudEventView,
 ): event is CloudEventView & { data: TerminalStatus } => event.type.endsWith('.TerminalStatus');
+export const isSettlementEvent = (
+  event: CloudEventView,
+): event is CloudEventView & { data: TerminalSettlement } =>
+  event.type.endsWith('.TerminalSettlement');

@@ -1,6 +1,6 @@
 /** The Events page (a live tail with filters) and the Webhooks page. */
 import type { WebhookView } from '../protocol/index.js';
-import { api, isStatusEvent, type CloudEventView } from './api.js';
+import { api, isSettlementEvent, isStatusEvent, type CloudEventView } from './api.js';
 import { announce, errorText, field, fill, h } from './dom.js';
 import { onEvent } from './live.js';
 import type { Cleanup } from './terminal-pages.js';
@@ -15,6 +15,7 @@ export function eventsPage(main: HTMLElement): Cleanup {
     h('option', { value: '' }, 'All'),
     h('option', { value: 'Transaction' }, 'Transaction'),
     h('option', { value: 'TerminalStatus' }, 'Terminal status'),
+    h('option', { value: 'TerminalSettlement' }, 'End-of-day'),
   );
   const paused = h('input', { id: 'ev-paused', type: 'checkbox' });
   const list = h('ol', { class: 'tail', id: 'tail', 'aria-label': 'Events, newest first' });
@@ -34,7 +35,9 @@ export function eventsPage(main: HTMLElement): Cleanup {
   const describe = (event: CloudEventView) =>
     isStatusEvent(event)
       ? `${event.data.connected === false ? 'offline' : 'online'} ${event.data.transaction_state ?? ''} ${event.data.screen_message ?? ''}`
-      : `${(event.data as { external_id?: string }).external_id ?? ''} ${(event.data as { state?: string }).state ?? ''} ${(event.data as { result_code?: string }).result_code ?? ''}`;
+      : isSettlementEvent(event)
+        ? `end-of-day ${event.data.status} (${event.data.trigger}) ${event.data.total_amount ?? ''} ${event.data.currency ?? ''}`
+        : `${(event.data as { external_id?: string }).external_id ?? ''} ${(event.data as { state?: string }).state ?? ''} ${(event.data as { result_code?: string }).result_code ?? ''}`;
   return onEvent((event) => {
     if (paused.checked) return;
     if (subject.value && event.subject !== subject.value) return;

@@ -1,9 +1,10 @@
 /** The Terminals page (live status of each) and one terminal's page. */
 import type { TerminalStatus, Transaction } from '../protocol/index.js';
-import { api, isStatusEvent, type CloudEventView } from './api.js';
+import { api, isSettlementEvent, isStatusEvent, type CloudEventView } from './api.js';
 import { announce, errorText, fill, h, money } from './dom.js';
 import { battery, stateBadge, statusBadge, yesNo } from './format.js';
 import { onEvent } from './live.js';
+import { settlementView } from './settlement-view.js';
 
 export type Cleanup = () => void;
 
@@ -150,6 +151,7 @@ export async function terminalPage(main: HTMLElement, terminalId: string): Promi
   const history = h('ol', { class: 'timeline', 'aria-label': 'Status history' });
   const unconfirmedBox = h('div', {});
   const recentBox = h('div', {});
+  const settlements = settlementView(terminalId);
   const printResult = h('p', { role: 'status' });
   const printButton = h('button', { type: 'button' }, 'Send a test print');
   printButton.addEventListener('click', async () => {
@@ -170,6 +172,7 @@ export async function terminalPage(main: HTMLElement, terminalId: string): Promi
       statusBox,
     ),
     h('section', {}, h('h2', {}, 'Test print'), printButton, printResult),
+    settlements.element,
     h('section', {}, h('h2', {}, 'Unconfirmed transactions'), unconfirmedBox),
     h('section', {}, h('h2', {}, 'Recent transactions'), recentBox),
     h('section', {}, h('h2', {}, 'Status history'), history),
@@ -208,6 +211,7 @@ export async function terminalPage(main: HTMLElement, terminalId: string): Promi
       drawStatus(event.data);
       history.prepend(historyItem(event.data));
     }
+    if (isSettlementEvent(event)) settlements.add(event.data);
   });
   try {
     const [{ status }, { transactions }, events, search] = await Promise.all([
@@ -220,6 +224,7 @@ export async function terminalPage(main: HTMLElement, terminalId: string): Promi
     fill(unconfirmedBox, transactions.length ? transactionRows(transactions) : h('p', {}, 'None.'));
     const recent = search.transactions;
     fill(recentBox, recent.length ? transactionRows(recent) : h('p', {}, 'None yet.'));
+    settlements.show(events.filter(isSettlementEvent).map((e) => e.data));
     const statuses = events.filter(isStatusEvent).slice(-50).reverse();
     fill(
       history,

@@ -1,13 +1,20 @@
 /**
- * Events: CloudEvents 1.0 notifications of transaction and terminal-status changes, how
+ * Events: CloudEvents 1.0 notifications of transaction and terminal-status changes, of
+ * pairings and of terminals' end-of-day settlements (protocol/settlement.ts), how
  * clients read them (`/event/list`) and how they are pushed (webhooks).
  */
 import { z } from 'zod';
 import { TerminalId, WaitSeconds, type Revision } from './fields.js';
+import { TerminalSettlement } from './settlement.js';
 import { terminalStatusSchema } from './terminal-status.js';
 import { transactionSchema } from './transaction.js';
 
-export const EVENT_KINDS = ['Transaction', 'TerminalStatus', 'TerminalPaired'] as const;
+export const EVENT_KINDS = [
+  'Transaction',
+  'TerminalStatus',
+  'TerminalPaired',
+  'TerminalSettlement',
+] as const;
 export type EventKind = (typeof EVENT_KINDS)[number];
 
 /** Event type names keep `v0` on every revision; the vendor part is configurable. */
@@ -62,6 +69,11 @@ export function cloudEventSchema(revision: Revision) {
       ...common,
       type: z.string().regex(/\.api\.pos\.v0\.TerminalPaired$/),
       data: TerminalPaired,
+    }),
+    z.object({
+      ...common,
+      type: z.string().regex(/\.api\.pos\.v0\.TerminalSettlement$/),
+      data: TerminalSettlement,
     }),
   ]);
 }

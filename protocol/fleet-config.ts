@@ -37,6 +37,36 @@ export const FleetReaderSettings = z.strictObject({
     .optional(),
 });
 
+/** An IANA time zone name the platform knows (`Europe/Berlin`, `UTC`). */
+export const TimeZoneName = z
+  .string()
+  .min(1)
+  .max(64)
+  .refine((name) => {
+    try {
+      new Intl.DateTimeFormat('en-US', { timeZone: name });
+      return true;
+    } catch {
+      return false;
+    }
+  }, 'must be an IANA time zone name, e.g. "Europe/Berlin"');
+
+/**
+ * When the terminal closes its day (end-of-day, docs/zvt.md): a daily local time in the
+ * terminal's time zone, or `off`. Defaults: 03:00 for a ZVT terminal, off for the native
+ * reader; the agent host's time zone.
+ */
+export const EndOfDaySchedule = z.strictObject({
+  at: z
+    .union([
+      z.literal('off'),
+      z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be HH:MM (local, 00:00-23:59) or "off"'),
+    ])
+    .optional(),
+  time_zone: TimeZoneName.optional(),
+});
+export type EndOfDaySchedule = z.infer<typeof EndOfDaySchedule>;
+
 /** No control characters: the text goes to a display and into logs. */
 const DisplayText = z
   .string()
@@ -59,6 +89,7 @@ export const FleetConfig = z.strictObject({
   idle_screen_text: DisplayText.optional(),
   reader: FleetReaderSettings.optional(),
   maintenance_window: MaintenanceWindow.optional(),
+  end_of_day: EndOfDaySchedule.optional(),
 });
 export type FleetConfig = z.infer<typeof FleetConfig>;
 
@@ -67,9 +98,10 @@ export function effectiveFleetConfig(layers: ReadonlyArray<FleetConfig | undefin
   const merged: FleetConfig = {};
   for (const layer of layers) {
     if (!layer) continue;
-    const { reader, ...rest } = layer;
+    const { reader, end_of_day: endOfDay, ...rest } = layer;
     Object.assign(merged, rest);
     if (reader) merged.reader = { ...merged.reader, ...reader };
+    if (endOfDay) merged.end_of_day = { ...merged.end_of_day, ...endOfDay };
   }
   return merged;
 }

@@ -18,3 +18,4 @@ export * from './update.js';
 export * from './fleet-config.js';
 export * from './fleet-diagnostics.js';
 export * from './rollout.js';
+export * from './settlement.js';

@@ -34,6 +34,7 @@ import {
   FleetFactsRequest,
   FleetFactsResponse,
 } from './fleet-diagnostics.js';
+import { FleetEndOfDayRequest, FleetEndOfDayResponse } from './settlement.js';
 import {
   CredentialRequest,
   CredentialRevokeResponse,
@@ -210,6 +211,13 @@ export const OPERATIONS = {
     request: FleetFactsRequest,
     response: () => FleetFactsResponse,
     errors: [400, 403, ...AUTH, 500],
+  },
+  '/fleet/end-of-day': {
+    summary:
+      'Close the day of a terminal or of each terminal of a cohort (ZVT end-of-day): queued for each agent, which runs it when no payment runs and reports a TerminalSettlement event (an extension of this service).',
+    request: FleetEndOfDayRequest,
+    response: () => FleetEndOfDayResponse,
+    errors: [400, 403, 404, ...AUTH, 500],
   },
   '/fleet/diagnostics': {
     summary:

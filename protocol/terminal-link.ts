@@ -15,6 +15,7 @@ import {
   TransactionId,
 } from './fields.js';
 import { CustomerIdentity, Dcc, PaymentMethodDetails, Reference } from './transaction.js';
+import { SettlementReport } from './settlement.js';
 import { TerminalReadings } from './terminal-status.js';
 
 export const CommandId = z.string().min(1).max(63);
@@ -65,11 +66,21 @@ export const PrintCommand = z.object({
   contents: z.string().min(1),
 });
 
+/**
+ * Close the terminal's day (docs/zvt.md, "End-of-day"): the agent runs it as soon as no
+ * payment runs, and reports a settlement. A terminal whose reader has none reports it FAILED.
+ */
+export const EndOfDayCommand = z.object({
+  type: z.literal('terminal.end_of_day'),
+  command_id: CommandId,
+});
+
 export const TerminalCommand = z.discriminatedUnion('type', [
   StartTransactionCommand,
   ContinueTransactionCommand,
   CancelTransactionCommand,
   PrintCommand,
+  EndOfDayCommand,
 ]);
 export type TerminalCommand = z.infer<typeof TerminalCommand>;
 export type StartTransactionCommand = z.infer<typeof StartTransactionCommand>;
@@ -124,5 +135,9 @@ export const StatusReport = z.object({
 });
 export type StatusReport = z.infer<typeof StatusReport>;
 
-export const TerminalReport = z.discriminatedUnion('type', [TransactionReport, StatusReport]);
+export const TerminalReport = z.discriminatedUnion('type', [
+  TransactionReport,
+  StatusReport,
+  SettlementReport,
+]);
 export type TerminalReport = z.infer<typeof TerminalReport>;

@@ -251,6 +251,35 @@ describe('OpenAPI documents', () => {
       await record('403 fleet config by a terminal', '/fleet/config/get', {
         scope: { account: true },
       });
+      await asAccount('fleet end-of-day', '/fleet/end-of-day', { terminal_id: sim.terminal_id });
+      await asAccount('404 end-of-day of an unknown terminal', '/fleet/end-of-day', {
+        terminal_id: 't-1900000000',
+      });
+      await record('403 end-of-day by a terminal', '/fleet/end-of-day', {
+        terminal_id: sim.terminal_id,
+      });
+      // The simulated native reader answers the end-of-day with a FAILED settlement event.
+      for (let tries = 0; ; tries += 1) {
+        if (tries === 250) throw new Error('no TerminalSettlement event in /event/list');
+        const listed = await post(
+          relay.baseUrl,
+          revision,
+          '/event/list',
+          { filter: { subject: { eq: sim.terminal_id } }, limit: 1000 },
+          relay.account,
+        );
+        const events = (listed.body as { events?: Array<{ type: string }> }).events ?? [];
+        if (events.some((e) => e.type.endsWith('.TerminalSettlement'))) {
+          observed.push({
+            label: 'event list with a settlement',
+            path: '/event/list',
+            status: listed.status,
+            body: listed.body,
+          });
+          break;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
 
       // Errors.
       await record('400 invalid request', '/transaction/purchase', {

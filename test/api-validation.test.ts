@@ -71,6 +71,7 @@ const REQUIRED_BODY: Record<string, Record<string, unknown>> = {
   '/fleet/config/get': { scope: { account: true } },
   '/fleet/facts': {},
   '/fleet/diagnostics': { terminal_id: UNKNOWN_TERMINAL, kind: 'doctor' },
+  '/fleet/end-of-day': { terminal_id: UNKNOWN_TERMINAL },
 };
 
 type Bad = ReadonlyArray<readonly [value: unknown, why: string]>;
@@ -353,9 +354,21 @@ const FIELD_LIMITS: Record<string, FieldCase[]> = {
     ...cases('config.reader.baud_rate', [[300, 'below 1200']]),
     ...cases('config.reader.profile', [['Not A Name', 'not a profile name']]),
     ...cases('config.maintenance_window', [['02:00-04:00', 'a string']]),
+    ...cases('config.end_of_day.at', [
+      ['3:00', 'not HH:MM'],
+      ['24:00', 'past 23:59'],
+    ]),
+    ...cases('config.end_of_day.time_zone', [
+      ['Mars/Olympus_Mons', 'not an IANA zone'],
+      ['x'.repeat(65), 'over 64 characters'],
+    ]),
   ],
   '/fleet/config/get': cases('scope', CONFIG_SCOPE),
   '/fleet/facts': [
+    ...cases('terminal_id', [['', 'empty']]),
+    ...cases('cohort', [['north', 'without cohort-']]),
+  ],
+  '/fleet/end-of-day': [
     ...cases('terminal_id', [['', 'empty']]),
     ...cases('cohort', [['north', 'without cohort-']]),
   ],

@@ -129,6 +129,7 @@ function validBody(path: OperationPath, terminalId: string): Record<string, unkn
     '/fleet/config/get': { scope: { cohort: 'cohort-front' } },
     '/fleet/facts': { terminal_id: terminalId, cohort: 'cohort-front' },
     '/fleet/diagnostics': { terminal_id: terminalId, kind: 'logs', lines: 10, wait_seconds: 1 },
+    '/fleet/end-of-day': { terminal_id: terminalId },
   };
   return bodies[path];
 }

@@ -217,6 +217,22 @@ describe.skipIf(!available)(`the console in Chromium (${CHROMIUM})`, () => {
     await page.close();
   }, 60_000);
 
+  it("closes a terminal's day from its page and shows the settlement live", async () => {
+    const page = await browser.newPage();
+    await page.goto(`${origin}/console/#/terminal/${simulator.terminal_id}`);
+    await signIn(page, ACCOUNT);
+    await page.getByRole('heading', { level: 2, name: 'End-of-day' }).waitFor();
+    const history = page.getByRole('list', { name: 'End-of-day history' });
+    await expect.poll(() => history.textContent(), { timeout: 10_000 }).toContain('None yet.');
+    await page.getByRole('button', { name: 'Close the day now' }).click();
+    // The simulated native reader has no batch to close: it answers with a failed one.
+    await expect
+      .poll(() => history.textContent(), { timeout: 15_000 })
+      .toContain("failed (asked for, try 1): This terminal's card reader has no end-of-day");
+    expect(await seriousViolations(page, 'terminal-end-of-day')).toEqual([]);
+    await page.close();
+  }, 60_000);
+
   it('keeps working after the relay restarts, signed in, live again', async () => {
     const page = await browser.newPage();
     await page.goto(`${origin}/`);

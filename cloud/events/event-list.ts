@@ -77,7 +77,7 @@ export class EventLog {
       data:
         event.kind === 'Transaction'
           ? renderTransaction(event.data as Transaction, revision)
-          : event.kind === 'TerminalPaired'
+          : event.kind === 'TerminalPaired' || event.kind === 'TerminalSettlement'
             ? event.data
             : renderTerminalStatus(event.data as TerminalStatus, revision),
     };

@@ -11,6 +11,7 @@ Commands:
   doctor                 a terminal's checklist, from its running agent
   logs                   a terminal's newest log lines
   trace                  the reader line of a terminal's last payment
+  end-of-day             close a terminal's (or a cohort's) day now
   release publish FILE   publish an agent release archive to the relay
   rollout start|status|pause|resume   roll a release out to a cohort in waves
 
@@ -25,6 +26,7 @@ const commands: Record<string, (argv: string[]) => Promise<void>> = {
   doctor: diagnosticsCommand('doctor'),
   logs: diagnosticsCommand('logs'),
   trace: diagnosticsCommand('trace'),
+  'end-of-day': async (argv) => (await import('./end-of-day-cli.js')).runFleetEndOfDay(argv),
   release: async (argv) => (await import('./release-cli.js')).runRelease(argv),
   rollout: async (argv) => (await import('./rollout-cli.js')).runRollout(argv),
 };

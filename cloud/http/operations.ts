@@ -30,6 +30,8 @@ import {
 import type { Pairings } from '../pairing/pairings.js';
 import type { FleetConfigs } from '../fleet/configs.js';
 import type { FleetDiagnostics } from '../fleet/diagnostics.js';
+import type { FleetEndOfDay } from '../fleet/end-of-day.js';
+import type { FleetEndOfDayRequest } from '../../protocol/settlement.js';
 import type { CredentialAdmin } from '../accounts/credentials.js';
 import type { Cancellation } from '../cancellation.js';
 import { ApiError } from '../errors.js';
@@ -54,6 +56,7 @@ export interface OperationDeps {
     configs: FleetConfigs;
     diagnostics: FleetDiagnostics;
     facts: (principal: Principal, request: FleetFactsRequest) => Promise<TerminalFacts[]>;
+    endOfDay: FleetEndOfDay;
   };
   /** The broker address agents are told to use. */
   agentBrokerUrl: () => string;
@@ -271,6 +274,8 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
     '/fleet/facts': async (body: FleetFactsRequest, ctx) => ({
       terminals: await deps.fleet.facts(ctx.principal, body),
     }),
+    '/fleet/end-of-day': async (body: FleetEndOfDayRequest, ctx) =>
+      deps.fleet.endOfDay.request(ctx.principal, body),
     '/fleet/diagnostics': async (body: DiagnosticsRequest, ctx) =>
       deps.fleet.diagnostics.request(ctx.principal, body, ctx.gone),
 

@@ -17,7 +17,8 @@ import { AgentConfigSchema } from '../../agent/config.js';
 import { startAgent, type RunningAgent } from '../../agent/agent.js';
 import { emulatedReader } from '../../agent/emulated-reader.js';
 import type { ReaderPort } from '../../agent/ports.js';
-import { emulatedZvtReader, zvtStateFile } from '../../agent/zvt-reader.js';
+import { emulatedZvtReader, zvtEndOfDay, zvtStateFile } from '../../agent/zvt-reader.js';
+import type { ZvtSettlement } from '../../firmware-bridge/zvt/reader/settlement.js';
 import { parseStateFile } from '../../firmware-bridge/zvt/reader/driver-state.js';
 import {
   NATIVE_READER_CAPABILITIES,
@@ -119,6 +120,7 @@ export class AgentSimulators implements SimulatorFleet {
       logger: partLogger(logger, 'agent'),
       clock,
       journalDurability: 'process-crash',
+      ...(simulated.endOfDay ? { endOfDay: { run: simulated.endOfDay } } : {}),
       ...(this.options.connectInProcess ? { openBrokerStream: this.options.connectInProcess } : {}),
       // The broker is on the same machine: come back at once after a relay restart.
       tuning: { reconnect: { initialMs: 50, maxMs: 2000 } },
@@ -164,6 +166,8 @@ interface SimulatedReader {
   /** The emulated reader's memory file. */
   stateFile: string;
   outcomes(): Map<string, ReaderOutcome>;
+  /** The emulated ZVT terminal's end-of-day (the native reader has none). */
+  endOfDay?: () => Promise<ZvtSettlement>;
   close(): Promise<void>;
 }
 
@@ -221,6 +225,7 @@ function zvtSimulator(
   return {
     reader: emulated.reader,
     capabilities: emulated.capabilities,
+    endOfDay: zvtEndOfDay(emulated.reader),
     stateFile,
     outcomes: () => {
       if (!fs.existsSync(driverState)) return new Map();

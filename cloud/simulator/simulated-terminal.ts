@@ -26,6 +26,7 @@ import {
 } from '../../agent/command-rules.js';
 import { CANCELLED_BEFORE_START, EXPIRED, NEVER_RAN } from '../../agent/reports.js';
 import type { Clock } from '../../common/clock.js';
+import { noEndOfDay } from '../../protocol/settlement.js';
 import type { ReaderOutcome } from './fleet.js';
 
 type Phase = 'RUNNING' | 'PAUSED' | 'DONE';
@@ -80,6 +81,12 @@ export class SimulatedTerminal {
       case 'print':
         this.printed.push(Buffer.byteLength(command.contents, 'base64'));
         return Promise.resolve();
+      case 'terminal.end_of_day':
+        // The simulated native reader has no batch to close.
+        return this.options.report({
+          type: 'settlement',
+          settlement: noEndOfDay('ON_DEMAND', this.options.clock.now().toISOString()),
+        });
     }
   }
 

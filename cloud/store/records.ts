@@ -6,10 +6,12 @@ import type {
   ReaderCapabilities,
   TerminalCommand,
   TerminalPaired,
+  TerminalSettlement,
   TerminalReadings,
   TerminalStatus,
   Transaction,
 } from '../../protocol/index.js';
+import type { Settlement } from '../../protocol/settlement.js';
 
 export interface CredentialRecord {
   username: string;
@@ -92,7 +94,7 @@ export interface EventRecord {
   kind: EventKind;
   time: string;
   /** The transaction or terminal status, as the current revision shows it; or a pairing. */
-  data: Transaction | TerminalStatus | TerminalPaired;
+  data: Transaction | TerminalStatus | TerminalPaired | TerminalSettlement;
 }
 export type NewEvent = Omit<EventRecord, 'position'>;
 
@@ -209,4 +211,21 @@ export interface RolloutRecord {
   /** Bumped on every update: two relays never both move a rollout from one state. */
   revision: number;
   terminals: RolloutTerminalRecord[];
+}
+
+/** The TerminalSettlement event of an end-of-day the terminal ran (Store.appendSettlement). */
+export function settlementEvent(
+  terminalId: string,
+  accountId: string,
+  settlement: Settlement,
+  eventId: string,
+): NewEvent {
+  return {
+    id: eventId,
+    accountId,
+    subject: terminalId,
+    kind: 'TerminalSettlement',
+    time: settlement.finished_at,
+    data: { terminal_id: terminalId, ...settlement },
+  };
 }

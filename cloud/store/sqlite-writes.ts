@@ -21,6 +21,7 @@ import type {
   TransactionRecord,
   WebhookRecord,
 } from './records.js';
+import { settlementEvent } from './records.js';
 import {
   ACTIVE_STATES,
   IN_UNCONFIRMED_INDEX,
@@ -34,6 +35,7 @@ import {
   releaseValues,
 } from './rows.js';
 import { rolloutWrites } from './sqlite-rollouts.js';
+import type { Settlement } from '../../protocol/settlement.js';
 import { ReportOutOfOrder, checkReport, type ReportPosition } from '../delivery/report-order.js';
 import type { ChangeKey } from './store.js';
 import { fleetWrites } from './sqlite-fleet.js';
@@ -282,6 +284,19 @@ export function sqliteWrites(db: Database.Database) {
         time: a.at,
         data: status,
       };
+      return { ...event, position: appendEvent(toEventWrite(event)) };
+    },
+
+    appendSettlement(a: {
+      terminalId: string;
+      settlement: Settlement;
+      eventId: string;
+      report?: ReportPosition;
+    }): EventRecord | undefined {
+      if (a.report) takeReport(a.terminalId, a.report);
+      const row = s.terminalStatus.get(a.terminalId);
+      if (!row) return undefined;
+      const event = settlementEvent(a.terminalId, row.account_id, a.settlement, a.eventId);
       return { ...event, position: appendEvent(toEventWrite(event)) };
     },
 

@@ -31,6 +31,7 @@ import type {
   TransactionRecord,
   WebhookRecord,
 } from './records.js';
+import type { Settlement } from '../../protocol/settlement.js';
 import type { ReportPosition } from '../delivery/report-order.js';
 import type { ChangeKey, Store } from './store.js';
 import type { Decide } from '../transactions/change.js';
@@ -249,6 +250,18 @@ export class SqliteStore implements Store {
     return this.writer.write({
       op: 'updateTerminalStatus',
       arg: { terminalId, readings, at, eventId, ...(report ? { report } : {}) },
+    });
+  }
+
+  appendSettlement(
+    terminalId: string,
+    settlement: Settlement,
+    eventId: string,
+    report?: ReportPosition,
+  ): Promise<EventRecord | undefined> {
+    return this.writer.write({
+      op: 'appendSettlement',
+      arg: { terminalId, settlement, eventId, ...(report ? { report } : {}) },
     });
   }
 

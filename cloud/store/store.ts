@@ -12,6 +12,7 @@ import type {
   TerminalCommand,
   TerminalReadings,
 } from '../../protocol/index.js';
+import type { Settlement } from '../../protocol/settlement.js';
 import type { ReportPosition } from '../delivery/report-order.js';
 import type { Decide } from '../transactions/change.js';
 import type {
@@ -88,6 +89,18 @@ export interface Store {
     terminalId: string,
     readings: TerminalReadings,
     at: string,
+    eventId: string,
+    report?: ReportPosition,
+  ): Promise<EventRecord | undefined>;
+
+  /**
+   * Appends the terminal's TerminalSettlement event (an end-of-day it ran) and, with a
+   * report position, records it in the same commit or throws ReportOutOfOrder. Answers
+   * the event; undefined for an unknown terminal (the report is still recorded).
+   */
+  appendSettlement(
+    terminalId: string,
+    settlement: Settlement,
     eventId: string,
     report?: ReportPosition,
   ): Promise<EventRecord | undefined>;

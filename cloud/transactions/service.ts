@@ -417,6 +417,16 @@ export class TransactionService {
       if (event) this.events.publish([event]);
       return;
     }
+    if (report.type === 'settlement') {
+      const event = await this.store.appendSettlement(
+        terminalId,
+        report.settlement,
+        newEventId(),
+        position && (await this.forStore(terminalId, position)),
+      );
+      if (event) this.events.publish([event]);
+      return;
+    }
     const key = await this.keyOf(report.transaction_id);
     if (!key || key.terminalId !== terminalId) {
       this.logger.warn(

@@ -59,6 +59,7 @@ import {
   toRelease,
   type ReleaseRow,
 } from '../rows.js';
+import type { Settlement } from '../../../protocol/settlement.js';
 import type { ReportPosition } from '../../delivery/report-order.js';
 import type { ChangeKey, Store } from '../store.js';
 import { encodeNotice, type Sender } from './change-bus.js';
@@ -74,7 +75,7 @@ import {
   lastReportOf,
   type TerminalRow,
 } from './statements.js';
-import { ackWrite, changeWrite, reportWrite, statusWrite } from './writes.js';
+import { ackWrite, changeWrite, reportWrite, settlementWrite, statusWrite } from './writes.js';
 
 export class PostgresStore implements Store {
   private closed = false;
@@ -246,6 +247,15 @@ export class PostgresStore implements Store {
     report?: ReportPosition,
   ): Promise<EventRecord | undefined> {
     return this.batches.write(statusWrite(terminalId, readings, at, eventId, report));
+  }
+
+  appendSettlement(
+    terminalId: string,
+    settlement: Settlement,
+    eventId: string,
+    report?: ReportPosition,
+  ): Promise<EventRecord | undefined> {
+    return this.batches.write(settlementWrite(terminalId, settlement, eventId, report));
   }
 
   async getTransaction(

@@ -7,7 +7,8 @@
 import type { TerminalReadings, TerminalStatus } from '../../../protocol/index.js';
 import type { ChangeNotice } from '../../cluster/change-bus.js';
 import type { ChangeContext, Decide } from '../../transactions/change.js';
-import type { NewEvent } from '../records.js';
+import type { Settlement } from '../../../protocol/settlement.js';
+import { settlementEvent, type NewEvent } from '../records.js';
 import { toTransaction } from '../rows.js';
 import { ReportOutOfOrder, checkReport, type ReportPosition } from '../../delivery/report-order.js';
 import type { ChangeKey } from '../store.js';
@@ -83,6 +84,30 @@ export function statusWrite(
         data: status,
       };
       plan.status = JSON.stringify(status);
+      plan.events.push(event);
+      plan.notes.push(eventsNotice(plan.events));
+      return { plan, answer: (position) => ({ ...event, position }) };
+    },
+  };
+}
+
+/** An end-of-day's event (see Store.appendSettlement). */
+export function settlementWrite(
+  terminalId: string,
+  settlement: Settlement,
+  eventId: string,
+  report?: ReportPosition,
+): Write {
+  return {
+    keys: [`t:${terminalId}`],
+    locks: { terminal: terminalId },
+    lead: (query) => [query({ ...LOCK_TERMINAL, values: [terminalId] })],
+    decide: ([locked]) => {
+      const row: TerminalRow | undefined = locked!.rows[0];
+      const plan: WritePlan = { terminalId, events: [], notes: [] };
+      if (report) takeReport(row, report, plan);
+      if (!row) return { plan, answer: () => undefined };
+      const event = settlementEvent(terminalId, row.account_id, settlement, eventId);
       plan.events.push(event);
       plan.notes.push(eventsNotice(plan.events));
       return { plan, answer: (position) => ({ ...event, position }) };

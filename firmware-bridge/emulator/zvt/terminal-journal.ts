@@ -127,6 +127,21 @@ export class TerminalJournal {
     };
   }
 
+  /**
+   * Whether the open batch is overdue for its end-of-day: it holds `afterPayments`
+   * payments or refunds or more, or its first entry is `afterHours` old or older.
+   */
+  endOfDayDue(limits: { afterPayments?: number; afterHours?: number }): boolean {
+    const batch = this.openBatch();
+    const open = this.memory.all().filter((e) => e.batch === batch && e.kind !== 'END_OF_DAY');
+    const { afterPayments, afterHours } = limits;
+    const payments = open.filter((e) => e.kind === 'PAYMENT' || e.kind === 'REFUND').length;
+    if (afterPayments !== undefined && payments >= afterPayments) return true;
+    const first = open[0];
+    if (afterHours === undefined || !first) return false;
+    return this.now().getTime() - Date.parse(first.at) >= afterHours * 3_600_000;
+  }
+
   /** Seqs of the payments an approved reversal undid. */
   private reversed(): Set<number> {
     const reversals = this.memory.all().filter((e) => e.kind === 'REVERSAL' && e.approved);

@@ -48,7 +48,14 @@ export const ZVT_CODES = {
   reversalNotPossible: 0xb5,
   /** 06 1E 6F: a currency the terminal does not know. */
   wrongCurrency: 0x6f,
+  /** 06 1E A0: an end-of-day that could not reach the acquirer's host. */
+  receiverNotReady: 0xa0,
+  /** 06 1E F0: a payment while the batch is overdue for its end-of-day. */
+  endOfDayRequired: 0xf0,
 } as const;
+
+/** Terminal status (05 01 completion) of a PT that needs an end-of-day first (zvt-notes §6.3). */
+export const TERMINAL_STATUS_END_OF_DAY_REQUIRED = 0xf0;
 
 /** A ZVT result code back to the scenario's code (undefined for codes the emulator never uses). */
 export function outcomeOfResultCode(code: number): EmulatorResultCode | undefined {

@@ -171,6 +171,37 @@ describe('emulated ZVT terminal', () => {
     expect((await session.run(endOfDay())).result).toMatchObject({ amount: 0 });
   });
 
+  it('needs an end-of-day once its batch is hours old: status F0, payments end with F0, until closed', async () => {
+    let now = Date.parse('2026-11-27T08:00:00.000Z');
+    const { session } = onSerial({ endOfDayAfterHours: 24, now: () => new Date(now) });
+    await session.run(registration({ config: PRINTING }));
+    expect(await session.run(authorisation(500))).toMatchObject({ kind: 'completed' });
+    now += 23 * 3_600_000;
+    expect((await session.run(statusEnquiry())).completion?.status?.terminalStatus).toBe(0);
+    now += 3_600_000;
+    expect((await session.run(statusEnquiry())).completion?.status?.terminalStatus).toBe(0xf0);
+    expect(await session.run(authorisation(600))).toMatchObject({
+      kind: 'aborted',
+      resultCode: 0xf0,
+    });
+    expect(await session.run(endOfDay())).toMatchObject({
+      kind: 'completed',
+      result: { amount: 500 },
+    });
+    expect((await session.run(statusEnquiry())).completion?.status?.terminalStatus).toBe(0);
+    expect(await session.run(authorisation(700))).toMatchObject({ kind: 'completed' });
+  });
+
+  it('fails as many end-of-days as told with A0, the batch left open', async () => {
+    const { session, terminal } = onSerial({ endOfDayFailures: 1 });
+    await session.run(registration({ config: PRINTING }));
+    await session.run(authorisation(800));
+    expect(await session.run(endOfDay())).toMatchObject({ kind: 'aborted', resultCode: 0xa0 });
+    expect((await session.run(endOfDay())).result).toMatchObject({ amount: 800 });
+    terminal.failEndOfDays(1);
+    expect(await session.run(endOfDay())).toMatchObject({ kind: 'aborted', resultCode: 0xa0 });
+  });
+
   it('repeats the last receipt, with its 04 0F on service byte 01, and answers status enquiries', async () => {
     const { session } = onSerial();
     await session.run(registration({ config: PRINTING }));

@@ -8,8 +8,10 @@
  *   06 01 / 06 31 ─▶ 80 00 00, [04 FF 0A … 04 FF 0E], 04 0F {27 …}, [06 D1 …], 06 0F | 06 1E
  *   06 30 receipt ─▶ 80 00 00, 04 0F (own receipt and trace), [06 D1 …], 06 0F | 06 1E B4/B5
  *   06 50 ─▶ 80 00 00, 04 0F {27 04 0B 0D 0C 60}, [06 D1 …], 06 0F     (closes the batch)
+ *         ─▶ 80 00 00, 06 1E A0 while endOfDayFailures last (the batch stays open)
  *   06 20 ─▶ 80 00 00, [04 0F again (service 01)], [06 D1 … unless service 02], 06 0F
- *   05 01 ─▶ 80 00 00, 06 0F <version> <status 00>
+ *   05 01 ─▶ 80 00 00, 06 0F <version> <status 00, or F0 when an end-of-day is overdue>
+ *   06 01 / 06 31 while an end-of-day is overdue ─▶ 80 00 00, 06 1E F0
  *   06 02, 06 B0 (idle), 06 E0 ─▶ 80 00 00
  * ```
  *
@@ -52,6 +54,7 @@ import {
   reversalReceipt,
   scenarioOf,
   statusInformationOf,
+  TERMINAL_STATUS_END_OF_DAY_REQUIRED,
   timeAndDate,
   ZVT_CODES,
   type Identifiers,
@@ -71,6 +74,20 @@ export interface ZvtTerminalOptions {
   /** Refuse payments and admin commands with 84 6B 00 before 06 00 (default true). */
   requireRegistration?: boolean;
   softwareVersion?: string;
+  /**
+   * Like a real PT left open too long, it then needs an end-of-day: its status enquiry
+   * answers F0 (end-of-day required) and payments and refunds end at once with 06 1E F0
+   * (nothing charged) until an end-of-day (06 50) closes the batch. After this many payments and refunds in
+   * the open batch (default: never).
+   */
+  endOfDayAfterPayments?: number;
+  /** The same, once the open batch's first entry is this many hours old (default: never). */
+  endOfDayAfterHours?: number;
+  /**
+   * The first this many end-of-days fail as when the acquirer's host cannot be reached:
+   * 06 1E A0 (receiver not ready), the batch left open (default 0).
+   */
+  endOfDayFailures?: number;
   /** Options of each PT session served (the ECR's answer timeout). */
   session?: Omit<PtSessionOptions, 'timers'>;
   timers?: Timers;
@@ -100,6 +117,7 @@ export class ZvtTerminalEmulator extends EventEmitter<ZvtTerminalEvents> {
   private busy: CommandHandle | undefined;
   private closed = false;
   private readonly closing = new Set<() => void>();
+  private endOfDayFailuresLeft: number;
 
   constructor(private readonly options: ZvtTerminalOptions = {}) {
     super();
@@ -111,6 +129,12 @@ export class ZvtTerminalEmulator extends EventEmitter<ZvtTerminalEvents> {
     this.now = options.now ?? (() => new Date());
     this.journal = new TerminalJournal(this.memory, this.now, (entry) => this.emit('entry', entry));
     this.journal.recoverInterrupted();
+    this.endOfDayFailuresLeft = options.endOfDayFailures ?? 0;
+  }
+
+  /** The next `count` end-of-days fail as with `endOfDayFailures` (benches, tests). */
+  failEndOfDays(count: number): void {
+    this.endOfDayFailuresLeft = count;
   }
 
   /** Serves one ECR connection (a serial link, a TCP channel) from now on. */
@@ -178,8 +202,8 @@ export class ZvtTerminalEmulator extends EventEmitter<ZvtTerminalEvents> {
         await handle.end({
           type: 'completion',
           status: noVersion
-            ? { terminalStatus: 0 }
-            : { softwareVersion: version, terminalStatus: 0 },
+            ? { terminalStatus: this.terminalStatus() }
+            : { softwareVersion: version, terminalStatus: this.terminalStatus() },
           bmps: [],
         });
         return;
@@ -228,6 +252,11 @@ export class ZvtTerminalEmulator extends EventEmitter<ZvtTerminalEvents> {
     const alpha = CURRENCIES.get(currency);
     if (!alpha) return handle.refuse(ZVT_CODES.wrongCurrency);
     await handle.accept();
+    if (this.endOfDayDue()) {
+      // Nothing charged, nothing journalled: the batch must be closed first.
+      await handle.end({ type: 'abort', resultCode: ZVT_CODES.endOfDayRequired, bmps: [] });
+      return;
+    }
     const entry = this.journal.begin(kind === 'REFUND' ? 'REFUND' : 'PAYMENT', amount, currency);
     const ids = this.identifiers(entry);
     const sequence = entry.seq;
@@ -320,6 +349,11 @@ export class ZvtTerminalEmulator extends EventEmitter<ZvtTerminalEvents> {
 
   private async endOfDay(handle: CommandHandle) {
     await handle.accept();
+    if (this.endOfDayFailuresLeft > 0) {
+      this.endOfDayFailuresLeft -= 1;
+      await handle.end({ type: 'abort', resultCode: ZVT_CODES.receiverNotReady, bmps: [] });
+      return;
+    }
     const { total, totals } = this.journal.batchTotals();
     const currency = this.registration?.currency ?? EUR;
     const entry = this.journal.begin('END_OF_DAY', total, currency);
@@ -363,6 +397,20 @@ export class ZvtTerminalEmulator extends EventEmitter<ZvtTerminalEvents> {
   }
 
   // ---- helpers ----
+
+  /** The open batch is overdue for its end-of-day (endOfDayAfterPayments / -Hours). */
+  endOfDayDue(): boolean {
+    const { endOfDayAfterPayments: afterPayments, endOfDayAfterHours: afterHours } = this.options;
+    if (afterPayments === undefined && afterHours === undefined) return false;
+    return this.journal.endOfDayDue({
+      ...(afterPayments !== undefined ? { afterPayments } : {}),
+      ...(afterHours !== undefined ? { afterHours } : {}),
+    });
+  }
+
+  private terminalStatus(): number {
+    return this.endOfDayDue() ? TERMINAL_STATUS_END_OF_DAY_REQUIRED : 0;
+  }
 
   /** 04 0F, then the receipts as print lines. */
   private async report(info: Bmp[], receipts: string[][], handle: CommandHandle) {

@@ -94,12 +94,19 @@ export interface ZvtReaderOptions {
   logger?: ZvtReaderLogger;
   /** The PT's software version, each time a status enquiry brings a new one (fleet facts). */
   onSoftwareVersion?: (version: string) => void;
+  /**
+   * The PT said it needs an end-of-day first: terminal status F0 in a status enquiry, or a
+   * command refused or aborted with F0 (the agent then runs one before the next payment).
+   */
+  onEndOfDayRequired?: () => void;
 }
 
 const SCREEN_READY = 'Ready';
 const NOTHING = { details: { authorized_amount: 0 } };
 /** 84 6B: function deactivated, the PT is not registered. */
 const ZVT_NOT_REGISTERED = 0x6b;
+/** Terminal status and result code F0: the PT needs an end-of-day (zvt-notes §6.1, §6.3). */
+const ZVT_END_OF_DAY_REQUIRED = 0xf0;
 
 export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements CardReader {
   readonly capabilities: ReaderCapabilities;
@@ -121,6 +128,7 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
   /** The PT's software version from its last status enquiry that carried one. */
   softwareVersion: string | undefined;
   private readonly onSoftwareVersion: ((version: string) => void) | undefined;
+  private readonly onEndOfDayRequired: (() => void) | undefined;
 
   constructor(options: ZvtReaderOptions) {
     super();
@@ -133,6 +141,7 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
     this.timers = options.timers ?? systemTimers;
     this.t3Ms = options.t3Ms ?? 5000;
     this.onSoftwareVersion = options.onSoftwareVersion;
+    this.onEndOfDayRequired = options.onEndOfDayRequired;
     this.state = new ZvtDriverState(options.stateFile);
     this.session = new ZvtSession(options.channel, {
       t3Ms: this.t3Ms,
@@ -323,6 +332,7 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
       this.softwareVersion = version;
       this.onSoftwareVersion?.(version);
     }
+    if (terminalStatus === ZVT_END_OF_DAY_REQUIRED) this.onEndOfDayRequired?.();
     if (terminalStatus !== undefined) this.screen = terminalStatusText(terminalStatus);
     else if (outcome.kind === 'refused') this.screen = 'Busy';
     const status = this.statusNow();
@@ -336,12 +346,24 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
 
   // ---- beyond the port: the terminal's own functions ----
 
+  /** ISO 4217 alphabetic code registered with the PT (the currency of its totals). */
+  get registeredCurrency(): string {
+    return this.currency;
+  }
+
   /** End-of-day (06 50): the outcome as the PT reported it (totals in `result`). */
   endOfDay(): Promise<ZvtOutcome> {
     return this.exclusive(async () => {
       await this.ensureRegistered();
       return this.session.run(endOfDay({ password: this.password }));
     });
+  }
+
+  /** A command refused or aborted with F0: the PT wants its end-of-day first. */
+  private noteEndOfDayRequired(outcome: ZvtOutcome): void {
+    if (outcome.kind !== 'completed' && outcome.resultCode === ZVT_END_OF_DAY_REQUIRED) {
+      this.onEndOfDayRequired?.();
+    }
   }
 
   /** Shows up to 8 lines on the PT (06 E0); false when the PT refused. */
@@ -406,6 +428,7 @@ export class ZvtCardReader extends EventEmitter<CardReaderEvents> implements Car
   }
 
   private finishTransaction(id: string, outcome: ZvtOutcome): void {
+    this.noteEndOfDayRequired(outcome);
     const record = this.state.get(id);
     this.active = undefined;
     this.screen = SCREEN_READY;
