@@ -79,8 +79,8 @@ describe('agent journal', () => {
     journal.record({ reports: [settlement] });
     journal.recordStatus(status('Busy'));
     journal.close();
-    const db = new Database(path.join(where, 'agent.sqlite'), { readonly: true });
-    expect(db.pragma('user_version', { simple: true })).toBe(2);
+    const db = new DatabaseSync(path.join(where, 'agent.sqlite'), { readOnly: true });
+    expect(db.prepare('PRAGMA user_version').get()).toEqual({ user_version: 2 });
     db.close();
     expect(
       Journal.open(where)
