@@ -98,6 +98,11 @@ describe('agent config', () => {
       ok: true,
       config: { reader: { protocol: 'native', baud_rate: 115_200 } },
     });
+    // A terminal that sends ISO 8859-1 without announcing it (docs/zvt.md, "Character sets").
+    expect(zvt({ protocol: 'zvt', port: '/dev/ttyUSB0', charset: 'iso-8859-1' })).toMatchObject({
+      ok: true,
+      config: { reader: { charset: 'iso-8859-1' } },
+    });
   });
 
   it('names every mistake in a ZVT reader', () => {
@@ -125,6 +130,12 @@ describe('agent config', () => {
     expect(problems({ port: '/dev/ttyACM0', tcp: 'pt:20007', password: '000000' })).toEqual([
       'reader.tcp: is for reader.protocol "zvt"; the native reader is on a serial device',
       'reader.password: is for reader.protocol "zvt" only',
+    ]);
+    expect(problems({ port: '/dev/ttyACM0', charset: 'cp437' })).toEqual([
+      'reader.charset: is for reader.protocol "zvt" only',
+    ]);
+    expect(problems({ protocol: 'zvt', port: '/dev/ttyUSB0', charset: 'latin1' })).toEqual([
+      expect.stringMatching(/^reader\.charset: .*"cp437".*"iso-8859-1"/),
     ]);
   });
 

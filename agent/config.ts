@@ -8,6 +8,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { TerminalId } from '../protocol/fields.js';
 import { ReaderProtocol } from '../protocol/reader-capabilities.js';
+import { ZvtCharset } from '../firmware-bridge/zvt/charsets.js';
 import { ZvtProfileName } from '../firmware-bridge/zvt/reader/profiles.js';
 import { DEFAULT_UPDATE_ROOT } from './update-release.js';
 
@@ -83,6 +84,11 @@ export const ReaderConfig = z
       .optional(),
     /** ZVT only: the vendor profile (docs/zvt.md, "Profiles"). */
     profile: ZvtProfileName.optional(),
+    /**
+     * ZVT only: the character set of text the terminal sends without announcing one
+     * (docs/zvt.md, "Character sets"); default the profile's. An announcement (TLV 14) wins.
+     */
+    charset: ZvtCharset.optional(),
     /** The emulated reader instead of hardware: bench, demo and tests. */
     emulated: z
       .strictObject({
@@ -103,7 +109,7 @@ export const ReaderConfig = z
       } else if (where.length !== 1) {
         problem('port', 'give exactly one of reader.port (a serial device) or reader.emulated');
       }
-      for (const field of ['password', 'profile'] as const) {
+      for (const field of ['password', 'profile', 'charset'] as const) {
         if (reader[field] !== undefined) problem(field, 'is for reader.protocol "zvt" only');
       }
       return;

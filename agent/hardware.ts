@@ -132,6 +132,7 @@ function zvtHardware(
     },
     ...(reader.password !== undefined ? { password: reader.password } : {}),
     ...(reader.profile !== undefined ? { profile: reader.profile } : {}),
+    ...(reader.charset !== undefined ? { charset: reader.charset } : {}),
   };
   if (reader.emulated) {
     const emulated = emulatedZvtReader({

@@ -16,6 +16,7 @@ import {
 import { createStreamPair, type StreamPairOptions } from '../firmware-bridge/serial/stream-pair.js';
 import type { ApduChannel } from '../firmware-bridge/zvt/channel.js';
 import { openZvtChannel, type ZvtTarget } from '../firmware-bridge/zvt/reader/connect.js';
+import type { ZvtCharset } from '../firmware-bridge/zvt/charsets.js';
 import { zvtProfile, type ZvtProfileName } from '../firmware-bridge/zvt/reader/profiles.js';
 import { settlementOf, type ZvtSettlement } from '../firmware-bridge/zvt/reader/settlement.js';
 import {
@@ -39,6 +40,8 @@ export const zvtStateFile = (dataDir: string): string => path.join(dataDir, 'zvt
 export interface ZvtDriverSettings {
   password?: string;
   profile?: ZvtProfileName;
+  /** Text the terminal does not announce a character set for; default the profile's. */
+  charset?: ZvtCharset;
   /** The driver's own record (zvtStateFile). */
   stateFile: string;
   logger: Logger;
@@ -75,7 +78,7 @@ export async function driverOn(
   settings: ZvtDriverSettings,
 ): Promise<ReaderConnection> {
   const { logger, password, profile, stateFile, t3Ms, t4Ms, trace, onSoftwareVersion } = settings;
-  const { onEndOfDayRequired } = settings;
+  const { onEndOfDayRequired, charset } = settings;
   trace?.tapApdus(channel);
   const options: ZvtReaderOptions = {
     channel,
@@ -83,6 +86,7 @@ export async function driverOn(
     logger: { warn: (message, context) => logger.warn(context ?? {}, message) },
     ...(password !== undefined ? { password } : {}),
     ...(profile !== undefined ? { profile } : {}),
+    ...(charset !== undefined ? { charset } : {}),
     ...(t3Ms !== undefined ? { t3Ms } : {}),
     ...(t4Ms !== undefined ? { t4Ms } : {}),
     ...(onSoftwareVersion ? { onSoftwareVersion } : {}),
