@@ -150,10 +150,13 @@ export function readResolvedBoot(root: string): BootDecision {
 
 /**
  * The launcher could not load the release on trial: the reason is kept for the roll-back
- * that follows once the starts run out. Outside a trial nothing is recorded.
+ * that follows once the starts run out. Outside a trial nothing is recorded. The message is
+ * what the release wrote as it died (a broken runtime's shell error quotes its bytes), so
+ * it is kept printable: the roll-back's outcome must pass the update report's schema, or
+ * the state would read as none and the same order be applied again.
  */
 export function recordStartFailure(root: string, message: string): void {
   const state = readUpdateState(root);
   if (state.phase !== 'trial' || state.to !== currentVersion(root)) return;
-  writeUpdateState(root, { ...state, start_error: message.slice(0, 300) });
+  writeUpdateState(root, { ...state, start_error: printable(message).slice(0, 300) });
 }

@@ -110,6 +110,22 @@ describe('the launcher’s decision on an update root', () => {
     });
   });
 
+  it('keeps what a dying release wrote printable, so its roll-back is read back and reported', () => {
+    const root = rootOnTrial();
+    // A runtime that is no program: the shell quotes its first bytes, DEL and all.
+    const shellError = `${root}/current/runtime/node: 1: \x7fELF\x02\x01\x01\x1b[2J: not found`;
+    for (let boot = 1; boot <= MAX_TRIAL_BOOTS; boot++) {
+      decideLaunch(run(root), now);
+      recordStartFailure(root, shellError);
+    }
+    expect(decideLaunch(run(root), now)).toMatchObject({ kind: 'restart' });
+    const state = readUpdateState(root);
+    expect(state).toMatchObject({ phase: 'idle', last: { result: 'rolled_back' } });
+    expect(state.phase === 'idle' && state.last?.reason).toContain(
+      '\\x7fELF\\x02\\x01\\x01\\x1b[2J',
+    );
+  });
+
   it('the release then reads the decision without counting the start again', () => {
     const root = rootOnTrial();
     decideLaunch(run(root), now);
