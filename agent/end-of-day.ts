@@ -164,7 +164,7 @@ export class EndOfDayScheduler {
       outcome = {
         status: 'FAILED',
         result_code: 'READER_UNAVAILABLE',
-        result_description: printable(
+        result_description: asDescription(
           `The terminal did not answer the end-of-day: ${info.message}`,
         ),
       };
@@ -261,7 +261,7 @@ export class EndOfDayScheduler {
   }
 }
 
-/** A description the spec takes: printable ASCII, at most 255 characters. */
-function printable(text: string): string {
+/** As the spec's Description takes it: printable ASCII (others become ?), at most 255 characters. */
+function asDescription(text: string): string {
   return text.replace(/[^\x20-\x7e]/g, '?').slice(0, 255);
 }
