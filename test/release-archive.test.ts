@@ -135,6 +135,22 @@ describe('release archive check', () => {
     );
   });
 
+  it('refuses data after the tar’s end even where it shares a chunk with the end, and a tar cut before its end', async () => {
+    // Found by the fuzz suite: 18 bytes of text right after the end's zero blocks were kept
+    // by tar's parser with the end, unseen.
+    const tarOf = zlib.gunzipSync(fs.readFileSync(good));
+    const file = path.join(dir, 'close-behind.tar.gz');
+    fs.writeFileSync(file, zlib.gzipSync(Buffer.concat([tarOf, Buffer.from('x'.repeat(18))])));
+    await expect(checkReleaseArchive(file, keys.publicKeyPem)).rejects.toThrow(
+      /data after the end of its tar/,
+    );
+    // The same tar without its zero padding: its last entry then ends the file.
+    let end = tarOf.length;
+    while (end > 0 && tarOf.subarray(end - 512, end).every((byte) => byte === 0)) end -= 512;
+    fs.writeFileSync(file, zlib.gzipSync(tarOf.subarray(0, end)));
+    await expect(checkReleaseArchive(file, keys.publicKeyPem)).rejects.toThrow(/has no end/);
+  });
+
   it('refuses a gzip inside the gzip, which tar would inflate a second time', async () => {
     const file = path.join(dir, 'nested.tar.gz');
     fs.writeFileSync(file, zlib.gzipSync(fs.readFileSync(good)));

@@ -230,6 +230,11 @@ export async function checkReleaseArchive(
  * entry is refused or the parser fails, which ends the pipeline and the inflating. After
  * the tar's end only its zero padding may follow, and it is not fed on: tar's parser
  * would gather it into one buffer, copied whole at every chunk.
+ *
+ * Where the end lies inside a chunk, the parser keeps what follows to itself. So the tar is
+ * fed in whole blocks, at once up to a chunk's first zero block (only zero blocks can end
+ * a tar), one at a time from there: the parser says "eof" as it reads the second zero
+ * block, and what follows it in the chunk is checked like the rest.
  */
 async function parse(
   tarStream: AsyncIterable<Buffer>,
@@ -260,22 +265,60 @@ async function parse(
     if (refused) throw invalid(refused);
     if (failure) throw failure;
   };
-  for await (const chunk of tarStream) {
-    if (sawTarEnd) {
-      if (!isZeros(chunk)) throw invalid('the archive has data after the end of its tar');
-      continue;
-    }
-    const flowing = parser.write(chunk);
+  const feed = async (piece: Buffer) => {
+    const flowing = parser.write(piece);
     check();
     if (!flowing) {
       await new Promise<void>((resolve) => (wake = resolve));
       check();
     }
+  };
+  const afterEnd = (rest: Buffer) => {
+    if (!isZeros(rest)) throw invalid('the archive has data after the end of its tar');
+  };
+  /** Bytes of a block begun in the previous chunk: chunks are fed from block boundaries. */
+  let carried = Buffer.alloc(0);
+  for await (const chunk of tarStream) {
+    if (sawTarEnd) {
+      afterEnd(chunk);
+      continue;
+    }
+    const joined = carried.length > 0 ? Buffer.concat([carried, chunk]) : chunk;
+    const whole = joined.length - (joined.length % BLOCK);
+    carried = Buffer.from(joined.subarray(whole));
+    const blocks = joined.subarray(0, whole);
+    const zero = firstZeroBlock(blocks);
+    if (zero < 0) {
+      if (blocks.length > 0) await feed(blocks);
+      continue;
+    }
+    if (zero > 0) await feed(blocks.subarray(0, zero));
+    for (let at = zero; at < blocks.length; at += BLOCK) {
+      await feed(blocks.subarray(at, at + BLOCK));
+      if (sawTarEnd) {
+        afterEnd(blocks.subarray(at + BLOCK));
+        afterEnd(carried);
+        break;
+      }
+    }
   }
+  // A tar ends with two zero blocks, whatever it holds; one without them was cut short, or
+  // something follows its last entry that the parser would take for a torn block.
+  if (!sawTarEnd) throw invalid('the archive’s tar has no end (two zero blocks)');
   parser.end();
   check();
   if (!ended) await new Promise<void>((resolve) => (wake = resolve));
   check();
+}
+
+const BLOCK = 512;
+const ZERO_BLOCK = Buffer.alloc(BLOCK);
+/** Where the first all-zero block of `blocks` starts, or -1. */
+function firstZeroBlock(blocks: Buffer): number {
+  for (let at = 0; at < blocks.length; at += BLOCK) {
+    if (blocks[at] === 0 && blocks.subarray(at, at + BLOCK).equals(ZERO_BLOCK)) return at;
+  }
+  return -1;
 }
 
 const ZEROS = Buffer.alloc(64 * 1024);

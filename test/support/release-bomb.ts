@@ -40,5 +40,7 @@ export function releaseBomb(options: {
   for (let inflated = 0; inflated < options.zeroBytes; inflated += ZEROS_PER_MEMBER) {
     members.push(zerosMember);
   }
+  // The tar's end, two zero blocks: a tar without it is refused before anything else.
+  members.push(zlib.gzipSync(Buffer.alloc(1024)));
   return Buffer.concat(members);
 }
