@@ -149,11 +149,13 @@ export function readResolvedBoot(root: string): BootDecision {
 }
 
 /**
- * The launcher could not load the release on trial: the reason is kept for the roll-back
+ * The launcher could not start the release on trial: the reason is kept for the roll-back
  * that follows once the starts run out. Outside a trial nothing is recorded.
  */
 export function recordStartFailure(root: string, message: string): void {
   const state = readUpdateState(root);
   if (state.phase !== 'trial' || state.to !== currentVersion(root)) return;
-  writeUpdateState(root, { ...state, start_error: message.slice(0, 300) });
+  // Shown as escapes: it is what a failed start wrote (a binary's bytes, a shell's error),
+  // and a reason with a control character would make the outcome unreadable (idle, none).
+  writeUpdateState(root, { ...state, start_error: printable(message).slice(0, 300) });
 }
