@@ -149,7 +149,7 @@ export function readResolvedBoot(root: string): BootDecision {
 }
 
 /**
- * The launcher could not load the release on trial: the reason is kept for the roll-back
+ * The launcher could not start the release on trial: the reason is kept for the roll-back
  * that follows once the starts run out. Outside a trial nothing is recorded. The message is
  * what the release wrote as it died (a broken runtime's shell error quotes its bytes), so
  * it is kept printable: the roll-back's outcome must pass the update report's schema, or

@@ -1,13 +1,16 @@
 /**
  * Phase agentfootprint: the packaged agent as a terminal runs it. The x64 release is built
- * (`packaging/package-agent.ts`) into a temporary folder and run from there against a
- * relay child, with the emulated reader and the config's defaults. Beside each figure, a
- * floor from the same run: for memory and idle CPU a bare `node` process that only keeps
- * a timer, for the start a bare mqtt.js client that connects with the same credential.
+ * (`packaging/package-agent.ts`) into a temporary update root (`releases/<version>`,
+ * `current`) and started as the unit starts it: the release's launcher on the release's own
+ * Node.js (`runtime/node`) with the unit's flags, which judges the start and replaces itself
+ * with `current/bin/tps-agent.js`; against a relay child, with the emulated reader and the
+ * config's defaults. Beside each figure, a floor from the same run on the same Node.js
+ * binary with the same flags: for memory and idle CPU a bare `node -e` that only keeps a
+ * timer, for the start a bare mqtt.js client that connects with the same credential.
  * Targets (docs/performance.md): idle RSS ≤ 60 MB, start to connected ≤ 1 s, idle CPU
  * ≤ 0.1 % of a core.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,7 +31,12 @@ const SETTLE_SECONDS = 30;
 
 export interface FootprintResult {
   releaseBytes: number;
+  /** The release's own Node.js (runtime/node): its size and version. */
+  runtimeBytes: number;
+  runtimeVersion: string;
   bundleBytes: number;
+  /** Processes the started agent is, its own and its descendants (1: the launcher gone). */
+  agentProcesses: number;
   /** Node's flags from the release's unit, which the agent ran with. */
   nodeFlags: string[];
   /** RSS 5 s after connecting, at the end of the idle window (which starts 35 s after connecting), and after one payment. */
@@ -54,6 +62,16 @@ function unitNodeFlags(release: string): string[] {
   return words.slice(1, Math.max(1, script));
 }
 
+/** `pid` and its descendants, from /proc (each thread's list of children). */
+function processTree(pid: number): number[] {
+  const children = fs
+    .readdirSync(`/proc/${pid}/task`)
+    .flatMap((task) => fs.readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' '))
+    .filter((child) => child.trim() !== '')
+    .map(Number);
+  return [pid, ...children.flatMap(processTree)];
+}
+
 function folderBytes(folder: string): number {
   return fs
     .readdirSync(folder, { recursive: true, encoding: 'utf8' })
@@ -62,15 +80,16 @@ function folderBytes(folder: string): number {
     .reduce((sum, stat) => sum + stat.size, 0);
 }
 
-/** Spawns a node process and resolves when a stdout line matches, with the ms since spawn. */
+/** Spawns `node` and resolves when a stdout line matches, with the ms since spawn. */
 async function spawnUntil(
+  node: string,
   args: string[],
   cwd: string,
   ready: RegExp,
   env: NodeJS.ProcessEnv = {},
 ): Promise<{ child: ChildProcess; ms: number }> {
   const started = performance.now();
-  const child = spawn(process.execPath, args, {
+  const child = spawn(node, args, {
     cwd,
     env: { PATH: process.env.PATH, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -131,10 +150,16 @@ async function buildRelease(work: string): Promise<string> {
   if (code !== 0) throw new Error(`package:agent failed (${code}):\n${output}`);
   const folder = fs.readdirSync(out).find((name) => !name.endsWith('.tar.gz'));
   if (!folder) throw new Error(`package:agent wrote no release folder:\n${output}`);
-  // Unpacked outside the project, as on a terminal: no node_modules above it.
-  const release = path.join(work, 'release');
-  fs.renameSync(path.join(out, folder), release);
-  return release;
+  // Unpacked outside the project, as on a terminal (no node_modules above it), and laid
+  // out as the updater lays releases out: `current` is what the launcher runs.
+  const root = path.join(work, 'update');
+  const { version } = JSON.parse(
+    fs.readFileSync(path.join(out, folder, 'package.json'), 'utf8'),
+  ) as { version: string };
+  fs.mkdirSync(path.join(root, 'releases'), { recursive: true });
+  fs.renameSync(path.join(out, folder), path.join(root, 'releases', version));
+  fs.symlinkSync(path.join('releases', version), path.join(root, 'current'));
+  return root;
 }
 
 export async function runAgentFootprint(options: BenchOptions): Promise<FootprintResult> {
@@ -142,7 +167,11 @@ export async function runAgentFootprint(options: BenchOptions): Promise<Footprin
   const relay = await startRelayChild({ simulatorDelayMs: 20 });
   const running: ChildProcess[] = [];
   try {
-    const release = await buildRelease(work);
+    const updateRoot = await buildRelease(work);
+    const release = path.join(updateRoot, 'current');
+    // The release's own Node.js runs everything measured here, the floors included.
+    const node = path.join(release, 'runtime/node');
+    const nodeFlags = unitNodeFlags(release);
     const created = await fetch(`${relay.origin}/pos/v1/terminal/create`, {
       method: 'POST',
       headers: { authorization: basicAuth(relay.account), 'content-type': 'application/json' },
@@ -168,8 +197,15 @@ export async function runAgentFootprint(options: BenchOptions): Promise<Footprin
         data_dir: path.join(work, 'data'),
       }),
     );
-    // Node's flags as the unit gives them: what runs on a terminal is what is measured.
-    const agentArgs = [...unitNodeFlags(release), 'bin/tps-agent.js', '--config', configFile];
+    // As the unit runs it: the launcher with Node's flags, then (same process) the agent.
+    const agentArgs = [
+      ...nodeFlags,
+      'bin/tps-agent-launcher.js',
+      '--root',
+      updateRoot,
+      '--config',
+      configFile,
+    ];
     const agentReady = /"msg":"connected to the broker"/;
     const agentEnv = { TPS_LOG_FORMAT: 'json' };
     const bareClient = `import mqtt from 'mqtt';
@@ -182,19 +218,24 @@ mqtt.connect(${JSON.stringify(terminal.agent.broker_url)}, ${JSON.stringify({
     const agentConnectMs: number[] = [];
     const floorConnectMs: number[] = [];
     for (let i = 0; i < STARTS; i++) {
-      const bare = await spawnUntil(['--input-type=module', '-e', bareClient], ROOT, /connected/);
+      const bare = await spawnUntil(
+        node,
+        [...nodeFlags, '--input-type=module', '-e', bareClient],
+        ROOT,
+        /connected/,
+      );
       floorConnectMs.push(bare.ms);
       await stop(bare.child);
-      const agent = await spawnUntil(agentArgs, release, agentReady, agentEnv);
+      const agent = await spawnUntil(node, agentArgs, release, agentReady, agentEnv);
       agentConnectMs.push(agent.ms);
       await stop(agent.child);
     }
 
-    const floor = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], {
+    const floor = spawn(node, [...nodeFlags, '-e', 'setInterval(() => {}, 1000)'], {
       stdio: 'ignore',
     });
     running.push(floor);
-    const agent = await spawnUntil(agentArgs, release, agentReady, agentEnv);
+    const agent = await spawnUntil(node, agentArgs, release, agentReady, agentEnv);
     running.push(agent.child);
     await sleep(5000);
     const agentRssEarly = rssOf(agent.child.pid!);
@@ -237,8 +278,11 @@ mqtt.connect(${JSON.stringify(terminal.agent.broker_url)}, ${JSON.stringify({
 
     return {
       releaseBytes: folderBytes(release),
+      runtimeBytes: fs.statSync(node).size,
+      runtimeVersion: execFileSync(node, ['--version'], { encoding: 'utf8' }).trim(),
       bundleBytes: fs.statSync(path.join(release, 'bin/tps-agent.js')).size,
-      nodeFlags: agentArgs.slice(0, agentArgs.indexOf('bin/tps-agent.js')),
+      nodeFlags,
+      agentProcesses: processTree(agent.child.pid!).length,
       agentRssEarly,
       agentRss,
       agentRssAfterPayment,
@@ -261,7 +305,7 @@ const percent = (v: number) => `${v.toFixed(3)} %`;
 
 export function renderAgentFootprint(f: FootprintResult): string {
   return [
-    `release ${mb(f.releaseBytes)} unpacked (bundle ${mb(f.bundleBytes)}); node ${f.nodeFlags.join(' ') || '(no flags)'}, as the unit runs it`,
+    `release ${mb(f.releaseBytes)} unpacked (Node.js ${f.runtimeVersion} ${mb(f.runtimeBytes)}, bundle ${mb(f.bundleBytes)}); its node ${f.nodeFlags.join(' ') || '(no flags)'}, as the unit runs it; ${f.agentProcesses} process(es)`,
     table([
       ['measure', 'packaged agent', 'floor', 'target', 'floor is'],
       ['RSS 5 s after connecting', mb(f.agentRssEarly), '', '', ''],
@@ -270,22 +314,23 @@ export function renderAgentFootprint(f: FootprintResult): string {
         mb(f.agentRss),
         mb(f.floorRss),
         '≤ 60 MB',
-        '`node -e` with a timer',
+        'the release’s `node -e` with a timer',
       ],
+      ['the agent’s own (idle RSS − floor)', mb(f.agentRss - f.floorRss), '', '', ''],
       ['RSS after one payment', mb(f.agentRssAfterPayment), mb(f.floorRss), '', ''],
       [
         `start to connected, median of ${f.agentConnectMs.length} (max)`,
         `${ms(median(f.agentConnectMs))} (${ms(f.agentConnectMs.at(-1) ?? NaN)})`,
         `${ms(median(f.floorConnectMs))} (${ms(f.floorConnectMs.at(-1) ?? NaN)})`,
         '≤ 1 s',
-        'bare mqtt.js client',
+        'bare mqtt.js client on the release’s node',
       ],
       [
         `idle CPU over ${f.idleSeconds} s from ${SETTLE_SECONDS + 5} s (one core)`,
         percent(f.agentIdleCpu),
         percent(f.floorIdleCpu),
         '≤ 0.1 %',
-        '`node -e` with a timer',
+        'the release’s `node -e` with a timer',
       ],
     ]),
   ].join('\n');

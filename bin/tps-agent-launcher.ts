@@ -3,17 +3,20 @@
  * `tps-agent-launcher`: what the unit runs (docs/fleet.md, "The launcher"). It runs on the
  * package's own Node.js, root's and never updated by the agent (/opt/tps-agent/release, the
  * .deb's), and resolves the start (agent/update-boot.ts) BEFORE anything of the release on
- * trial runs; then it starts `<root>/current/bin/tps-agent.js` on that release's own Node.js
- * (`current/runtime/node`) as a child with the same arguments and exits as it exits. So a
- * release whose code cannot load, or whose Node.js cannot even start, still has its trial
- * counted and rolled back: nothing that judges it depends on it.
+ * trial runs; then it replaces itself (execve: same process, nothing of it stays resident)
+ * with `<root>/current/bin/tps-agent.js` on that release's own Node.js
+ * (`current/runtime/node`), with the same arguments. A trial start whose Node.js cannot run
+ * is recorded here; one that stops after the exec, before it proved healthy, is counted by
+ * the next start's judgement (the supervisor restarts it). So a release whose code cannot
+ * load, or whose Node.js cannot even start, still has its trial counted and rolled back:
+ * nothing that judges it depends on it.
  *
  *   node launcher.js [--root DIR] <the agent's arguments>
  *
  * The update root is /var/lib/tps-agent/update unless `--root DIR` names another (tests,
  * or another layout).
  */
-import { spawn } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -53,7 +56,15 @@ export function planLaunch(argv: string[], defaultRoot = DEFAULT_UPDATE_ROOT): L
 
 export type LaunchOutcome =
   | { kind: 'restart'; reason: string }
-  | { kind: 'run'; entry: string; runtime: string; resolved: boolean };
+  | {
+      kind: 'run';
+      entry: string;
+      runtime: string;
+      /** The launcher judged this start: the release is told so and does not count it again. */
+      resolved: boolean;
+      /** This start is a trial's: the release on trial is `current`. */
+      trial: boolean;
+    };
 
 /**
  * The Node.js that runs `current`: the release's own; a release that brings none (built
@@ -66,65 +77,38 @@ export function releaseRuntime(root: string): string {
 
 /** The start resolved on `root`: restart into the release before, or run `current`. */
 export function decideLaunch(plan: LaunchPlan, now: () => Date): LaunchOutcome {
-  const run = (resolved: boolean): LaunchOutcome => ({
+  const run = (resolved: boolean, trial: boolean): LaunchOutcome => ({
     kind: 'run',
     entry: path.join(plan.root, 'current', RELEASE_ENTRY_FILE),
     runtime: releaseRuntime(plan.root),
     resolved,
+    trial,
   });
-  if (!plan.runsAgent) return run(false);
+  if (!plan.runsAgent) return run(false, false);
   const decision = resolveUpdateAtBoot(plan.root, now);
   if (decision.restart) return { kind: 'restart', reason: decision.reason };
-  return run(true);
+  return run(true, decision.trial !== undefined);
 }
-
-/** Kept of the release's error output, for the roll-back's reason. */
-const STDERR_TAIL = 2000;
 
 /**
- * Runs the release as a child: its exit code (or 1 when it could not start, or died of a
- * signal) is the launcher's. Signals the supervisor sends (SIGTERM on stop) go to it.
+ * Whether `runtime` runs at all (`--version`), asked only before a trial's start: a release
+ * whose Node.js cannot even start is seen here, with the reason, instead of by the next start.
+ * Answers why not, or undefined.
  */
-function runRelease(outcome: Extract<LaunchOutcome, { kind: 'run' }>, plan: LaunchPlan) {
-  return new Promise<{ code: number; failure?: string }>((resolve) => {
-    // The unit's Node options (memory, no JIT tiers) apply to the agent as to the launcher.
-    const child = spawn(outcome.runtime, [...process.execArgv, outcome.entry, ...plan.args], {
-      stdio: ['inherit', 'inherit', 'pipe'],
-      env: outcome.resolved ? { ...process.env, [BOOT_RESOLVED_ENV]: plan.root } : process.env,
-    });
-    let tail = '';
-    child.stderr.on('data', (chunk: Buffer) => {
-      process.stderr.write(chunk);
-      tail = (tail + chunk.toString()).slice(-STDERR_TAIL);
-    });
-    const forward = (signal: NodeJS.Signals) => () => child.kill(signal);
-    for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
-      process.on(signal, forward(signal));
-    }
-    child.once('error', (error) =>
-      resolve({ code: 1, failure: `its Node.js did not start: ${error.message}` }),
-    );
-    child.once('close', (code, signal) => {
-      if (code === 0 || code === RESTART_EXIT_CODE) return resolve({ code });
-      const said = errorLine(tail);
-      resolve({
-        code: code ?? 1,
-        failure: `${signal ? `it died of ${signal}` : `it exited with code ${code}`}${said ? `: ${said}` : ''}`,
-      });
-    });
+export function runtimeProblem(runtime: string): string | undefined {
+  const probe = spawnSync(runtime, ['--version'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 30_000,
   });
+  if (probe.error) return `its Node.js did not start: ${probe.error.message}`;
+  if (probe.status !== 0) {
+    const said = probe.stderr.toString().trim().split('\n').at(-1);
+    return `its Node.js did not start: ${probe.signal ? `it died of ${probe.signal}` : `it exited with code ${probe.status}`}${said ? `: ${said}` : ''}`;
+  }
+  return undefined;
 }
 
-/** The line that names the error in what the release wrote last (Node's trace, or its own). */
-export function errorLine(stderr: string): string | undefined {
-  const lines = stderr
-    .split('\n')
-    .map((line) => line.trim())
-    .filter((line) => line !== '' && !line.startsWith('at ') && !/^Node\.js v\d/.test(line));
-  return lines.findLast((line) => /^[A-Za-z]*Error\b/.test(line)) ?? lines.at(-1);
-}
-
-async function main(argv: string[]): Promise<void> {
+function main(argv: string[]): void {
   const plan = planLaunch(argv);
   const outcome = decideLaunch(plan, () => new Date());
   if (outcome.kind === 'restart') {
@@ -132,19 +116,33 @@ async function main(argv: string[]): Promise<void> {
     process.exitCode = RESTART_EXIT_CODE;
     return;
   }
-  const { code, failure } = await runRelease(outcome, plan);
-  // Kept for the roll-back's reason once the trial's starts run out (outside a trial,
-  // nothing is recorded).
-  if (failure && outcome.resolved) recordStartFailure(plan.root, failure);
-  if (failure) process.stderr.write(`tps-agent-launcher: the release stopped: ${failure}\n`);
-  process.exitCode = code;
+  if (outcome.trial) {
+    const problem = runtimeProblem(outcome.runtime);
+    if (problem) {
+      // Kept for the roll-back's reason once the trial's starts run out.
+      recordStartFailure(plan.root, problem);
+      process.stderr.write(`tps-agent-launcher: the release did not start: ${problem}\n`);
+      process.exitCode = 1;
+      return;
+    }
+  }
+  // This process becomes the release (same pid, nothing of the launcher stays resident):
+  // the unit's Node options (memory, no JIT tiers) apply to it as to the launcher. A start
+  // that fails from here on is counted by the next start's judgement.
+  process.execve!(
+    outcome.runtime,
+    [outcome.runtime, ...process.execArgv, outcome.entry, ...plan.args],
+    outcome.resolved ? { ...process.env, [BOOT_RESOLVED_ENV]: plan.root } : process.env,
+  );
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  main(process.argv.slice(2)).catch((error: unknown) => {
+  try {
+    main(process.argv.slice(2));
+  } catch (error) {
     process.stderr.write(
       `tps-agent-launcher: ${error instanceof Error ? error.message : String(error)}\n`,
     );
     process.exitCode = 1;
-  });
+  }
 }

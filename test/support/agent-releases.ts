@@ -249,6 +249,11 @@ export class Supervisor {
     private readonly launcher = false,
   ) {}
 
+  /** The process the supervisor started last (the launcher becomes the agent in it). */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
   start(): void {
     this.starts += 1;
     const entry = this.launcher
