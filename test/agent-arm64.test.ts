@@ -14,7 +14,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageAgent, projectVersion, type BuiltRelease } from '../packaging/package-agent.js';
 import { TerminalCreateResponse } from '../protocol/api.js';
-import { post, startTestRelay, type TestRelay } from './support/relay.js';
+import { payOnceThroughRelay, post, startTestRelay, type TestRelay } from './support/relay.js';
 
 const CACHE = '/var/cache/tps-test/bookworm-arm64-foreign.tar';
 const MIRROR = 'http://deb.debian.org/debian';
@@ -153,36 +153,14 @@ describe.skipIf(reason !== undefined)('the linux-arm64 release under qemu user-m
     expect(doctor.stdout).not.toContain('✗');
 
     const running = agent(['--config', config]);
-    const pos = (operation: string, body: object) =>
-      post(
-        relay.baseUrl,
-        'v1',
-        operation,
-        { terminal_id: created.terminal_id, ...body },
-        { username: created.username, password: created.password },
-      );
     try {
-      let connected = false;
-      for (let i = 0; i < 600 && !connected; i++) {
-        connected = (await pos('/terminal/status', {})).body?.status?.connected === true;
-        if (!connected) await new Promise((resolve) => setTimeout(resolve, 500));
-      }
-      expect(connected).toBe(true);
-      const purchase = await pos('/transaction/purchase', {
+      await payOnceThroughRelay(relay.baseUrl, created, {
         external_id: 'arm64-1',
         requested_amount: 500,
-        currency: 'EUR',
         wait_seconds: 60,
+        connectMs: 300_000,
+        everyMs: 500,
       });
-      expect(purchase.body.transaction).toMatchObject({
-        state: 'AWAITING_CONFIRM',
-        result_code: 'SUCCESS',
-      });
-      const confirmed = await pos('/transaction/confirm', {
-        external_id: 'arm64-1',
-        result_code: 'SUCCESS',
-      });
-      expect(confirmed.body.transaction.state).toBe('CONFIRMED');
     } finally {
       running.child.kill('SIGTERM');
     }

@@ -21,7 +21,7 @@ import { buildDeb } from '../packaging/deb.js';
 import { writeManifest } from '../packaging/manifest.js';
 import { packageAgent, projectVersion, type BuiltRelease } from '../packaging/package-agent.js';
 import { TerminalClaimResponse } from '../protocol/pairing.js';
-import { post, startTestRelay, type TestRelay } from './support/relay.js';
+import { payOnceThroughRelay, post, startTestRelay, type TestRelay } from './support/relay.js';
 
 const CACHE = '/var/cache/tps-test/bookworm-minbase.tar';
 const MIRROR = 'http://deb.debian.org/debian';
@@ -289,36 +289,14 @@ describe.skipIf(reason !== undefined)('the .deb on a stock Debian 12 (bookworm, 
     const execStart = /^ExecStart=(.*)$/m.exec(unit)![1]!.split(/\s+/);
     const agent = inRoot(execStart, 'tps-agent');
     const claim = TerminalClaimResponse.parse(claimed.body);
-    const pos = (operation: string, body: object) =>
-      post(
-        relay.baseUrl,
-        'v1',
-        operation,
-        { terminal_id: claim.terminal_id, ...body },
-        { username: claim.username, password: claim.password },
-      );
     try {
-      let connected = false;
-      for (let i = 0; i < 500 && !connected; i++) {
-        connected = (await pos('/terminal/status', {})).body?.status?.connected === true;
-        if (!connected) await new Promise((resolve) => setTimeout(resolve, 40));
-      }
-      expect(connected).toBe(true);
-      const purchase = await pos('/transaction/purchase', {
+      await payOnceThroughRelay(relay.baseUrl, claim, {
         external_id: 'installed-1',
         requested_amount: 990,
-        currency: 'EUR',
         wait_seconds: 20,
+        connectMs: 20_000,
+        everyMs: 40,
       });
-      expect(purchase.body.transaction).toMatchObject({
-        state: 'AWAITING_CONFIRM',
-        result_code: 'SUCCESS',
-      });
-      const confirmed = await pos('/transaction/confirm', {
-        external_id: 'installed-1',
-        result_code: 'SUCCESS',
-      });
-      expect(confirmed.body.transaction.state).toBe('CONFIRMED');
     } finally {
       agent.child.kill('SIGTERM');
     }

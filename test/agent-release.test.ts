@@ -29,7 +29,7 @@ import {
   RELEASE_SIGNATURE_FILE,
   ReleaseManifest,
 } from '../protocol/release.js';
-import { post, startTestRelay, type TestRelay } from './support/relay.js';
+import { payOnceThroughRelay, post, startTestRelay, type TestRelay } from './support/relay.js';
 
 interface Run {
   code: number | null;
@@ -263,37 +263,14 @@ describe('the packaged agent (linux-x64)', () => {
     // The update root is the packaged one (/var/lib/tps-agent/update) unless named.
     command.splice(command.indexOf('--config'), 0, '--root', layout.updateRoot);
     const agent = runAgentCli(work, [], command);
-    const pos = (operation: string, body: object) =>
-      post(
-        relay.baseUrl,
-        'v1',
-        operation,
-        { terminal_id: terminal.terminal_id, ...body },
-        { username: terminal.username, password: terminal.password },
-      );
     try {
-      let connected = false;
-      for (let i = 0; i < 250 && !connected; i++) {
-        connected = (await pos('/terminal/status', {})).body?.status?.connected === true;
-        if (!connected) await new Promise((resolve) => setTimeout(resolve, 40));
-      }
-      expect(connected).toBe(true);
-      const created = await pos('/transaction/purchase', {
+      await payOnceThroughRelay(relay.baseUrl, terminal, {
         external_id: 'packaged-1',
         requested_amount: 1250,
-        currency: 'EUR',
         wait_seconds: 10,
+        connectMs: 10_000,
+        everyMs: 40,
       });
-      expect(created.body.transaction).toMatchObject({
-        state: 'AWAITING_CONFIRM',
-        result_code: 'SUCCESS',
-        total_amount: 1250,
-      });
-      const confirmed = await pos('/transaction/confirm', {
-        external_id: 'packaged-1',
-        result_code: 'SUCCESS',
-      });
-      expect(confirmed.body.transaction.state).toBe('CONFIRMED');
     } finally {
       agent.child.kill('SIGTERM');
     }

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
+import { expect } from 'vitest';
 import { loadCloudConfig, type CloudConfigInput } from '../../cloud/config.js';
 import { startRelay, type Relay, type RelayOptions } from '../../cloud/relay.js';
 import type { SimulatorCreateResponse } from '../../protocol/index.js';
@@ -111,4 +112,49 @@ export function posFor(
         credential,
       ),
   };
+}
+
+/**
+ * What an engineer checks after installing an agent: its terminal shows connected (read
+ * every `everyMs`, within `connectMs`), then a purchase is paid and confirmed through the
+ * relay. Answers the purchase's transaction.
+ */
+export async function payOnceThroughRelay(
+  baseUrl: string,
+  terminal: { terminal_id: string; username: string; password: string },
+  payment: {
+    external_id: string;
+    requested_amount: number;
+    wait_seconds: number;
+    connectMs: number;
+    everyMs: number;
+  },
+): Promise<Record<string, unknown>> {
+  const { connectMs, everyMs, ...purchase } = payment;
+  const pos = (operation: string, body: object) =>
+    post(
+      baseUrl,
+      'v1',
+      operation,
+      { terminal_id: terminal.terminal_id, ...body },
+      { username: terminal.username, password: terminal.password },
+    );
+  let connected = false;
+  for (const deadline = Date.now() + connectMs; !connected && Date.now() < deadline;) {
+    connected = (await pos('/terminal/status', {})).body?.status?.connected === true;
+    if (!connected) await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+  expect(connected, `terminal ${terminal.terminal_id} connected`).toBe(true);
+  const paid = await pos('/transaction/purchase', { ...purchase, currency: 'EUR' });
+  expect(paid.body.transaction).toMatchObject({
+    state: 'AWAITING_CONFIRM',
+    result_code: 'SUCCESS',
+    total_amount: purchase.requested_amount,
+  });
+  const confirmed = await pos('/transaction/confirm', {
+    external_id: purchase.external_id,
+    result_code: 'SUCCESS',
+  });
+  expect(confirmed.body.transaction.state).toBe('CONFIRMED');
+  return paid.body.transaction;
 }
