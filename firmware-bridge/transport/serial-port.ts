@@ -15,6 +15,28 @@ export interface SerialPortOptions {
 
 export const DEFAULT_BAUD_RATE = 115_200;
 
+/**
+ * From Node.js 26.4, serialport's native poller (bindings-cpp 13) calls back into
+ * JavaScript without draining the promise jobs it schedules: a read that waited for the
+ * line to become readable resumes only when something else wakes the event loop, so bytes
+ * sit unread while the process is otherwise idle (serialport/node-serialport#3148; the
+ * fix, bindings-cpp#239, is not released). Until it is, a timer that does nothing wakes
+ * the loop every few milliseconds while a port is open there. The agent's release runs
+ * its own Node.js 24, which needs none.
+ */
+const POLLER_NEEDS_WAKING = (() => {
+  const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
+  return major > 26 || (major === 26 && minor >= 4);
+})();
+const WAKE_EVERY_MS = 5;
+
+/** Keeps reads of `port` flowing where the poller needs it (above); stops with the port. */
+function keepReadsFlowing(port: SerialPort): void {
+  if (!POLLER_NEEDS_WAKING) return;
+  const wake = setInterval(() => {}, WAKE_EVERY_MS);
+  port.once('close', () => clearInterval(wake));
+}
+
 export function openSerialPort(path: string, options: SerialPortOptions = {}): Promise<OpenPort> {
   const baudRate = options.baudRate ?? DEFAULT_BAUD_RATE;
   const stopBits = options.stopBits ?? 1;
@@ -33,6 +55,7 @@ export function openSerialPort(path: string, options: SerialPortOptions = {}): P
         reject(new Error(`cannot open serial port ${path}: ${error.message}`, { cause: error }));
         return;
       }
+      keepReadsFlowing(port);
       resolve({
         stream: port,
         description: `${path} (${baudRate} baud${stopBits === 2 ? ', 2 stop bits' : ''})`,

@@ -3,7 +3,7 @@
  * framing (DLE STX … DLE ETX CRC, link ACK/NAK), or TCP (plain APDUs, default port 20007).
  * close() lets go of the channel and the port or socket.
  */
-import { SerialPort } from 'serialport';
+import { openSerialPort } from '../../transport/serial-port.js';
 import type { ApduChannel } from '../channel.js';
 import { ZvtSerialLink, type ZvtSerialLinkOptions } from '../serial-link.js';
 import { connectZvtTcp, ZVT_TCP_PORT } from '../tcp-channel.js';
@@ -15,7 +15,7 @@ export type ZvtTarget = { port: string; baudRate?: number } | { tcp: string /* H
 
 export type ClosableApduChannel = ApduChannel & {
   close(): Promise<void>;
-  /** What was opened, for messages: `/dev/ttyUSB0 (9600 baud, 8N2)`, `tcp://10.0.0.7:20007`. */
+  /** What was opened, for messages: `/dev/ttyUSB0 (9600 baud, 2 stop bits)`, `tcp://10.0.0.7:20007`. */
   readonly description: string;
 };
 
@@ -42,27 +42,9 @@ export async function openZvtChannel(
   }
   const baudRate = target.baudRate ?? ZVT_DEFAULT_BAUD_RATE;
   // 8N2 without flow control, as ET and PZ open the line (zvt-notes §2.1).
-  const port = new SerialPort({ path: target.port, baudRate, stopBits: 2, autoOpen: false });
-  let closing = false;
-  port.on('error', (error: Error & { disconnect?: boolean }) => {
-    // The link hears the port's errors through the stream; a write racing the close fails
-    // with EBADF and must not crash the process.
-    if (closing || error.disconnect) return;
-  });
-  await new Promise<void>((resolve, reject) =>
-    port.open((error) =>
-      error
-        ? reject(
-            new Error(`cannot open serial port ${target.port}: ${error.message}`, { cause: error }),
-          )
-        : resolve(),
-    ),
-  );
-  const link = new ZvtSerialLink(port, { ...options.link, baudRate });
-  return withClose(link, `${target.port} (${baudRate} baud, 8N2)`, async () => {
-    closing = true;
-    if (port.isOpen) await new Promise<void>((done) => port.close(() => done()));
-  });
+  const port = await openSerialPort(target.port, { baudRate, stopBits: 2 });
+  const link = new ZvtSerialLink(port.stream, { ...options.link, baudRate });
+  return withClose(link, port.description, () => port.close());
 }
 
 /** The channel, whose close() also lets go of what carries it (`release`). */
