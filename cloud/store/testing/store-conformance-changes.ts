@@ -210,6 +210,34 @@ export function changeCases(factory: StoreFactory): void {
     await store.close();
   });
 
+  it('appends an end-of-day as one TerminalSettlement event with its report, once', async () => {
+    const store = await withTerminal(factory);
+    const settlement = {
+      status: 'SUCCESS' as const,
+      trigger: 'SCHEDULE' as const,
+      attempt: 1,
+      started_at: '2026-01-01T02:00:00.000Z',
+      finished_at: '2026-01-01T02:00:04.000Z',
+      total_amount: 12_345,
+      currency: 'EUR',
+    };
+    const report = { journal: 'eeee', seq: 1 };
+    const event = await store.appendSettlement('t-1', settlement, 'ev-eod', report);
+    expect(event).toMatchObject({ kind: 'TerminalSettlement', subject: 't-1' });
+    expect(await store.lastReport('t-1')).toEqual(report);
+    // The same report again (the agent sent it before the acknowledgement came): nothing new.
+    await expect(
+      store.appendSettlement('t-1', settlement, 'ev-eod-again', report),
+    ).rejects.toMatchObject({ reason: 'duplicate' });
+    const events = await store.readEvents({ accountId: 'acct-1', after: 0, limit: 10 });
+    const settlements = events.filter((e) => e.kind === 'TerminalSettlement');
+    expect(settlements.map((e) => e.id)).toEqual(['ev-eod']);
+    expect(settlements[0]?.data).toMatchObject({ total_amount: 12_345, trigger: 'SCHEDULE' });
+    // An unknown terminal: no event, the report still recorded.
+    expect(await store.appendSettlement('t-404', settlement, 'ev-none')).toBeUndefined();
+    await store.close();
+  });
+
   it('reads a terminal status and its last report together, as the heartbeat check does', async () => {
     const store = await withTerminal(factory);
     expect(await store.statusAndLastReport('t-404')).toBeUndefined();
