@@ -60,6 +60,9 @@ import { TransactionService } from './transactions/service.js';
 import { supersededCommands } from './transactions/superseded.js';
 import { logDestination, partLogger } from '../common/logging.js';
 
+/** See the simulators' broker connection below. */
+const IN_PROCESS_BROKER_STREAM_WORKS = Number(process.versions.node.split('.')[0]) < 26;
+
 export const DEFAULT_WAIT_SECONDS = 25;
 
 export type { Bootstrap };
@@ -322,7 +325,11 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         store,
         brokerUrl,
         // Inside the process when the broker is: no socket, and no certificate to match.
-        ...(broker ? { connectInProcess: () => broker.connectInProcess() } : {}),
+        // Not on Node 26, where the in-process stream carries nothing: the agent's CONNECT
+        // never reaches the broker (cause not found yet); there they use the listener.
+        ...(broker && IN_PROCESS_BROKER_STREAM_WORKS
+          ? { connectInProcess: () => broker.connectInProcess() }
+          : {}),
         dataDir: config.dataDir,
         delayMs: config.simulatorDelayMs,
         clock,
