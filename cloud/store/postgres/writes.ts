@@ -52,13 +52,14 @@ export function reportWrite(terminalId: string, position: ReportPosition): Write
   };
 }
 
-/** Readings merged into the terminal's status (see Store.updateTerminalStatus). */
-export function statusWrite(
+/**
+ * A write on the locked terminal row that may append one event: the report is checked
+ * first (and taken even for an unknown terminal), then `decide` says what changes.
+ */
+function terminalEventWrite(
   terminalId: string,
-  readings: TerminalReadings,
-  at: string,
-  eventId: string,
-  report?: ReportPosition,
+  report: ReportPosition | undefined,
+  decide: (row: TerminalRow, plan: WritePlan) => NewEvent | undefined,
 ): Write {
   return {
     keys: [`t:${terminalId}`],
@@ -68,27 +69,40 @@ export function statusWrite(
       const row: TerminalRow | undefined = locked!.rows[0];
       const plan: WritePlan = { terminalId, events: [], notes: [] };
       if (report) takeReport(row, report, plan);
-      if (!row) return { plan, answer: () => undefined };
-      const current: TerminalStatus = JSON.parse(row.status);
-      const changed = Object.entries(readings).some(
-        ([key, value]) => current[key as keyof TerminalStatus] !== value,
-      );
-      if (!changed) return { plan, answer: () => undefined };
-      const status: TerminalStatus = { ...current, ...readings, updated_at: at };
-      const event: NewEvent = {
-        id: eventId,
-        accountId: row.account_id,
-        subject: terminalId,
-        kind: 'TerminalStatus',
-        time: at,
-        data: status,
-      };
-      plan.status = JSON.stringify(status);
+      const event = row && decide(row, plan);
+      if (!event) return { plan, answer: () => undefined };
       plan.events.push(event);
       plan.notes.push(eventsNotice(plan.events));
       return { plan, answer: (position) => ({ ...event, position }) };
     },
   };
+}
+
+/** Readings merged into the terminal's status (see Store.updateTerminalStatus). */
+export function statusWrite(
+  terminalId: string,
+  readings: TerminalReadings,
+  at: string,
+  eventId: string,
+  report?: ReportPosition,
+): Write {
+  return terminalEventWrite(terminalId, report, (row, plan) => {
+    const current: TerminalStatus = JSON.parse(row.status);
+    const changed = Object.entries(readings).some(
+      ([key, value]) => current[key as keyof TerminalStatus] !== value,
+    );
+    if (!changed) return undefined;
+    const status: TerminalStatus = { ...current, ...readings, updated_at: at };
+    plan.status = JSON.stringify(status);
+    return {
+      id: eventId,
+      accountId: row.account_id,
+      subject: terminalId,
+      kind: 'TerminalStatus',
+      time: at,
+      data: status,
+    };
+  });
 }
 
 /** An end-of-day's event (see Store.appendSettlement). */
@@ -98,21 +112,9 @@ export function settlementWrite(
   eventId: string,
   report?: ReportPosition,
 ): Write {
-  return {
-    keys: [`t:${terminalId}`],
-    locks: { terminal: terminalId },
-    lead: (query) => [query({ ...LOCK_TERMINAL, values: [terminalId] })],
-    decide: ([locked]) => {
-      const row: TerminalRow | undefined = locked!.rows[0];
-      const plan: WritePlan = { terminalId, events: [], notes: [] };
-      if (report) takeReport(row, report, plan);
-      if (!row) return { plan, answer: () => undefined };
-      const event = settlementEvent(terminalId, row.account_id, settlement, eventId);
-      plan.events.push(event);
-      plan.notes.push(eventsNotice(plan.events));
-      return { plan, answer: (position) => ({ ...event, position }) };
-    },
-  };
+  return terminalEventWrite(terminalId, report, (row) =>
+    settlementEvent(terminalId, row.account_id, settlement, eventId),
+  );
 }
 
 /**
