@@ -54,10 +54,6 @@ import {
   type CredentialRow,
   type EventRow,
   type TransactionRow,
-  RELEASE_COLUMNS,
-  releaseValues,
-  toRelease,
-  type ReleaseRow,
 } from '../rows.js';
 import type { Settlement } from '../../../protocol/settlement.js';
 import type { ReportPosition } from '../../delivery/report-order.js';
@@ -67,6 +63,7 @@ import { withClient, type Logger } from './connection.js';
 import { GroupCommit } from './group-commit.js';
 import * as fleet from './fleet.js';
 import * as pairings from './pairings.js';
+import * as releases from './releases.js';
 import * as rollouts from './rollouts.js';
 import {
   TERMINAL_COLUMNS,
@@ -532,33 +529,20 @@ export class PostgresStore implements Store {
     return rollouts.cohortTerminals(this.pool, accountId, cohort);
   }
 
-  async addRelease(release: ReleaseRecord): Promise<boolean> {
-    const { rowCount } = await this.pool.query(
-      `INSERT INTO releases (${RELEASE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-       ON CONFLICT DO NOTHING`,
-      [...releaseValues(release)],
-    );
-    return rowCount === 1;
+  addRelease(release: ReleaseRecord): Promise<boolean> {
+    return releases.addRelease(this.pool, release);
   }
 
-  async findRelease(
+  findRelease(
     accountId: string,
     version: string,
     arch: string,
   ): Promise<ReleaseRecord | undefined> {
-    const { rows } = await this.pool.query<ReleaseRow>(
-      'SELECT * FROM releases WHERE account_id = $1 AND version = $2 AND arch = $3',
-      [accountId, version, arch],
-    );
-    return rows[0] ? toRelease(rows[0]) : undefined;
+    return releases.findRelease(this.pool, accountId, version, arch);
   }
 
-  async listReleases(accountId: string): Promise<ReleaseRecord[]> {
-    const { rows } = await this.pool.query<ReleaseRow>(
-      'SELECT * FROM releases WHERE account_id = $1 ORDER BY published_at DESC, version DESC',
-      [accountId],
-    );
-    return rows.map(toRelease);
+  listReleases(accountId: string): Promise<ReleaseRecord[]> {
+    return releases.listReleases(this.pool, accountId);
   }
 
   putConfigLayer(layer: ConfigLayerRecord): Promise<void> {
