@@ -37,7 +37,6 @@ import type {
   ReaderStart,
   ReaderStatus,
 } from '../../reader/card-reader.js';
-import type { ApduChannel } from '../channel.js';
 import {
   authorisation,
   DEFAULT_PASSWORD,
@@ -51,9 +50,10 @@ import {
 } from '../command-builders.js';
 import { ZvtError } from '../errors.js';
 import type { EcrCommand, IntermediateStatus } from '../message-types.js';
-import { ZvtSession, type ZvtCommandLimits, type ZvtOutcome } from '../session.js';
+import { ZvtSession, type ZvtOutcome } from '../session.js';
 import { ZvtDriverState, type ZvtDriverRecord } from './driver-state.js';
-import { withCharset, zvtProfile, type ZvtProfile, type ZvtProfileName } from './profiles.js';
+import { withCharset, zvtProfile, type ZvtProfile } from './profiles.js';
+import type { ZvtReaderLogger, ZvtReaderOptions } from './reader-options.js';
 import { refusalOfStart, registrationFor, screenTextOf } from './reader-commands.js';
 import { lastRecordOf, linkError, resultOf, zvtCapabilities } from './reader-port.js';
 import { resultOfCode, terminalStatusText } from './result-codes.js';
@@ -69,37 +69,7 @@ import {
   UNKNOWN_TRANSACTION,
 } from './transaction-outcome.js';
 
-export interface ZvtReaderLogger {
-  warn(message: string, context?: Record<string, unknown>): void;
-}
-
-export interface ZvtReaderOptions {
-  channel: ApduChannel;
-  /** The PT's password, 6 digits (default '000000'). */
-  password?: string;
-  profile?: ZvtProfileName;
-  /** Character set of text the PT does not announce, instead of the profile's (ZvtCharset). */
-  charset?: string;
-  /** ISO 4217 alphabetic code registered with the PT (default 'EUR'). */
-  currency?: string;
-  /** The driver's own record of its transactions, for recovery (driver-state.ts). */
-  stateFile: string;
-  /** ZVT timers in ms: T3 acceptance (default 5000), T4 PT silence (default 180 000). */
-  t3Ms?: number;
-  t4Ms?: number;
-  /** Bounds of each command whatever the PT sends (session.ts, DEFAULT_COMMAND_LIMITS). */
-  limits?: Partial<ZvtCommandLimits>;
-  timers?: Timers;
-  clock?: Clock;
-  logger?: ZvtReaderLogger;
-  /** The PT's software version, each time a status enquiry brings a new one (fleet facts). */
-  onSoftwareVersion?: (version: string) => void;
-  /**
-   * The PT said it needs an end-of-day first: terminal status F0 in a status enquiry, or a
-   * command refused or aborted with F0 (the agent then runs one before the next payment).
-   */
-  onEndOfDayRequired?: () => void;
-}
+export type { ZvtReaderLogger, ZvtReaderOptions } from './reader-options.js';
 
 const SCREEN_READY = 'Ready';
 const NOTHING = { details: { authorized_amount: 0 } };
