@@ -8,40 +8,21 @@
  * Needs qemu-aarch64 (apt-get install qemu-user) and, for the first run only, debootstrap
  * and Debian's mirror; skipped with the reason otherwise.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageAgent, projectVersion, type BuiltRelease } from '../packaging/package-agent.js';
 import { TerminalCreateResponse } from '../protocol/api.js';
+import {
+  DEBIAN_MIRROR,
+  debootstrapTar,
+  mirrorReachable,
+  onPath,
+  run,
+} from './support/debian-root.js';
 import { payOnceThroughRelay, post, startTestRelay, type TestRelay } from './support/relay.js';
 
 const CACHE = '/var/cache/tps-test/bookworm-arm64-foreign.tar';
-const MIRROR = 'http://deb.debian.org/debian';
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(command: string, args: string[]) {
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const done = new Promise<Run>((resolve) => {
-    child.once('error', (error) => resolve({ code: -1, stdout, stderr: String(error) }));
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-  return { child, done };
-}
-
-const onPath = (command: string) =>
-  (process.env.PATH ?? '')
-    .split(':')
-    .some((dir) => dir !== '' && fs.existsSync(path.join(dir, command)));
 
 async function cannotRun(): Promise<string | undefined> {
   if (process.platform !== 'linux' || process.arch !== 'x64') return 'needs an x64 Linux';
@@ -50,43 +31,12 @@ async function cannotRun(): Promise<string | undefined> {
   if (process.getuid?.() !== 0 || !onPath('debootstrap')) {
     return `needs ${CACHE}, made once by root with debootstrap`;
   }
-  try {
-    await fetch(`${MIRROR}/dists/bookworm/Release`, {
-      method: 'HEAD',
-      signal: AbortSignal.timeout(5000),
-    });
-  } catch {
-    return `needs ${MIRROR} once, to make ${CACHE}`;
-  }
+  if (!(await mirrorReachable())) return `needs ${DEBIAN_MIRROR} once, to make ${CACHE}`;
   return undefined;
 }
 
 const reason = await cannotRun();
 if (reason) process.stdout.write(`agent-arm64.test.ts skipped: ${reason}\n`);
-
-async function arm64Tar(): Promise<string> {
-  if (fs.existsSync(CACHE)) return CACHE;
-  fs.mkdirSync(path.dirname(CACHE), { recursive: true });
-  const build = fs.mkdtempSync(`${CACHE}.build-`);
-  try {
-    const strap = await run('debootstrap', [
-      '--arch=arm64',
-      '--variant=minbase',
-      '--foreign',
-      'bookworm',
-      build,
-      MIRROR,
-    ]).done;
-    if (strap.code !== 0) throw new Error(`debootstrap failed: ${strap.stderr || strap.stdout}`);
-    const packed = await run('tar', ['-C', build, '-cf', `${build}.tar`, '.']).done;
-    if (packed.code !== 0) throw new Error(`tar failed: ${packed.stderr}`);
-    fs.renameSync(`${build}.tar`, CACHE);
-  } finally {
-    fs.rmSync(build, { recursive: true, force: true });
-    fs.rmSync(`${build}.tar`, { force: true });
-  }
-  return CACHE;
-}
 
 describe.skipIf(reason !== undefined)('the linux-arm64 release under qemu user-mode', () => {
   const work = fs.mkdtempSync(path.join('/var/tmp', 'tps-arm64-test-'));
@@ -109,7 +59,12 @@ describe.skipIf(reason !== undefined)('the linux-arm64 release under qemu user-m
 
   beforeAll(async () => {
     fs.mkdirSync(sysroot);
-    const unpacked = await run('tar', ['-C', sysroot, '-xf', await arm64Tar()]).done;
+    const unpacked = await run('tar', [
+      '-C',
+      sysroot,
+      '-xf',
+      await debootstrapTar(CACHE, ['--arch=arm64', '--variant=minbase', '--foreign']),
+    ]).done;
     if (unpacked.code !== 0) throw new Error(`tar -x: ${unpacked.stderr}`);
     [release] = (await packageAgent({
       version: projectVersion(),

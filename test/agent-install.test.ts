@@ -12,7 +12,6 @@
  * skipped with the reason otherwise. The x64 release and its next version are built in the
  * test (a few minutes on a busy machine).
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,46 +20,16 @@ import { buildDeb } from '../packaging/deb.js';
 import { writeManifest } from '../packaging/manifest.js';
 import { packageAgent, projectVersion, type BuiltRelease } from '../packaging/package-agent.js';
 import { TerminalClaimResponse } from '../protocol/pairing.js';
+import {
+  DEBIAN_MIRROR,
+  debootstrapTar,
+  mirrorReachable,
+  onPath,
+  run,
+} from './support/debian-root.js';
 import { payOnceThroughRelay, post, startTestRelay, type TestRelay } from './support/relay.js';
 
 const CACHE = '/var/cache/tps-test/bookworm-minbase.tar';
-const MIRROR = 'http://deb.debian.org/debian';
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.env) {
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const done = new Promise<Run>((resolve) => {
-    child.once('error', (error) => resolve({ code: -1, stdout, stderr: String(error) }));
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-  return { child, done };
-}
-
-const onPath = (command: string) =>
-  (process.env.PATH ?? '')
-    .split(':')
-    .some((dir) => dir !== '' && fs.existsSync(path.join(dir, command)));
-
-async function mirrorReachable(): Promise<boolean> {
-  try {
-    const response = await fetch(`${MIRROR}/dists/bookworm/Release`, {
-      method: 'HEAD',
-      signal: AbortSignal.timeout(5000),
-    });
-    return response.ok;
-  } catch {
-    return false;
-  }
-}
 
 /** Why the test cannot run here, or undefined. */
 async function cannotRun(): Promise<string | undefined> {
@@ -69,30 +38,12 @@ async function cannotRun(): Promise<string | undefined> {
   if (!onPath('dpkg-deb')) return 'needs dpkg-deb';
   if (fs.existsSync(CACHE)) return undefined;
   if (!onPath('debootstrap')) return `needs debootstrap (apt-get install debootstrap) or ${CACHE}`;
-  if (!(await mirrorReachable())) return `needs ${MIRROR} once, to make ${CACHE}`;
+  if (!(await mirrorReachable())) return `needs ${DEBIAN_MIRROR} once, to make ${CACHE}`;
   return undefined;
 }
 
 const reason = await cannotRun();
 if (reason) process.stdout.write(`agent-install.test.ts skipped: ${reason}\n`);
-
-/** Makes the cached bookworm root once: debootstrap, then a tar renamed into place. */
-async function bookwormTar(): Promise<string> {
-  if (fs.existsSync(CACHE)) return CACHE;
-  fs.mkdirSync(path.dirname(CACHE), { recursive: true });
-  const build = fs.mkdtempSync(`${CACHE}.build-`);
-  try {
-    const strap = await run('debootstrap', ['--variant=minbase', 'bookworm', build, MIRROR]).done;
-    if (strap.code !== 0) throw new Error(`debootstrap failed: ${strap.stderr || strap.stdout}`);
-    const packed = await run('tar', ['-C', build, '-cf', `${build}.tar`, '.']).done;
-    if (packed.code !== 0) throw new Error(`tar failed: ${packed.stderr}`);
-    fs.renameSync(`${build}.tar`, CACHE);
-  } finally {
-    fs.rmSync(build, { recursive: true, force: true });
-    fs.rmSync(`${build}.tar`, { force: true });
-  }
-  return CACHE;
-}
 
 describe.skipIf(reason !== undefined)('the .deb on a stock Debian 12 (bookworm, minbase)', () => {
   const work = fs.mkdtempSync(path.join('/var/tmp', 'tps-install-test-'));
@@ -144,7 +95,7 @@ describe.skipIf(reason !== undefined)('the .deb on a stock Debian 12 (bookworm, 
   const idOf = async (name: string) => Number((await ok(['id', '-u', name])).trim());
 
   beforeAll(async () => {
-    const tar = await bookwormTar();
+    const tar = await debootstrapTar(CACHE, ['--variant=minbase']);
     fs.mkdirSync(root);
     const unpacked = await run('tar', ['-C', root, '-xf', tar]).done;
     if (unpacked.code !== 0) throw new Error(`tar -x: ${unpacked.stderr}`);
