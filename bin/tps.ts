@@ -5,6 +5,7 @@
  * command throws a UsageError (common/cli.ts) for that, and this file alone maps it.
  */
 import { EXIT, isUsageError } from '../common/cli.js';
+import { unsupportedNodeMessage } from '../common/node-line.js';
 import { printable } from '../common/terminal-text.js';
 
 const USAGE = `Usage: tps <command> [options]
@@ -41,6 +42,12 @@ const commands: Record<string, (argv: string[]) => Promise<void>> = {
 };
 
 async function main(argv: string[]): Promise<void> {
+  const refusal = unsupportedNodeMessage(process.versions.node);
+  if (refusal) {
+    process.stderr.write(refusal);
+    process.exitCode = EXIT.failed;
+    return;
+  }
   const [name, ...rest] = argv;
   if (name === '--version' || name === '-V' || name === 'version') {
     process.stdout.write(`tps ${(await import('../common/version.js')).VERSION}\n`);
