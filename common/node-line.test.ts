@@ -26,6 +26,8 @@ describe('the supported Node.js lines', () => {
   });
 
   it('names the running version and the lines in its refusal', () => {
-    expect(unsupportedNodeMessage('20.20.2')).toMatch(/Node\.js 24 .*26.*this is Node\.js 20\.20\.2/);
+    expect(unsupportedNodeMessage('20.20.2')).toMatch(
+      /Node\.js 24 .*26.*this is Node\.js 20\.20\.2/,
+    );
   });
 });
