@@ -22,7 +22,14 @@ import {
   type Revision,
 } from '../protocol/index.js';
 import { TpsError } from './errors.js';
-import { Transport, lenientParser, type CallOptions, type TransportOptions } from './http.js';
+import {
+  Transport,
+  lenientParser,
+  type CallOptions,
+  type LocalPath,
+  type TransportOptions,
+} from './http.js';
+import { trustingFetch } from './local-path.js';
 import type {
   ConfirmBody,
   ContinueBody,
@@ -42,7 +49,10 @@ import type {
 
 export type { CallOptions };
 
-export interface ApiClientOptions<R extends Revision> extends Omit<TransportOptions, 'baseUrl'> {
+export interface ApiClientOptions<R extends Revision> extends Omit<
+  TransportOptions,
+  'baseUrl' | 'local'
+> {
   /**
    * The service's base address without the version segment
    * (`http://127.0.0.1:8080/pos`); one that ends in `/v0` or `/v1` must agree with
@@ -51,6 +61,13 @@ export interface ApiClientOptions<R extends Revision> extends Omit<TransportOpti
   baseUrl: string;
   /** Default `v1`, the current revision. */
   revision?: R;
+  /**
+   * The terminal's agent on the shop's network (docs/local-mode.md): requests the cloud
+   * cannot carry go there (or there first, `prefer: 'local'`). `baseUrl` as above, e.g.
+   * `https://192.168.1.20:8443/pos`; `ca`, the certificates to trust for it (the relay's
+   * `local-trust` answer).
+   */
+  local?: Omit<LocalPath, 'baseUrl'> & { baseUrl: string; ca?: string | string[] };
 }
 
 /** The service's default long-poll wait, assumed when a body names none. */
@@ -91,6 +108,19 @@ const loose = {
   events: z.object({ events: z.array(LooseEvent), next_token: z.string() }),
 };
 
+/** `baseUrl` with the revision's segment; one that names another revision is refused. */
+function versionedUrl(baseUrl: string, revision: Revision): string {
+  const trimmed = baseUrl.replace(/\/+$/, '');
+  const named = /\/(v0|v1)$/.exec(trimmed)?.[1];
+  if (named !== undefined && named !== revision) {
+    throw new TpsError({
+      code: 'INVALID_ARGUMENT',
+      message: `the base URL ${trimmed} names revision ${named} but the client uses ${revision}; pass revision: '${named}' or a base URL without the version segment`,
+    });
+  }
+  return named ? trimmed : `${trimmed}/${revision}`;
+}
+
 export class ApiClient<R extends Revision = 'v1'> {
   readonly revision: R;
   /** Base address with the version segment. */
@@ -100,18 +130,28 @@ export class ApiClient<R extends Revision = 'v1'> {
 
   constructor(options: ApiClientOptions<R>) {
     const revision = (options.revision ?? 'v1') as R;
-    const trimmed = options.baseUrl.replace(/\/+$/, '');
-    const named = /\/(v0|v1)$/.exec(trimmed)?.[1];
-    if (named !== undefined && named !== revision) {
-      throw new TpsError({
-        code: 'INVALID_ARGUMENT',
-        message: `the base URL names revision ${named} but the client uses ${revision}; pass revision: '${named}' or a base URL without the version segment`,
-      });
-    }
     this.revision = revision;
-    this.url = named ? trimmed : `${trimmed}/${revision}`;
-    this.transport = new Transport({ ...options, baseUrl: this.url });
+    this.url = versionedUrl(options.baseUrl, revision);
+    const { local, ...cloud } = options;
+    this.transport = new Transport({
+      ...cloud,
+      baseUrl: this.url,
+      ...(local
+        ? {
+            local: {
+              ...local,
+              baseUrl: versionedUrl(local.baseUrl, revision),
+              ...(local.ca !== undefined && !local.fetch ? { fetch: trustingFetch(local.ca) } : {}),
+            },
+          }
+        : {}),
+    });
     this.schemas = responseSchemas(revision);
+  }
+
+  /** The path the next request takes first (`cloud` unless only the local path answers lately). */
+  get nextPath(): 'cloud' | 'local' {
+    return this.transport.nextPath;
   }
 
   purchase(body: PurchaseBody, call?: CallOptions): Promise<TransactionResponse<R>> {

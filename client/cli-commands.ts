@@ -5,7 +5,7 @@ import { ExternalId, PRINT_CONTENTS_MAX } from '../protocol/index.js';
 import { ApiClient } from './api-client.js';
 import { eventLine, statusLine, transactionDetails, transactionLine } from './cli-format.js';
 import { UsageError } from '../common/cli.js';
-import { amount, flags, type Connection, type Out, type Values } from './cli-options.js';
+import { amount, flags, localPath, type Connection, type Out, type Values } from './cli-options.js';
 import { followEvents } from './events.js';
 import type { Revision } from './types.js';
 
@@ -16,7 +16,12 @@ export async function plain(
   values: Values,
   out: Out,
 ): Promise<number> {
-  const api = new ApiClient<Revision>({ ...conn, revision: conn.revision });
+  const local = localPath(conn);
+  const api = new ApiClient<Revision>({
+    ...conn,
+    revision: conn.revision,
+    ...(local ? { local } : {}),
+  });
   const terminal_id = conn.terminalId;
   switch (command) {
     case 'confirm': {

@@ -1,4 +1,5 @@
 /** What `tps pos` reads: its flags, the connection settings and the output it writes. */
+import { readFileSync } from 'node:fs';
 import type { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { UsageError } from '../common/cli.js';
@@ -15,6 +16,9 @@ export const OPTIONS = {
   terminal: { type: 'string' },
   journal: { type: 'string' },
   revision: { type: 'string' },
+  local: { type: 'string' },
+  'local-ca': { type: 'string' },
+  'local-first': { type: 'boolean' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   amount: { type: 'string' },
@@ -39,7 +43,15 @@ export type Values = ReturnType<
   typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>
 >['values'];
 
-type Setting = 'baseUrl' | 'username' | 'password' | 'terminalId' | 'journal' | 'revision';
+type Setting =
+  | 'baseUrl'
+  | 'username'
+  | 'password'
+  | 'terminalId'
+  | 'journal'
+  | 'revision'
+  | 'localUrl'
+  | 'localCa';
 
 /** Where each connection setting comes from: a flag, else an environment variable. */
 const SOURCES: Record<Setting, { flag: keyof typeof OPTIONS; env?: string }> = {
@@ -49,6 +61,8 @@ const SOURCES: Record<Setting, { flag: keyof typeof OPTIONS; env?: string }> = {
   terminalId: { flag: 'terminal', env: 'TPS_TERMINAL_ID' },
   journal: { flag: 'journal', env: 'TPS_JOURNAL' },
   revision: { flag: 'revision' },
+  localUrl: { flag: 'local', env: 'TPS_LOCAL_URL' },
+  localCa: { flag: 'local-ca', env: 'TPS_LOCAL_CA' },
 };
 const SETTINGS = Object.keys(SOURCES) as Setting[];
 
@@ -68,8 +82,14 @@ const ConnectionSchema = z.object({
   }),
   journal: z.string().min(1).default(DEFAULT_JOURNAL),
   revision: z.enum(['v0', 'v1'], { error: 'must be v0 or v1' }).default('v1'),
+  localUrl: z.url({ error: 'must be a URL such as https://192.168.1.20:8443/pos' }).optional(),
+  localCa: z.string().min(1).optional(),
 });
-export type Connection = z.infer<typeof ConnectionSchema> & { terminalId: string };
+export type Connection = z.infer<typeof ConnectionSchema> & {
+  terminalId: string;
+  /** Whether the local path is tried first (`--local-first`). */
+  localFirst: boolean;
+};
 
 /** How a problem names each setting: `--terminal / TPS_TERMINAL_ID`. */
 const SETTING_NAMES: Record<string, string> = Object.fromEntries(
@@ -93,7 +113,39 @@ export function connection(values: Values): Connection {
   );
   const parsed = ConnectionSchema.safeParse(input);
   if (!parsed.success) throw new UsageError(describe(parsed.error, SETTING_NAMES));
-  return parsed.data as Connection;
+  const localFirst = values['local-first'] === true;
+  if (parsed.data.localUrl === undefined && (localFirst || parsed.data.localCa !== undefined)) {
+    throw new UsageError(
+      `${localFirst ? '--local-first' : SETTING_NAMES.localCa}: needs the terminal's local address (${SETTING_NAMES.localUrl})`,
+    );
+  }
+  return { ...parsed.data, localFirst } as Connection;
+}
+
+/**
+ * The client's local path from the connection settings: the agent's address, the
+ * certificates to trust for it (a PEM file, as `tps pos local-trust` saves it) and which
+ * path goes first.
+ */
+export function localPath(
+  conn: Connection,
+): { baseUrl: string; ca?: string; prefer: 'cloud' | 'local' } | undefined {
+  if (conn.localUrl === undefined) return undefined;
+  let ca: string | undefined;
+  if (conn.localCa !== undefined) {
+    try {
+      ca = readFileSync(conn.localCa, 'utf8');
+    } catch (error) {
+      throw new UsageError(
+        `${SETTING_NAMES.localCa}: cannot read ${conn.localCa}: ${(error as Error).message}`,
+      );
+    }
+  }
+  return {
+    baseUrl: conn.localUrl,
+    ...(ca !== undefined ? { ca } : {}),
+    prefer: conn.localFirst ? 'local' : 'cloud',
+  };
 }
 
 function describe(error: z.ZodError, names: Record<string, string>): string {

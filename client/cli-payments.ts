@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { Currency, ExternalId, TerminalId } from '../protocol/index.js';
 import type { ApiClient } from './api-client.js';
 import { formatAmount, receiptBlock, settlementLine } from './cli-format.js';
-import { amount, flags, type Connection, type Out, type Values } from './cli-options.js';
+import { amount, flags, localPath, type Connection, type Out, type Values } from './cli-options.js';
 import { isTpsError } from './errors.js';
 import type { Settlement } from './payment.js';
 import { PosClient } from './pos-client.js';
@@ -12,8 +12,10 @@ import type { Revision } from './types.js';
 
 export function newPos(conn: Connection, out: Out, human: boolean) {
   let lastRetry = '';
+  const local = localPath(conn);
   return new PosClient<Revision>({
     baseUrl: conn.baseUrl,
+    ...(local ? { local } : {}),
     username: conn.username,
     password: conn.password,
     terminalId: conn.terminalId,

@@ -8,6 +8,11 @@ const CONNECTION = `Connection (a flag wins over its environment variable):
   --terminal ID      TPS_TERMINAL_ID  the terminal
   --journal FILE     TPS_JOURNAL      payment journal (default ${DEFAULT_JOURNAL})
   --revision v0|v1                    API revision (default v1)
+  --local URL        TPS_LOCAL_URL    the terminal's agent on the shop's network (local mode),
+                                      e.g. https://192.168.1.20:8443/pos: used when the relay
+                                      cannot be reached
+  --local-ca FILE    TPS_LOCAL_CA     the certificates to trust for it (tps pos local-trust)
+  --local-first                       the local path first, the relay when it fails
   -h, --help                          this text`;
 
 const EXIT_STATUS = `Exit status: 0 done (the payment succeeded), 1 failed, 2 usage or configuration,
