@@ -14,7 +14,7 @@ import { maskUpdateStatusText } from '../protocol/free-text.js';
 import { systemClock, systemTimers, type Clock } from '../common/clock.js';
 import { Authenticator } from './accounts/authenticator.js';
 import { bootstrapAccount, type Bootstrap } from './accounts/bootstrap.js';
-import { signInThrottle } from './accounts/sign-in-throttle.js';
+import { signInThrottle } from '../common/sign-in-throttle.js';
 import { BackgroundWork } from './cluster/background.js';
 import { routeNotices } from './cluster/notices.js';
 import { brokerCertificate, type CloudConfig } from './config.js';
