@@ -280,7 +280,9 @@ describe('the fleet configuration on the agent', () => {
       expect.objectContaining({
         version: V1,
         status: 'REJECTED',
-        reason: expect.stringMatching(/config\.local_api\.listen\.host: must be an IPv4 or IPv6 address/),
+        reason: expect.stringMatching(
+          /config\.local_api\.listen\.host: must be an IPv4 or IPv6 address/,
+        ),
       }),
     ]);
     expect(t.reports[0]!.reason).toMatch(/config\.local_api\.listen\.port: must be 1024-65535/);

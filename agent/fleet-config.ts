@@ -61,7 +61,7 @@ function readJson<T>(file: string, schema: z.ZodType<T>): T | undefined {
 }
 
 /** Writes a file whole or not at all: a power loss leaves the old one or the new one. */
-function writeWhole(file: string, value: unknown): void {
+export function writeWhole(file: string, value: unknown): void {
   const temp = `${file}.${process.pid}.tmp`;
   const fd = fs.openSync(temp, 'w', 0o600);
   try {

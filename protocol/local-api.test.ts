@@ -4,9 +4,7 @@ import { localApiSettings } from './local-api.js';
 
 const messages = (value: unknown) => {
   const parsed = FleetConfig.safeParse(value);
-  return parsed.success
-    ? []
-    : parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+  return parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
 };
 
 describe('local_api in the fleet configuration', () => {
@@ -26,7 +24,9 @@ describe('local_api in the fleet configuration', () => {
 
   it('merges layers field by field, nested objects too', () => {
     const effective = effectiveFleetConfig([
-      { local_api: { listen: { host: '192.168.1.20' }, while_unreachable: { max_amount: 10_000 } } },
+      {
+        local_api: { listen: { host: '192.168.1.20' }, while_unreachable: { max_amount: 10_000 } },
+      },
       { local_api: { enabled: true } },
       { local_api: { listen: { port: 9443 }, while_unreachable: { max_pending_count: 5 } } },
     ]);
@@ -48,7 +48,9 @@ describe('local_api in the fleet configuration', () => {
       'local_api.listen.host: must be an IPv4 or IPv6 address, e.g. "0.0.0.0"',
     ]);
     expect(messages({ local_api: { while_unreachable: { max_amount: 12.5 } } })).toHaveLength(1);
-    expect(messages({ local_api: { while_unreachable: { max_pending_count: 0 } } })).toHaveLength(1);
+    expect(messages({ local_api: { while_unreachable: { max_pending_count: 0 } } })).toHaveLength(
+      1,
+    );
     expect(messages({ local_api: { enabled: 'yes' } })).toHaveLength(1);
     expect(messages({ local_api: { listen: { port: 9443, tls: true } } })).toHaveLength(1);
     expect(messages({ local_api: { listen: { host: '::' } } })).toEqual([]);

@@ -17,7 +17,11 @@ export const LocalApiBounds = z.strictObject({
   /** Their amounts together, at most. */
   max_pending_total: MinorUnits.optional(),
   /** The oldest one not forwarded, at most this old, in seconds (up to 7 days). */
-  max_pending_age_seconds: z.int().min(60).max(7 * 86_400).optional(),
+  max_pending_age_seconds: z
+    .int()
+    .min(60)
+    .max(7 * 86_400)
+    .optional(),
 });
 
 export const LocalApiListen = z.strictObject({
