@@ -252,7 +252,9 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       publishOrder: (terminalId, order) => mqttLink.publishUpdateOrder(terminalId, order),
       logger: partLogger(logger, 'rollouts'),
     });
-    const registry = new TerminalRegistry(store, clock);
+    const registry = new TerminalRegistry(store, clock, (terminalId) =>
+      fleet.localCredentials.send(terminalId),
+    );
     const fleet = createFleet({
       store,
       registry,
@@ -391,7 +393,13 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       if (notice.type === 'API') authenticator.forget(notice.username);
       else broker?.disconnectAgent(notice.username);
     };
-    const credentials = new CredentialAdmin({ store, bus, clock, changed: credentialChanged });
+    const credentials = new CredentialAdmin({
+      store,
+      bus,
+      clock,
+      changed: credentialChanged,
+      posCredentialChanged: (terminalId) => fleet.localCredentials.send(terminalId),
+    });
     for (const username of bootstrap.replaced) {
       logger.warn({ username }, 'account credential removed: TPS_ACCOUNT_USERNAME replaces it');
       await bus.announce({ kind: 'credential', type: 'API', username });
