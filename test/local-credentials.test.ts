@@ -19,7 +19,8 @@ import {
 } from '../protocol/index.js';
 import { VerifierAuthenticator } from '../agent/local-api/authenticator.js';
 import { LocalCredentials } from '../agent/local-api/credentials.js';
-import { post, startTestRelay, type TestRelay } from './support/relay.js';
+import { runEach } from './support/cli-commands.js';
+import { TEST_ACCOUNT, post, startTestRelay, type TestRelay } from './support/relay.js';
 
 let relay: TestRelay;
 const dirs: string[] = [];
@@ -176,5 +177,40 @@ describe('POS verifiers delivered to the agent', () => {
     const heard = await agentC.next((m) => m.credentials.length > 0);
     expect(heard.credentials.map((x) => x.username)).toEqual([c.username]);
     await agentC.client.endAsync();
+  });
+
+  it('are set with tps fleet config set, and bad values refused with the field named', async () => {
+    const t = await register();
+    const env = {
+      TPS_BASE_URL: relay.baseUrl,
+      TPS_ACCOUNT_USERNAME: TEST_ACCOUNT.username,
+      TPS_ACCOUNT_PASSWORD: TEST_ACCOUNT.password,
+    };
+    const set = ['fleet', 'config', 'set', '--terminal', t.terminal_id];
+    const [good, badPort, plainAlone] = await runEach([
+      {
+        args: [
+          ...set,
+          ...['--local-api', 'on', '--local-api-listen', '[::]:9443'],
+          ...['--local-api-max-amount', '20000', '--local-api-max-pending-age-s', '3600'],
+          '--json',
+        ],
+        env,
+      },
+      { args: [...set, '--local-api-listen', '0.0.0.0:80'], env },
+      { args: [...set, '--replace', '--local-api-plain-http', 'on'], env },
+    ]);
+    expect(good!.code, good!.stderr).toBe(0);
+    expect(JSON.parse(good!.stdout).layer).toEqual({
+      local_api: {
+        enabled: true,
+        listen: { host: '::', port: 9443 },
+        while_unreachable: { max_amount: 20_000, max_pending_age_seconds: 3600 },
+      },
+    });
+    expect(badPort!.code).toBe(1);
+    expect(badPort!.stderr).toMatch(/local_api\.listen\.port: must be 1024-65535/);
+    expect(plainAlone!.code).toBe(1);
+    expect(plainAlone!.stderr).toMatch(/plain_http needs enabled: true/);
   });
 });
