@@ -4,8 +4,7 @@
  * `Basic` token of base64, a non-empty username before the first colon.
  */
 export type BasicCredentials =
-  | { ok: true; username: string; secret: string }
-  | { ok: false; reason: string };
+  { ok: true; username: string; secret: string } | { ok: false; reason: string };
 
 export function parseBasicAuthorization(header: string | undefined): BasicCredentials {
   if (!header) return { ok: false, reason: 'missing Authorization header (HTTP Basic)' };
