@@ -29,6 +29,9 @@ import { partLogger } from '../common/logging.js';
 import { printable } from '../common/terminal-text.js';
 import type { FactsMessage } from '../protocol/fleet-diagnostics.js';
 import { FleetConfigApplier, type RefusedConfig } from './fleet-config.js';
+import type { LocalApiSettings } from '../protocol/local-api.js';
+import { VerifierAuthenticator, type LocalApiAuthenticator } from './local-api/authenticator.js';
+import { LocalCredentials } from './local-api/credentials.js';
 import { answerDiagnostic } from './fleet-diagnostics.js';
 import type { LogRing } from './fleet-logs.js';
 import type { LineTrace } from './fleet-trace.js';
@@ -119,6 +122,14 @@ export interface RunningAgent {
   readerFacts(reader: { model?: string; firmware?: string }): void;
   /** The end-of-day schedule and requests (end-of-day.ts). */
   readonly endOfDay: EndOfDayScheduler;
+  /** Local mode (docs/local-mode.md): what a server of the local API starts, stops and checks with. */
+  readonly localApi: {
+    /** The settings in force, from the fleet configuration. */
+    readonly settings: LocalApiSettings;
+    /** Hears each change of the settings in force; answers an unsubscribe. */
+    onChange(listener: (settings: LocalApiSettings) => void): () => void;
+    readonly authenticator: LocalApiAuthenticator;
+  };
 }
 
 export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<RunningAgent> {
@@ -219,6 +230,9 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     logger: partLogger(logger, 'config'),
   });
 
+  const localCredentials = LocalCredentials.open(config.data_dir, partLogger(logger, 'local-api'));
+  const localAuthenticator = new VerifierAuthenticator(localCredentials);
+
   // Open transactions are read before the link can bring a command.
   const recovery = executor.recover();
   const link = new AgentLink({
@@ -239,6 +253,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     ...(tuning.reportResendMs !== undefined ? { resendMs: tuning.reportResendMs } : {}),
     fleet: {
       config: (value) => applier.received(value),
+      localCredentials: (value) => void localCredentials.received(value),
       diagnostic: (value) =>
         void answerDiagnostic(value, {
           config,
@@ -284,6 +299,13 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     endOfDay,
     get transactionState() {
       return executor.transactionState;
+    },
+    localApi: {
+      get settings() {
+        return applier.localApi;
+      },
+      onChange: (listener) => applier.onLocalApi(listener),
+      authenticator: localAuthenticator,
     },
     readerFacts: (reader) => {
       readerFacts = reader;

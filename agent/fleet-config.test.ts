@@ -216,4 +216,76 @@ describe('the fleet configuration on the agent', () => {
       },
     );
   });
+
+  it('turns the local API on and off only when no payment runs, and says what is in force', () => {
+    const base = baseConfig();
+    const t = applier(base);
+    const heard: unknown[] = [];
+    t.a.onLocalApi((settings) => heard.push(settings));
+    expect(t.a.localApi).toMatchObject({ enabled: false, listen: { host: '0.0.0.0', port: 8443 } });
+
+    t.setIdle(false);
+    t.a.received({ version: V1, config: { local_api: { enabled: true, listen: { port: 9443 } } } });
+    expect(t.reports.at(-1)).toMatchObject({ version: V1, status: 'PENDING' });
+    expect(t.a.localApi.enabled).toBe(false);
+    expect(heard).toEqual([]);
+
+    t.setIdle(true);
+    expect(t.reports.at(-1)).toMatchObject({ version: V1, status: 'APPLIED', applied_version: V1 });
+    expect(t.a.localApi).toEqual({
+      enabled: true,
+      listen: { host: '0.0.0.0', port: 9443 },
+      plain_http: false,
+      while_unreachable: {
+        max_amount: 50_000,
+        max_pending_count: 100,
+        max_pending_total: 500_000,
+        max_pending_age_seconds: 86_400,
+      },
+    });
+    expect(heard).toEqual([t.a.localApi]);
+    expect(t.restarts()).toBe(0);
+
+    // What leaves the local API as it is applies at once, even mid-payment.
+    t.setIdle(false);
+    const local_api = { enabled: true, listen: { port: 9443 } };
+    t.a.received({ version: V2, config: { heartbeat_s: 7, local_api } });
+    expect(t.reports.at(-1)).toMatchObject({ version: V2, status: 'APPLIED' });
+    expect(t.applied.heartbeatMs).toBe(7000);
+
+    // Off again: waits for the payment too, then the listener hears it.
+    t.a.received({ version: V3, config: { heartbeat_s: 7 } });
+    expect(t.reports.at(-1)).toMatchObject({ version: V3, status: 'PENDING' });
+    t.setIdle(true);
+    expect(t.a.localApi.enabled).toBe(false);
+    expect(heard).toHaveLength(2);
+
+    // Kept across a restart: the agent starts with the local API in force.
+    expect(applier(base).a.localApi.enabled).toBe(false);
+  });
+
+  it('starts with the kept local API settings', () => {
+    const base = baseConfig();
+    applier(base).a.received({ version: V1, config: { local_api: { enabled: true } } });
+    expect(applier(base).a.localApi.enabled).toBe(true);
+  });
+
+  it('refuses a configuration with bad local API values, saying which and why', () => {
+    const t = applier(baseConfig());
+    t.a.received({
+      version: V1,
+      config: { local_api: { enabled: true, listen: { port: 80, host: 'shop.example' } } },
+    });
+    expect(t.reports).toEqual([
+      expect.objectContaining({
+        version: V1,
+        status: 'REJECTED',
+        reason: expect.stringMatching(
+          /config\.local_api\.listen\.host: must be an IPv4 or IPv6 address/,
+        ),
+      }),
+    ]);
+    expect(t.reports[0]!.reason).toMatch(/config\.local_api\.listen\.port: must be 1024-65535/);
+    expect(t.a.localApi.enabled).toBe(false);
+  });
 });

@@ -8,6 +8,9 @@
  *   schedule apply at once.
  *   Reader settings and the printer's head width reopen the hardware, so they wait until
  *   the terminal is idle (never during a payment): the report says PENDING meanwhile.
+ *   So does a change of `local_api` (local mode): a POS's local request must not lose its
+ *   listener mid-payment. The settings in force are `localApi`, and `onLocalApi` tells
+ *   whoever serves the local API when they change.
  * - A configuration the agent cannot apply (a setting its reader does not take) is
  *   reported REJECTED with the reason; the last good one stays in force.
  * - The last good one is kept in `fleet-config.json` in the data directory (written whole
@@ -24,6 +27,7 @@ import {
   type ConfigReportMessage,
   type FleetConfig,
 } from '../protocol/fleet-config.js';
+import { localApiSettings, type LocalApiSettings } from '../protocol/local-api.js';
 import type { Clock } from '../common/clock.js';
 import { printable } from '../common/terminal-text.js';
 import { ZvtProfileName } from '../firmware-bridge/zvt/reader/profiles.js';
@@ -57,7 +61,7 @@ function readJson<T>(file: string, schema: z.ZodType<T>): T | undefined {
 }
 
 /** Writes a file whole or not at all: a power loss leaves the old one or the new one. */
-function writeWhole(file: string, value: unknown): void {
+export function writeWhole(file: string, value: unknown): void {
   const temp = `${file}.${process.pid}.tmp`;
   const fd = fs.openSync(temp, 'w', 0o600);
   try {
@@ -187,6 +191,8 @@ export class FleetConfigApplier {
   private last: ConfigReportMessage | undefined;
   private waiting: (() => void) | undefined;
   private stopped = false;
+  private localApiInForce: LocalApiSettings = localApiSettings(undefined);
+  private readonly localApiListeners = new Set<(settings: LocalApiSettings) => void>();
 
   constructor(private readonly options: FleetConfigApplierOptions) {
     const kept = readKeptConfig(options.base.data_dir);
@@ -219,11 +225,15 @@ export class FleetConfigApplier {
     const next = overlay(this.options.base, message.config);
     if (!next.ok) return this.reject(message.version, next.problems.join('; '));
     if (!needsHardware(this.options.running, next.config)) {
-      this.cancelWait();
-      this.keep(message);
-      this.applyLive(message.config);
-      this.options.logger.info({ version: message.version }, 'configuration applied');
-      return this.send({ version: message.version, status: 'APPLIED' });
+      const applyNow = () => {
+        this.cancelWait();
+        this.keep(message);
+        this.applyLive(message.config);
+        this.options.logger.info({ version: message.version }, 'configuration applied');
+        this.send({ version: message.version, status: 'APPLIED' });
+      };
+      if (!this.changesLocalApi(message.config) || this.options.isIdle()) return applyNow();
+      return this.applyWhenIdle(message.version, applyNow);
     }
     const restart = this.options.restart;
     if (!restart) {
@@ -243,14 +253,18 @@ export class FleetConfigApplier {
       restart();
     };
     if (this.options.isIdle()) return apply();
-    this.send({ version: message.version, status: 'PENDING' });
-    this.options.logger.info(
-      { version: message.version },
-      'configuration waits for the terminal to be idle',
-    );
-    this.waiting = this.options.onIdle(() => {
-      if (this.options.isIdle()) apply();
-    });
+    this.applyWhenIdle(message.version, apply);
+  }
+
+  /** The local API's settings in force (defaults: off). */
+  get localApi(): LocalApiSettings {
+    return this.localApiInForce;
+  }
+
+  /** Calls `listener` with the local API's settings each time they change; answers an unsubscribe. */
+  onLocalApi(listener: (settings: LocalApiSettings) => void): () => void {
+    this.localApiListeners.add(listener);
+    return () => this.localApiListeners.delete(listener);
   }
 
   /** For the doctor's checklist. */
@@ -275,6 +289,21 @@ export class FleetConfigApplier {
     this.cancelWait();
   }
 
+  private changesLocalApi(config: FleetConfig): boolean {
+    return (
+      JSON.stringify(localApiSettings(config.local_api)) !== JSON.stringify(this.localApiInForce)
+    );
+  }
+
+  private applyWhenIdle(version: string, apply: () => void): void {
+    this.cancelWait();
+    this.send({ version, status: 'PENDING' });
+    this.options.logger.info({ version }, 'configuration waits for the terminal to be idle');
+    this.waiting = this.options.onIdle(() => {
+      if (this.options.isIdle()) apply();
+    });
+  }
+
   private reject(version: string, reason: string): void {
     this.options.logger.warn({ version, reason }, 'configuration refused; the last good one stays');
     this.send({ version, status: 'REJECTED', reason: printable(reason).slice(0, 500) });
@@ -295,6 +324,10 @@ export class FleetConfigApplier {
     live.logLevel(config.log_level ?? base.log_level);
     live.idleScreenText(config.idle_screen_text);
     live.endOfDay?.(config.end_of_day);
+    const localApi = localApiSettings(config.local_api);
+    if (JSON.stringify(localApi) === JSON.stringify(this.localApiInForce)) return;
+    this.localApiInForce = localApi;
+    for (const listener of this.localApiListeners) listener(localApi);
   }
 
   private send(report: Omit<ConfigReportMessage, 'at' | 'applied_version'>): void {

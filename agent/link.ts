@@ -80,6 +80,8 @@ export interface AgentLinkOptions {
 export interface FleetHandlers {
   config(value: unknown): void;
   diagnostic(value: unknown): void;
+  /** Verifiers of the terminal's POS credentials (agent/local-api/credentials.ts). */
+  localCredentials?(value: unknown): void;
   /** Connected and subscribed: time to say what the relay should know. */
   connected(): void;
 }
@@ -274,6 +276,7 @@ export class AgentLink {
         ...(fleet
           ? { [this.topics.config]: { qos: 1 }, [this.topics.diagnostic]: { qos: 1 } }
           : {}),
+        ...(fleet?.localCredentials ? { [this.topics.localCredentials]: { qos: 1 as const } } : {}),
       },
       (error, granted) => {
         if (error) logger.error({ err: error }, 'subscribing failed');
@@ -380,6 +383,8 @@ export class AgentLink {
         this.options.fleet.config(value);
       } else if (packet.topic === this.topics.diagnostic && this.options.fleet) {
         this.options.fleet.diagnostic(value);
+      } else if (packet.topic === this.topics.localCredentials && this.options.fleet) {
+        this.options.fleet.localCredentials?.(value);
       } else {
         logger.warn({ topic: packet.topic }, 'ignored a message on an unexpected topic');
       }

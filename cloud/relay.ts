@@ -14,7 +14,7 @@ import { maskUpdateStatusText } from '../protocol/free-text.js';
 import { systemClock, systemTimers, type Clock } from '../common/clock.js';
 import { Authenticator } from './accounts/authenticator.js';
 import { bootstrapAccount, type Bootstrap } from './accounts/bootstrap.js';
-import { signInThrottle } from './accounts/sign-in-throttle.js';
+import { signInThrottle } from '../common/sign-in-throttle.js';
 import { BackgroundWork } from './cluster/background.js';
 import { routeNotices } from './cluster/notices.js';
 import { brokerCertificate, type CloudConfig } from './config.js';
@@ -252,7 +252,9 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       publishOrder: (terminalId, order) => mqttLink.publishUpdateOrder(terminalId, order),
       logger: partLogger(logger, 'rollouts'),
     });
-    const registry = new TerminalRegistry(store, clock);
+    const registry = new TerminalRegistry(store, clock, (terminalId) =>
+      fleet.localCredentials.send(terminalId),
+    );
     const fleet = createFleet({
       store,
       registry,
@@ -391,7 +393,13 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       if (notice.type === 'API') authenticator.forget(notice.username);
       else broker?.disconnectAgent(notice.username);
     };
-    const credentials = new CredentialAdmin({ store, bus, clock, changed: credentialChanged });
+    const credentials = new CredentialAdmin({
+      store,
+      bus,
+      clock,
+      changed: credentialChanged,
+      posCredentialChanged: (terminalId) => fleet.localCredentials.send(terminalId),
+    });
     for (const username of bootstrap.replaced) {
       logger.warn({ username }, 'account credential removed: TPS_ACCOUNT_USERNAME replaces it');
       await bus.announce({ kind: 'credential', type: 'API', username });

@@ -9,6 +9,7 @@
 import { z } from 'zod';
 import { CohortId } from './events.js';
 import { TerminalId, TimestampV1 } from './fields.js';
+import { LocalApiConfig, mergeLocalApi } from './local-api.js';
 import { plainText } from './plain-text.js';
 
 export const FleetLogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
@@ -90,6 +91,8 @@ export const FleetConfig = z.strictObject({
   reader: FleetReaderSettings.optional(),
   maintenance_window: MaintenanceWindow.optional(),
   end_of_day: EndOfDaySchedule.optional(),
+  /** Local mode: the POS API served by the agent on the shop's network (protocol/local-api.ts). */
+  local_api: LocalApiConfig.optional(),
 });
 export type FleetConfig = z.infer<typeof FleetConfig>;
 
@@ -98,10 +101,11 @@ export function effectiveFleetConfig(layers: ReadonlyArray<FleetConfig | undefin
   const merged: FleetConfig = {};
   for (const layer of layers) {
     if (!layer) continue;
-    const { reader, end_of_day: endOfDay, ...rest } = layer;
+    const { reader, end_of_day: endOfDay, local_api: localApi, ...rest } = layer;
     Object.assign(merged, rest);
     if (reader) merged.reader = { ...merged.reader, ...reader };
     if (endOfDay) merged.end_of_day = { ...merged.end_of_day, ...endOfDay };
+    if (localApi) merged.local_api = mergeLocalApi(merged.local_api, localApi);
   }
   return merged;
 }

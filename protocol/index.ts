@@ -16,6 +16,8 @@ export * from './print-image.js';
 export * from './release.js';
 export * from './update.js';
 export * from './fleet-config.js';
+export * from './local-api.js';
+export * from './local-credentials.js';
 export * from './fleet-diagnostics.js';
 export * from './rollout.js';
 export * from './settlement.js';

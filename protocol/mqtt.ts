@@ -40,6 +40,8 @@ export function terminalTopics(terminalId: string) {
     diagnostic: `${base}/diag`,
     /** agent → relay: the answer to a diagnostic request. */
     diagnosticReply: `${base}/diag-reply`,
+    /** relay → agent, retained: verifiers of the terminal's POS credentials (protocol/local-credentials.ts). */
+    localCredentials: `${base}/local-credentials`,
   };
 }
 
@@ -84,6 +86,7 @@ const TOPIC_KINDS = [
   'facts',
   'diag',
   'diag-reply',
+  'local-credentials',
 ] as const;
 export type TopicKind = (typeof TOPIC_KINDS)[number];
 

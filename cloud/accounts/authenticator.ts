@@ -1,6 +1,6 @@
 /**
  * HTTP Basic authentication against the stored credentials, with guessing throttled
- * (sign-in-throttle.ts): a sign-in over a limit answers 429 with Retry-After before its
+ * (common/sign-in-throttle.ts): a sign-in over a limit answers 429 with Retry-After before its
  * secret is checked, and a slow hash beyond the gate's slots answers 503 at once.
  *
  * Every failed sign-in costs one full key stretching whatever the username: an unknown
@@ -9,13 +9,14 @@
  * PBKDF2 too. So an answer's time tells whether the secret was right, never whether the
  * username exists, and each guess costs the guesser as much as the relay.
  */
-import { BoundedMap } from '../bounded-map.js';
+import { parseBasicAuthorization } from '../../common/basic-auth.js';
+import { BoundedMap } from '../../common/bounded-map.js';
 import { ApiError } from '../errors.js';
 import type { CredentialRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
 import type { Principal } from './principal.js';
 import { VerifiedSecretCache, hashSecret, isSlowHash, verifySecret } from './secrets.js';
-import { HashGate, HashingBusy, type SignInThrottle } from './sign-in-throttle.js';
+import { HashGate, HashingBusy, type SignInThrottle } from '../../common/sign-in-throttle.js';
 
 const CHALLENGE = { 'WWW-Authenticate': 'Basic realm="terminal-payment-service", charset="UTF-8"' };
 
@@ -91,14 +92,9 @@ export class Authenticator {
 
   /** `source`: the client's address (sign-in-throttle.ts sourceOf). */
   async authenticate(header: string | undefined, source = 'unknown'): Promise<Principal> {
-    if (!header) throw unauthorized('missing Authorization header (HTTP Basic)');
-    const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
-    if (!match?.[1]) throw unauthorized('Authorization must be HTTP Basic');
-    const decoded = Buffer.from(match[1], 'base64').toString('utf8');
-    const colon = decoded.indexOf(':');
-    if (colon < 1) throw unauthorized('malformed Basic credentials');
-    const username = decoded.slice(0, colon);
-    const secret = decoded.slice(colon + 1);
+    const basic = parseBasicAuthorization(header);
+    if (!basic.ok) throw unauthorized(basic.reason);
+    const { username, secret } = basic;
 
     const { throttle, onFailure } = this.options;
     const wait = throttle?.check(username, source);

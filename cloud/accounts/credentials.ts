@@ -33,6 +33,8 @@ export interface CredentialAdminOptions {
   clock: Clock;
   /** What this relay does when a credential changes (the same as for another relay's notice). */
   changed(notice: CredentialNotice): Promise<void>;
+  /** A terminal's POS credential was rotated or revoked (committed): its agent hears of it. */
+  posCredentialChanged?(terminalId: string): void;
 }
 
 export class CredentialAdmin {
@@ -124,6 +126,9 @@ export class CredentialAdmin {
       username: view.username,
     };
     await this.options.changed(notice);
+    if (view.type === 'API' && view.terminal_id !== undefined) {
+      this.options.posCredentialChanged?.(view.terminal_id);
+    }
     await this.options.bus.announce(notice);
   }
 }

@@ -8,9 +8,13 @@
  * later requests cost one HMAC. Hashes made by scrypt earlier still verify. Agents' broker
  * credentials have their own format, Mosquitto's (mosquitto-hash.ts).
  */
-import { createHash, createHmac, pbkdf2, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+import { createHmac, pbkdf2, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
-import { BoundedMap } from '../bounded-map.js';
+import { BoundedMap } from '../../common/bounded-map.js';
+import { verifyGeneratedSecret } from '../../common/generated-secret.js';
+
+/** The relay's secrets in one place; generated ones are shared with the agent (common/). */
+export { hashGeneratedSecret } from '../../common/generated-secret.js';
 
 const scryptAsync = promisify(scrypt) as (
   password: string,
@@ -23,13 +27,6 @@ const pbkdf2Async = promisify(pbkdf2);
 const PBKDF2_ITERATIONS = 600_000;
 const KEY_LENGTH = 32;
 
-/** For secrets the service generated itself: 192 random bits need no key stretching. */
-export function hashGeneratedSecret(secret: string): string {
-  const salt = randomBytes(16);
-  const digest = createHash('sha256').update(salt).update(secret).digest();
-  return `sha256$${salt.toString('base64')}$${digest.toString('base64')}`;
-}
-
 export async function hashSecret(secret: string): Promise<string> {
   const salt = randomBytes(16);
   const key = await pbkdf2Async(secret, salt, PBKDF2_ITERATIONS, KEY_LENGTH, 'sha256');
@@ -37,13 +34,7 @@ export async function hashSecret(secret: string): Promise<string> {
 }
 
 export async function verifySecret(secret: string, stored: string): Promise<boolean> {
-  if (stored.startsWith('sha256$')) {
-    const [, salt, digest] = stored.split('$');
-    if (!salt || !digest) return false;
-    const expected = Buffer.from(digest, 'base64');
-    const actual = createHash('sha256').update(Buffer.from(salt, 'base64')).update(secret).digest();
-    return expected.length === actual.length && timingSafeEqual(actual, expected);
-  }
+  if (stored.startsWith('sha256$')) return verifyGeneratedSecret(secret, stored);
   if (stored.startsWith('pbkdf2-sha256$')) {
     const [, iterations, salt, key] = stored.split('$');
     if (!iterations || !salt || !key) return false;

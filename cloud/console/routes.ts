@@ -7,7 +7,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Authenticator } from '../accounts/authenticator.js';
-import { sourceOf } from '../accounts/sign-in-throttle.js';
+import { sourceOf } from '../../common/sign-in-throttle.js';
 import type { Principal } from '../accounts/principal.js';
 import { ApiError } from '../errors.js';
 import { loadAssets, type Asset } from './assets.js';

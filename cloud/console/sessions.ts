@@ -12,7 +12,7 @@
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import { BoundedMap } from '../bounded-map.js';
+import { BoundedMap } from '../../common/bounded-map.js';
 import { ApiError } from '../errors.js';
 import type { Principal } from '../accounts/principal.js';
 import type { Store } from '../store/store.js';

@@ -48,6 +48,13 @@ Settings:
   --reader-baud-rate N         the card reader's line speed
   --reader-profile NAME        a ZVT terminal's vendor profile (docs/zvt.md)
   --maintenance-window HH:MM-HH:MM   when updates may run (UTC)
+  --local-api on|off           local mode: the agent serves the POS API on the shop's network
+  --local-api-listen HOST:PORT where it listens (default 0.0.0.0:8443; [::]:8443 for IPv6)
+  --local-api-plain-http on|off  plain HTTP instead of TLS, for benches (needs --local-api on)
+  --local-api-max-amount N     largest payment while the relay is unreachable (minor units)
+  --local-api-max-pending-count N   payments not yet forwarded, at most
+  --local-api-max-pending-total N   their amounts together, at most (minor units)
+  --local-api-max-pending-age-s N   the oldest not forwarded, at most this old
   --unset NAME                 no longer set at this level (e.g. --unset log_level); repeatable
   --replace                    the level becomes exactly the settings given
   --file FILE                  the whole level as JSON, e.g. {"heartbeat_s": 60}
@@ -66,6 +73,13 @@ const settingOptions = {
   'reader-baud-rate': { type: 'string' },
   'reader-profile': { type: 'string' },
   'maintenance-window': { type: 'string' },
+  'local-api': { type: 'string' },
+  'local-api-listen': { type: 'string' },
+  'local-api-plain-http': { type: 'string' },
+  'local-api-max-amount': { type: 'string' },
+  'local-api-max-pending-count': { type: 'string' },
+  'local-api-max-pending-total': { type: 'string' },
+  'local-api-max-pending-age-s': { type: 'string' },
   unset: { type: 'string', multiple: true },
   replace: { type: 'boolean' },
   file: { type: 'string' },
@@ -154,12 +168,53 @@ function layerFrom(
     layer.maintenance_window = { start, end };
   }
   layer.reader = reader;
+  const localApi = localApiFrom(values, layer.local_api as Record<string, unknown> | undefined);
+  if (localApi) layer.local_api = localApi;
   for (const name of values.unset ?? []) {
     if (name.startsWith('reader.')) delete reader[name.slice('reader.'.length)];
     else delete layer[name.replaceAll('-', '_')];
   }
   if (Object.keys(reader).length === 0) delete layer.reader;
   return layer;
+}
+
+/** `on`/`off` as booleans; anything else goes as given, for the relay to name. */
+const onOff = (text: string) => (text === 'on' ? true : text === 'off' ? false : text);
+
+/** The layer's `local_api` changed by the --local-api options; undefined: none given. */
+function localApiFrom(
+  values: Record<string, string | string[] | boolean | undefined>,
+  current: Record<string, unknown> | undefined,
+): Record<string, unknown> | undefined {
+  const given = (name: string) => values[`local-api${name}`] as string | undefined;
+  const int = (text: string) => (/^\d+$/.test(text) ? Number(text) : text);
+  const local: Record<string, unknown> = structuredClone(current ?? {});
+  const bounds: Record<string, unknown> =
+    (local.while_unreachable as Record<string, unknown>) ?? {};
+  let changed = false;
+  const set = (target: Record<string, unknown>, key: string, value: unknown) => {
+    target[key] = value;
+    changed = true;
+  };
+  if (given('') !== undefined) set(local, 'enabled', onOff(given('')!));
+  if (given('-plain-http') !== undefined) set(local, 'plain_http', onOff(given('-plain-http')!));
+  const listen = given('-listen');
+  if (listen !== undefined) {
+    const colon = listen.lastIndexOf(':');
+    const host = listen.slice(0, Math.max(colon, 0)).replace(/^\[(.*)\]$/, '$1');
+    set(local, 'listen', { host, port: int(listen.slice(colon + 1)) });
+  }
+  for (const [option, field] of [
+    ['-max-amount', 'max_amount'],
+    ['-max-pending-count', 'max_pending_count'],
+    ['-max-pending-total', 'max_pending_total'],
+    ['-max-pending-age-s', 'max_pending_age_seconds'],
+  ] as const) {
+    const value = given(option);
+    if (value !== undefined) set(bounds, field, int(value));
+  }
+  if (Object.keys(bounds).length) local.while_unreachable = bounds;
+  return changed ? local : undefined;
 }
 
 function render(scope: ConfigScope, answer: FleetConfigResponse): string {

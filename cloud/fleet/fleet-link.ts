@@ -18,6 +18,7 @@ import {
   terminalTopics,
   type ConfigMessage,
   type DiagnosticRequestMessage,
+  type LocalCredentialsMessage,
 } from '../../protocol/index.js';
 import type { BrokerChannel } from '../mqtt/mqtt-link.js';
 import { startRelayClient } from '../mqtt/relay-client.js';
@@ -88,6 +89,11 @@ export class FleetLink {
    */
   publishConfig(terminalId: string, message: ConfigMessage): void {
     this.publish(terminalTopics(terminalId).config, JSON.stringify(message), true);
+  }
+
+  /** The verifiers of the terminal's POS credentials, retained as the configuration is. */
+  publishLocalCredentials(terminalId: string, message: LocalCredentialsMessage): void {
+    this.publish(terminalTopics(terminalId).localCredentials, JSON.stringify(message), true);
   }
 
   /** Answers false when not connected: the request cannot leave. */

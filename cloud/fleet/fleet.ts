@@ -20,9 +20,12 @@ import { FleetConfigs } from './configs.js';
 import { FleetDiagnostics } from './diagnostics.js';
 import { fleetFacts } from './facts.js';
 import { FleetLink, type FleetLinkOptions } from './fleet-link.js';
+import { LocalCredentialDelivery } from './local-credentials.js';
 
 export interface Fleet {
   configs: FleetConfigs;
+  /** Local mode's verifiers, sent with every configuration and on each credential change. */
+  localCredentials: LocalCredentialDelivery;
   diagnostics: FleetDiagnostics;
   facts: (principal: Principal, request: FleetFactsRequest) => Promise<TerminalFacts[]>;
   /** Connects the fleet's MQTT client. */
@@ -51,9 +54,18 @@ export function createFleet(options: {
   const configs = new FleetConfigs({
     store,
     registry,
-    publish: (terminalId, message) => holder.link?.publishConfig(terminalId, message),
+    publish: (terminalId, message) => {
+      holder.link?.publishConfig(terminalId, message);
+      localCredentials.send(terminalId, message.config);
+    },
     clock,
     logger: partLogger(logger, 'config'),
+  });
+  const localCredentials = new LocalCredentialDelivery({
+    store,
+    configs,
+    publish: (terminalId, message) => holder.link?.publishLocalCredentials(terminalId, message),
+    logger: partLogger(logger, 'local-credentials'),
   });
   const diagnostics = new FleetDiagnostics({
     store,
@@ -92,6 +104,7 @@ export function createFleet(options: {
   holder.link = link;
   return {
     configs,
+    localCredentials,
     diagnostics,
     facts: (principal, request) => fleetFacts({ store, registry, clock }, principal, request),
     connect: () => link.connect(),

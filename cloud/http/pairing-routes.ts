@@ -9,7 +9,7 @@ import {
   basePath,
   requestedWaitSeconds,
 } from '../../protocol/index.js';
-import { sourceOf } from '../accounts/sign-in-throttle.js';
+import { sourceOf } from '../../common/sign-in-throttle.js';
 import { Cancellation } from '../cancellation.js';
 import type { Pairings } from '../pairing/pairings.js';
 import { sendError } from './errors.js';

@@ -11,7 +11,8 @@ import { RELEASE_PUBLISH_PATH, ReleaseArch, ReleaseVersion } from '../../protoco
 import type { Authenticator } from '../accounts/authenticator.js';
 import type { Principal } from '../accounts/principal.js';
 import { verifyAgentSecret } from '../accounts/mosquitto-hash.js';
-import { sourceOf } from '../accounts/sign-in-throttle.js';
+import { parseBasicAuthorization } from '../../common/basic-auth.js';
+import { sourceOf } from '../../common/sign-in-throttle.js';
 import { ApiError } from '../errors.js';
 import type { Releases } from '../releases/releases.js';
 import type { Store } from '../store/store.js';
@@ -66,16 +67,14 @@ async function downloader(
   { authenticator, store }: ReleaseRouteOptions,
 ): Promise<Principal> {
   const header = request.headers.authorization;
-  const decoded = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header ?? '')?.[1];
-  const text = decoded ? Buffer.from(decoded, 'base64').toString('utf8') : '';
-  const colon = text.indexOf(':');
-  if (colon > 0) {
-    const terminalId = text.slice(0, colon);
+  const basic = parseBasicAuthorization(header);
+  if (basic.ok) {
+    const terminalId = basic.username;
     const stored = await store.findAgentCredential(terminalId);
     if (stored !== undefined) {
       // Agent secrets are 192 random bits (cloud/ids.ts): guessing needs no limit here.
       const terminal = await store.getTerminal(terminalId);
-      if (terminal && (await verifyAgentSecret(text.slice(colon + 1), stored))) {
+      if (terminal && (await verifyAgentSecret(basic.secret, stored))) {
         return { accountId: terminal.accountId, username: terminalId, terminalId };
       }
       throw new ApiError('UNAUTHORIZED', 'wrong username or password');

@@ -5,7 +5,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ROLLOUTS_PATH, RolloutId, RolloutStartRequest } from '../../protocol/index.js';
 import type { Authenticator } from '../accounts/authenticator.js';
-import { sourceOf } from '../accounts/sign-in-throttle.js';
+import { sourceOf } from '../../common/sign-in-throttle.js';
 import { ApiError } from '../errors.js';
 import type { Rollouts } from '../rollouts/rollouts.js';
 

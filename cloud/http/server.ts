@@ -15,7 +15,7 @@ import {
   type Revision,
 } from '../../protocol/index.js';
 import type { Authenticator } from '../accounts/authenticator.js';
-import { sourceOf } from '../accounts/sign-in-throttle.js';
+import { sourceOf } from '../../common/sign-in-throttle.js';
 import { Cancellation } from '../cancellation.js';
 import { RequestLogger } from './request-logger.js';
 import type { Principal } from '../accounts/principal.js';

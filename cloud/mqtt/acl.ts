@@ -25,6 +25,7 @@ export const AGENT_SUBSCRIBES: ReadonlySet<TopicKind> = new Set<TopicKind>([
   'update',
   'config',
   'diag',
+  'local-credentials',
 ]);
 
 export function mayPublish(identity: MqttIdentity, topic: string): boolean {

@@ -16,7 +16,7 @@ import type { Logger } from 'pino';
 import type { SignInFailure } from '../accounts/authenticator.js';
 import { hashForBroker, verifyAgentSecret } from '../accounts/mosquitto-hash.js';
 import { VerifiedSecretCache } from '../accounts/secrets.js';
-import { sourceOf, type SignInThrottle } from '../accounts/sign-in-throttle.js';
+import { sourceOf, type SignInThrottle } from '../../common/sign-in-throttle.js';
 import type { Store } from '../store/store.js';
 import { mayConnectAs, mayPublish, mayReceive, maySubscribe, type MqttIdentity } from './acl.js';
 import { ConnectWatch, type ConnectOutcome } from './connect-watch.js';

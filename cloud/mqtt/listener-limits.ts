@@ -5,7 +5,7 @@
  * warning that says what a limit refused without writing one log line per refusal.
  */
 import net from 'node:net';
-import { BoundedMap } from '../bounded-map.js';
+import { BoundedMap } from '../../common/bounded-map.js';
 
 /**
  * Follows MQTT's framing (a type byte, the remaining length in 1-4 bytes of 7 bits, the

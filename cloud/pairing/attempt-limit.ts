@@ -1,13 +1,13 @@
 /**
  * Attempts counted per key in fixed windows, as the sign-in limits count failures
- * (accounts/sign-in-throttle.ts): past the limit, attempts are refused until the window
+ * (common/sign-in-throttle.ts): past the limit, attempts are refused until the window
  * ends. Keys are kept in a BoundedMap, so a flood of new keys never grows memory.
  *
  * An attempt is taken before the work it counts (a store call) and given back if the work
  * succeeded: checked and counted in one synchronous step, so concurrent attempts cannot
  * all pass one check while none has been counted yet.
  */
-import { BoundedMap } from '../bounded-map.js';
+import { BoundedMap } from '../../common/bounded-map.js';
 
 const KEYS_KEPT = 100_000;
 

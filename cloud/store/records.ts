@@ -23,6 +23,12 @@ export interface CredentialRecord {
   createdAt: string;
 }
 
+/** A terminal's POS credentials as one versioned set. */
+export interface TerminalCredentialSet {
+  revision: number;
+  credentials: Array<Pick<CredentialRecord, 'username' | 'secretHash'>>;
+}
+
 export interface TerminalCapabilities {
   printer: boolean;
   battery: boolean;

@@ -8,7 +8,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { ChangeContext, Decide } from '../transactions/change.js';
-import { BoundedMap } from '../bounded-map.js';
+import { BoundedMap } from '../../common/bounded-map.js';
 import type { TransactionRecord } from './records.js';
 import { ACTIVE_STATES, IN_UNCONFIRMED_INDEX, toTransaction, type TransactionRow } from './rows.js';
 import { ReportOutOfOrder, checkReport } from '../delivery/report-order.js';

@@ -216,4 +216,15 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> 
       );
     `,
   },
+  {
+    version: 11,
+    sql: `
+      -- Grows with every change of a terminal's POS credentials (local mode's verifiers).
+      CREATE TABLE terminal_credential_revisions (
+        terminal_id TEXT PRIMARY KEY,
+        revision INTEGER NOT NULL
+      );
+      CREATE INDEX credentials_by_terminal ON credentials (terminal_id);
+    `,
+  },
 ];

@@ -245,6 +245,14 @@ export function sqliteWrites(db: Database.Database) {
     return refundsSeen(row ? s.refundVersions.all(row.id) : []) === seen.refunds;
   }
 
+  /** In the commit of the credential's change (local mode's verifiers, store.ts). */
+  function bumpCredentialRevision(terminalId: string): void {
+    db.prepare(
+      `INSERT INTO terminal_credential_revisions (terminal_id, revision) VALUES (?, 1)
+       ON CONFLICT (terminal_id) DO UPDATE SET revision = revision + 1`,
+    ).run(terminalId);
+  }
+
   return {
     ...fleetWrites(db),
     ...rolloutWrites(db),
@@ -339,10 +347,17 @@ export function sqliteWrites(db: Database.Database) {
          ON CONFLICT (username) DO UPDATE SET secret_hash = excluded.secret_hash,
            account_id = excluded.account_id, terminal_id = excluded.terminal_id`,
       ).run(c.username, c.secretHash, c.accountId, c.terminalId ?? null, c.createdAt);
+      if (c.terminalId) bumpCredentialRevision(c.terminalId);
     },
 
     deleteCredential(username: string): boolean {
-      return db.prepare('DELETE FROM credentials WHERE username = ?').run(username).changes > 0;
+      const gone = db
+        .prepare<[string], { terminal_id: string | null }>(
+          'DELETE FROM credentials WHERE username = ? RETURNING terminal_id',
+        )
+        .get(username);
+      if (gone?.terminal_id) bumpCredentialRevision(gone.terminal_id);
+      return gone !== undefined;
     },
 
     deleteAgentCredential(terminalId: string): boolean {

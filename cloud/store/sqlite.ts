@@ -18,6 +18,7 @@ import type {
 import type {
   ConfigLayerRecord,
   CredentialRecord,
+  TerminalCredentialSet,
   FleetReportRecord,
   EventQuery,
   EventRecord,
@@ -187,6 +188,21 @@ export class SqliteStore implements Store {
 
   deleteCredential(username: string): Promise<boolean> {
     return this.writer.write({ op: 'deleteCredential', arg: username });
+  }
+
+  async terminalCredentials(terminalId: string): Promise<TerminalCredentialSet> {
+    // One statement: one snapshot of the set and its revision.
+    const row = this.db
+      .prepare<[string, string], { revision: number; credentials: string }>(
+        `SELECT coalesce((SELECT revision FROM terminal_credential_revisions WHERE terminal_id = ?), 0) AS revision,
+           (SELECT json_group_array(json_object('username', username, 'secretHash', secret_hash))
+              FROM (SELECT username, secret_hash FROM credentials WHERE terminal_id = ? ORDER BY username)) AS credentials`,
+      )
+      .get(terminalId, terminalId)!;
+    return {
+      revision: row.revision,
+      credentials: JSON.parse(row.credentials) as TerminalCredentialSet['credentials'],
+    };
   }
 
   deleteAgentCredential(terminalId: string): Promise<boolean> {

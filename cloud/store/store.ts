@@ -18,6 +18,7 @@ import type { Decide } from '../transactions/change.js';
 import type {
   ConfigLayerRecord,
   CredentialRecord,
+  TerminalCredentialSet,
   FleetReportRecord,
   EventQuery,
   EventRecord,
@@ -55,6 +56,11 @@ export interface Store {
   listCredentials(accountId: string): Promise<CredentialRecord[]>;
   /** Answers whether there was one. */
   deleteCredential(username: string): Promise<boolean>;
+  /**
+   * A terminal's POS credentials and their revision, read together: the revision grows in
+   * the commit of every put or delete of one of them (for local mode's verifiers).
+   */
+  terminalCredentials(terminalId: string): Promise<TerminalCredentialSet>;
 
   createTerminal(terminal: TerminalRecord): Promise<void>;
   putAgentCredential(terminalId: string, secretHash: string, createdAt: string): Promise<void>;

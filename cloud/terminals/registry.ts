@@ -38,6 +38,8 @@ export class TerminalRegistry {
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
+    /** A POS credential was issued for a terminal (committed): its agent hears of it. */
+    private readonly posCredentialIssued?: (terminalId: string) => void,
   ) {}
 
   /** A real terminal, its POS credential, and the credential its agent signs in to the broker with. */
@@ -78,6 +80,7 @@ export class TerminalRegistry {
       terminalId,
       createdAt: now,
     });
+    this.posCredentialIssued?.(terminalId);
     return { terminal_id: terminalId, username, password };
   }
 

@@ -18,7 +18,7 @@
  * next report may reach a relay that cannot see this memory (TransactionService).
  */
 import type { TerminalReadings } from '../../protocol/index.js';
-import { BoundedMap } from '../bounded-map.js';
+import { BoundedMap } from '../../common/bounded-map.js';
 import { ReportOutOfOrder, checkReport, type ReportPosition } from '../delivery/report-order.js';
 import type { Store } from '../store/store.js';
 

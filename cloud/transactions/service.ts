@@ -41,7 +41,7 @@ import { DueScheduler } from './due-scheduler.js';
 import { readerRefusal, requiredCapabilities } from './reader-requirements.js';
 import { searchTransactions } from './search.js';
 import { publishReportTaken } from './diagnostics.js';
-import { BoundedMap } from '../bounded-map.js';
+import { BoundedMap } from '../../common/bounded-map.js';
 import { UnchangedStatus } from '../terminals/unchanged-status.js';
 
 export interface TransactionServiceDeps {

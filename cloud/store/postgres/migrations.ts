@@ -200,6 +200,17 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }
       );
     `,
   },
+  {
+    version: 7,
+    sql: `
+      -- Grows with every change of a terminal's POS credentials (local mode's verifiers).
+      CREATE TABLE terminal_credential_revisions (
+        terminal_id text PRIMARY KEY,
+        revision bigint NOT NULL
+      );
+      CREATE INDEX credentials_by_terminal ON credentials (terminal_id);
+    `,
+  },
 ];
 
 /**

@@ -28,6 +28,7 @@ import type { Decide } from '../../transactions/change.js';
 import type {
   ConfigLayerRecord,
   CredentialRecord,
+  TerminalCredentialSet,
   FleetReportRecord,
   EventQuery,
   EventRecord,
@@ -73,6 +74,12 @@ import {
   type TerminalRow,
 } from './statements.js';
 import { ackWrite, changeWrite, reportWrite, settlementWrite, statusWrite } from './writes.js';
+
+/** A terminal's credential revision grows in the statement that changes one of its credentials. */
+const BUMP_CREDENTIAL_REVISION =
+  'INSERT INTO terminal_credential_revisions (terminal_id, revision)';
+const ON_CREDENTIAL_REVISION =
+  'ON CONFLICT (terminal_id) DO UPDATE SET revision = terminal_credential_revisions.revision + 1';
 
 export class PostgresStore implements Store {
   private closed = false;
@@ -121,10 +128,13 @@ export class PostgresStore implements Store {
 
   async putCredential(c: CredentialRecord): Promise<void> {
     await this.pool.query(
-      `INSERT INTO credentials (username, secret_hash, account_id, terminal_id, created_at)
-       VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (username) DO UPDATE SET secret_hash = excluded.secret_hash,
-         account_id = excluded.account_id, terminal_id = excluded.terminal_id`,
+      `WITH put AS (INSERT INTO credentials (username, secret_hash, account_id, terminal_id, created_at)
+         VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (username) DO UPDATE SET secret_hash = excluded.secret_hash,
+           account_id = excluded.account_id, terminal_id = excluded.terminal_id
+         RETURNING terminal_id)
+       ${BUMP_CREDENTIAL_REVISION} SELECT terminal_id, 1 FROM put
+         WHERE terminal_id IS NOT NULL ${ON_CREDENTIAL_REVISION}`,
       [c.username, c.secretHash, c.accountId, c.terminalId ?? null, c.createdAt],
     );
   }
@@ -147,10 +157,28 @@ export class PostgresStore implements Store {
   }
 
   async deleteCredential(username: string): Promise<boolean> {
-    const { rowCount } = await this.pool.query('DELETE FROM credentials WHERE username = $1', [
-      username,
-    ]);
-    return (rowCount ?? 0) > 0;
+    const { rows } = await this.pool.query<{ deleted: string }>(
+      `WITH gone AS (DELETE FROM credentials WHERE username = $1 RETURNING terminal_id),
+         bumped AS (${BUMP_CREDENTIAL_REVISION} SELECT terminal_id, 1 FROM gone
+           WHERE terminal_id IS NOT NULL ${ON_CREDENTIAL_REVISION})
+       SELECT count(*) AS deleted FROM gone`,
+      [username],
+    );
+    return Number(rows[0]?.deleted ?? 0) > 0;
+  }
+
+  async terminalCredentials(terminalId: string): Promise<TerminalCredentialSet> {
+    // One statement: one snapshot of the set and its revision.
+    const { rows } = await this.pool.query<{
+      revision: string;
+      credentials: TerminalCredentialSet['credentials'];
+    }>(
+      `SELECT coalesce((SELECT revision FROM terminal_credential_revisions WHERE terminal_id = $1), 0) AS revision,
+         coalesce((SELECT json_agg(json_build_object('username', username, 'secretHash', secret_hash) ORDER BY username)
+           FROM credentials WHERE terminal_id = $1), '[]'::json) AS credentials`,
+      [terminalId],
+    );
+    return { revision: Number(rows[0]!.revision), credentials: rows[0]!.credentials };
   }
 
   async deleteAgentCredential(terminalId: string): Promise<boolean> {

@@ -154,6 +154,37 @@ export function recordCases(factory: StoreFactory): void {
     await store.close();
   });
 
+  it("grows a terminal's credential revision with each change of its POS credentials", async () => {
+    const store = await withTerminal(factory);
+    expect(await store.terminalCredentials('t-1')).toEqual({ revision: 0, credentials: [] });
+    const pos = { accountId: 'acct-1', terminalId: 't-1', createdAt: NOW };
+    await store.putCredential({ ...pos, username: 'pos-b', secretHash: 'sha256$s$1' });
+    await store.putCredential({ ...pos, username: 'pos-a', secretHash: 'sha256$s$2' });
+    // The account's own credential is no terminal's.
+    await store.putCredential({
+      username: 'acct',
+      secretHash: 'x',
+      accountId: 'acct-1',
+      createdAt: NOW,
+    });
+    expect(await store.terminalCredentials('t-1')).toEqual({
+      revision: 2,
+      credentials: [
+        { username: 'pos-a', secretHash: 'sha256$s$2' },
+        { username: 'pos-b', secretHash: 'sha256$s$1' },
+      ],
+    });
+    await store.putCredential({ ...pos, username: 'pos-b', secretHash: 'sha256$s$3' });
+    expect(await store.deleteCredential('pos-a')).toBe(true);
+    expect(await store.deleteCredential('pos-a')).toBe(false);
+    expect(await store.deleteCredential('acct')).toBe(true);
+    expect(await store.terminalCredentials('t-1')).toEqual({
+      revision: 4,
+      credentials: [{ username: 'pos-b', secretHash: 'sha256$s$3' }],
+    });
+    await store.close();
+  });
+
   it('keeps agent credentials', async () => {
     const store = await withTerminal(factory);
     expect(await store.findAgentCredential('t-1')).toBeUndefined();

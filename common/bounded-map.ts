@@ -1,7 +1,7 @@
 /**
  * A Map that keeps at most `limit` entries: setting a new key when full drops the entry
- * set longest ago. Setting a key again makes it the newest. For the relay's in-memory
- * caches, which must not grow with traffic.
+ * set longest ago. Setting a key again makes it the newest. For in-memory caches and
+ * counters of relay and agent, which must not grow with traffic.
  */
 export class BoundedMap<K, V> extends Map<K, V> {
   constructor(readonly limit: number) {

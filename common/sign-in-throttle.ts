@@ -17,7 +17,7 @@
  * than queue work without bound behind it (HashGate).
  */
 import { isIP } from 'node:net';
-import { BoundedMap } from '../bounded-map.js';
+import { BoundedMap } from './bounded-map.js';
 
 export interface SignInLimits {
   /** Length of a counting window, ms. */
