@@ -19,3 +19,4 @@ export * from './fleet-config.js';
 export * from './fleet-diagnostics.js';
 export * from './rollout.js';
 export * from './settlement.js';
+export * from './local-tls.js';

@@ -40,6 +40,10 @@ export function terminalTopics(terminalId: string) {
     diagnostic: `${base}/diag`,
     /** agent → relay: the answer to a diagnostic request. */
     diagnosticReply: `${base}/diag-reply`,
+    /** agent → relay: a certificate for its local API (protocol/local-tls.ts). */
+    localCertRequest: `${base}/local-cert-request`,
+    /** relay → agent: the certificate, or why not. */
+    localCert: `${base}/local-cert`,
   };
 }
 
@@ -69,6 +73,7 @@ export const RELAY_SUBSCRIPTIONS = {
   report: `${TOPIC_ROOT}/+/report`,
   presence: `${TOPIC_ROOT}/+/presence`,
   updateStatus: `${TOPIC_ROOT}/+/update-status`,
+  localCertRequest: `${TOPIC_ROOT}/+/local-cert-request`,
 } as const;
 
 const TOPIC_KINDS = [
@@ -84,6 +89,8 @@ const TOPIC_KINDS = [
   'facts',
   'diag',
   'diag-reply',
+  'local-cert-request',
+  'local-cert',
 ] as const;
 export type TopicKind = (typeof TOPIC_KINDS)[number];
 
