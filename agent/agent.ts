@@ -34,6 +34,7 @@ import type { LogRing } from './fleet-logs.js';
 import type { LineTrace } from './fleet-trace.js';
 import { EndOfDayScheduler, ZVT_DEFAULT_END_OF_DAY } from './end-of-day.js';
 import type { ZvtSettlement } from '../firmware-bridge/zvt/reader/settlement.js';
+import { LocalTlsIdentity, type LocalTlsIdentityOptions } from './local-api/tls-identity.js';
 
 export const AGENT_VERSION = VERSION;
 
@@ -42,6 +43,8 @@ const JOURNAL_RETENTION_MS = 30 * 86_400_000;
 
 export interface AgentDeps {
   reader: ReaderPort;
+  /** The local API's TLS identity; asks the relay for a certificate only when enabled. */
+  localTls?: Pick<LocalTlsIdentityOptions, 'enabled' | 'port' | 'addresses' | 'checkEveryMs'>;
   /** What the reader can do, told to the relay with the presence (default: the native reader's). */
   readerCapabilities?: ReaderCapabilities;
   printer?: PrinterPort;
@@ -119,6 +122,7 @@ export interface RunningAgent {
   readerFacts(reader: { model?: string; firmware?: string }): void;
   /** The end-of-day schedule and requests (end-of-day.ts). */
   readonly endOfDay: EndOfDayScheduler;
+  readonly localTls?: LocalTlsIdentity;
 }
 
 export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<RunningAgent> {
@@ -221,6 +225,16 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
 
   // Open transactions are read before the link can bring a command.
   const recovery = executor.recover();
+  const localTls =
+    deps.localTls &&
+    new LocalTlsIdentity({
+      ...deps.localTls,
+      dataDir: config.data_dir,
+      clock,
+      timers,
+      logger: partLogger(logger, 'local-tls'),
+      send: (request) => wired.link?.publishLocalCertRequest(request) ?? false,
+    });
   const link = new AgentLink({
     terminalId: config.terminal_id,
     broker: config.broker,
@@ -255,6 +269,14 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
         applier.repeat();
       },
     },
+    ...(localTls
+      ? {
+          localTls: {
+            answer: (value) => localTls.received(value),
+            connected: () => localTls.linkUp(),
+          },
+        }
+      : {}),
   });
   wired.link = link;
   function publishFacts(): void {
@@ -274,6 +296,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     link.publishFleet('facts', facts, true);
   }
   link.start();
+  localTls?.start();
   heartbeat.start();
   recovery.catch((error: unknown) => logger.error({ err: error }, 'recovery failed'));
 
@@ -282,6 +305,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     journal,
     link,
     endOfDay,
+    ...(localTls ? { localTls } : {}),
     get transactionState() {
       return executor.transactionState;
     },
@@ -292,6 +316,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     stop: () =>
       (stopping ??= (async () => {
         endOfDay.stop();
+        localTls?.stop();
         applier.stop();
         heartbeat.stop();
         await executor.stop();

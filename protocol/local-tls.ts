@@ -90,7 +90,9 @@ export const LocalTrustResponse = z.object({
    * Where the agent said it is: its IP addresses, its host name, and the name every
    * certificate of this terminal carries; empty until the agent first got a certificate.
    */
-  addresses: z.array(z.union([IpAddress, DnsName])).max(LOCAL_CERT_MAX_IP_ADDRESSES + LOCAL_CERT_MAX_DNS_NAMES + 1),
+  addresses: z
+    .array(z.union([IpAddress, DnsName]))
+    .max(LOCAL_CERT_MAX_IP_ADDRESSES + LOCAL_CERT_MAX_DNS_NAMES + 1),
   port: z.int().min(1).max(65_535).optional(),
   /** When the agent's current certificate ends; absent until it has one. */
   certificate_expires_at: TimestampV1.optional(),

@@ -124,7 +124,7 @@ export const OPERATIONS = {
       "What a POS must trust to reach the terminal's agent on the shop's network over HTTPS: its account's certificate authority, the addresses the agent reported and when its certificate ends (an extension of this service).",
     request: LocalTrustRequest,
     response: () => LocalTrustResponse,
-    errors: [400, 404, ...AUTH, 500],
+    errors: [400, ...AUTH, 500],
   },
   '/terminal/create': {
     summary:

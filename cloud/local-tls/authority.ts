@@ -7,6 +7,8 @@
  * Certificates are built with @peculiar/x509 over node's WebCrypto; node's own crypto
  * reads certificates but cannot issue them.
  */
+// @peculiar/x509's dependency injection (tsyringe) needs the Reflect metadata API first.
+import 'reflect-metadata';
 import { KeyObject, createPrivateKey, randomBytes, webcrypto } from 'node:crypto';
 
 type CryptoKey = webcrypto.CryptoKey;
@@ -61,7 +63,12 @@ export class LocalAuthority {
       (await store.claimSetting(key, JSON.stringify(await newAuthority(accountId, clock))));
     const { certificate, private_key } = JSON.parse(stored) as StoredAuthority;
     const signingKey = await importSigningKey(createPrivateKey(private_key));
-    return new LocalAuthority(certificate, new x509.X509Certificate(certificate), signingKey, clock);
+    return new LocalAuthority(
+      certificate,
+      new x509.X509Certificate(certificate),
+      signingKey,
+      clock,
+    );
   }
 
   /** A server certificate for one terminal's local API, PEM. */

@@ -116,7 +116,10 @@ export class LocalCertificates {
     const wanted = {
       public_key_sha256: createHash('sha256').update(key.der).digest('hex'),
       ip_addresses: unique(request.ip_addresses.map(normalIp)),
-      dns_names: unique([localDnsName(terminalId), ...request.dns_names.map((n) => n.toLowerCase())]),
+      dns_names: unique([
+        localDnsName(terminalId),
+        ...request.dns_names.map((n) => n.toLowerCase()),
+      ]),
       ...(request.port !== undefined ? { port: request.port } : {}),
     };
     const now = this.options.clock.now();
@@ -128,13 +131,13 @@ export class LocalCertificates {
         return issuedMessage(request.request_id, previous, authority);
       }
       const retryAfterS = Math.ceil((LOCAL_CERT_MIN_INTERVAL_S * 1000 - sinceMs) / 1000);
-      return refuse(
-        `a new certificate at most every ${LOCAL_CERT_MIN_INTERVAL_S} s`,
-        retryAfterS,
-      );
+      return refuse(`a new certificate at most every ${LOCAL_CERT_MIN_INTERVAL_S} s`, retryAfterS);
     }
     const authority = await this.authority(terminal.accountId);
-    const notAfter = new Date(now.getTime() + LOCAL_CERT_VALIDITY_DAYS * DAY_MS);
+    // Whole seconds: a certificate's times have no finer ones, and expires_at must be its own.
+    const notAfter = new Date(
+      Math.floor((now.getTime() + LOCAL_CERT_VALIDITY_DAYS * DAY_MS) / 1000) * 1000,
+    );
     const certificate = await authority.sign({
       terminalId,
       publicKey: key.der,
