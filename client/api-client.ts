@@ -9,6 +9,8 @@ import {
   ConfirmRequest,
   ContinueRequest,
   EventListRequest,
+  LocalTrustRequest,
+  LocalTrustResponse,
   GetRequest,
   PrintRequest,
   PrintResponse,
@@ -22,6 +24,7 @@ import {
   type Revision,
 } from '../protocol/index.js';
 import { TpsError } from './errors.js';
+import { localTrustOf, type LocalTrust } from './local-trust.js';
 import { Transport, lenientParser, type CallOptions, type TransportOptions } from './http.js';
 import type {
   ConfirmBody,
@@ -163,6 +166,22 @@ export class ApiClient<R extends Revision = 'v1'> {
       lenientParser('/terminal/status', this.schemas.status, loose.status),
       call,
     );
+  }
+
+  /**
+   * What to trust for HTTPS to the terminal's agent on the shop's network (an extension):
+   * `ca` for node's https `ca` option or undici's `connect.ca`, and where the agent is.
+   */
+  async localTrust(terminalId: string, call?: CallOptions): Promise<LocalTrust> {
+    const answer = await this.send<LocalTrustResponse>(
+      '/terminal/local-trust',
+      LocalTrustRequest,
+      { terminal_id: terminalId },
+      { waitMs: 0, idempotent: true },
+      lenientParser('/terminal/local-trust', LocalTrustResponse, LocalTrustResponse),
+      call,
+    );
+    return localTrustOf(answer);
   }
 
   /** Never repeated: a fragment sent twice would corrupt the print job. */

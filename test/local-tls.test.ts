@@ -11,7 +11,9 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import mqtt, { type MqttClient } from 'mqtt';
 import pino from 'pino';
+import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApiClient } from '../client/index.js';
 import { startAgent, type RunningAgent } from '../agent/agent.js';
 import { emulatedReader } from '../agent/emulated-reader.js';
 import type { LocalTlsCredentials } from '../agent/local-api/tls-identity.js';
@@ -160,6 +162,24 @@ describe('local TLS', () => {
     expect(await fetchWith(answer.ca_certificate, port, 'elsewhere.example')).toBe(
       'ERR_TLS_CERT_ALTNAME_INVALID',
     );
+  });
+
+  it('the client library fetches the trust in one call and reaches the agent with it, nothing configured', async () => {
+    const api = new ApiClient({
+      baseUrl: `${relay.baseUrl}`,
+      username: t.username,
+      password: t.password,
+    });
+    const local = await api.localTrust(t.terminal_id);
+    expect(local).toMatchObject({ terminalId: t.terminal_id, ca: first.ca, port: 8443 });
+    expect(local.baseUrls).toEqual(
+      expect.arrayContaining(['https://127.0.0.1:8443/pos', 'https://[::1]:8443/pos']),
+    );
+    const port = await serve(first);
+    const dispatcher = new Agent({ connect: { ca: local.ca } });
+    stops.push(() => dispatcher.close());
+    const res = await request(`https://127.0.0.1:${port}/`, { dispatcher });
+    expect(await res.body.text()).toBe('ok');
   });
 
   it("another terminal's credential gets no trust of this terminal, as if it did not exist", async () => {
