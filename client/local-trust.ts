@@ -6,12 +6,18 @@
  * authority vouches for that account's agents alone (docs/local-mode.md, "Trust: two
  * commands").
  */
-import type { LocalTrustResponse } from '../protocol/index.js';
+import { localDnsName, type LocalTrustResponse } from '../protocol/index.js';
 
 export interface LocalTrust {
   terminalId: string;
   /** PEM: the one certificate to trust for HTTPS to this terminal's agent. */
   ca: string;
+  /**
+   * The name to check the agent's certificate against (TLS `servername`, undici's
+   * `connect.servername`), whichever address is used: only this terminal's certificate
+   * carries it, while an address is what any agent of the account could report.
+   */
+  serverName: string;
   /** The agent's addresses, IP first; empty until its agent got a certificate. */
   addresses: string[];
   port?: number;
@@ -27,6 +33,7 @@ export function localTrustOf(answer: LocalTrustResponse): LocalTrust {
   return {
     terminalId: answer.terminal_id,
     ca: answer.ca_certificate,
+    serverName: localDnsName(answer.terminal_id),
     addresses: answer.addresses,
     ...(port !== undefined ? { port } : {}),
     baseUrls:

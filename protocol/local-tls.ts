@@ -24,9 +24,17 @@ export const LOCAL_PUBLIC_KEY_PEM_MAX = 1024;
 /** A PEM certificate as the relay signs them (EC P-256 CA, up to 16 addresses): well under this. */
 const CERTIFICATE_PEM_MAX = 8192;
 
-/** The DNS name every terminal's certificate carries, whatever its addresses. */
+/** Names under this suffix are the relay's to give: an agent may not ask for one. */
+export const LOCAL_DNS_SUFFIX = '.tps.internal';
+
+/**
+ * The DNS name every terminal's certificate carries, whatever its addresses, and no other
+ * terminal's does. A POS checks the agent's certificate against this name (TLS
+ * `servername`) whichever address it connects to: an address is only what an agent
+ * reported, and another terminal of the same account could report it too.
+ */
 export const localDnsName = (terminalId: string): string =>
-  `${terminalId.toLowerCase()}.tps.internal`;
+  `${terminalId.toLowerCase()}${LOCAL_DNS_SUFFIX}`;
 
 /** A host name as RFC 1123 allows it: dot-separated labels of letters, digits and hyphens. */
 export const DnsName = z

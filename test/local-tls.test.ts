@@ -21,6 +21,7 @@ import { LocalAuthority } from '../cloud/local-tls/authority.js';
 import {
   LOCAL_CERT_MAX_IP_ADDRESSES,
   LocalCertMessage,
+  localDnsName,
   terminalTopics,
   type LocalTrustResponse,
   type TerminalCreateResponse,
@@ -81,6 +82,22 @@ async function startLocalAgent(t: TerminalCreateResponse): Promise<RunningAgent>
 async function nextCertificate(agent: RunningAgent): Promise<LocalTlsCredentials> {
   const [credentials] = (await once(agent.localTls!, 'renewed')) as [LocalTlsCredentials];
   return credentials;
+}
+
+/** An MQTT client signed in as the terminal's agent. */
+async function connectAsAgent(t: TerminalCreateResponse): Promise<MqttClient> {
+  const client = mqtt.connect(t.agent.broker_url, {
+    username: t.agent.username,
+    password: t.agent.password,
+    clientId: `agent-${t.terminal_id}`,
+    reconnectPeriod: 0,
+  });
+  await new Promise((resolve, reject) => {
+    client.once('connect', resolve);
+    client.once('error', reject);
+  });
+  stops.push(() => client.endAsync());
+  return client;
 }
 
 /** An HTTPS server as the local API will be, answering "ok"; its port. */
@@ -176,7 +193,8 @@ describe('local TLS', () => {
       expect.arrayContaining(['https://127.0.0.1:8443/pos', 'https://[::1]:8443/pos']),
     );
     const port = await serve(first);
-    const dispatcher = new Agent({ connect: { ca: local.ca } });
+    expect(local.serverName).toBe(localDnsName(t.terminal_id));
+    const dispatcher = new Agent({ connect: { ca: local.ca, servername: local.serverName } });
     stops.push(() => dispatcher.close());
     const res = await request(`https://127.0.0.1:${port}/`, { dispatcher });
     expect(await res.body.text()).toBe('ok');
@@ -193,6 +211,38 @@ describe('local TLS', () => {
       expect(JSON.stringify(refused.body)).toContain('TERMINAL_NOT_FOUND');
       expect(JSON.stringify(refused.body)).not.toContain('CERTIFICATE');
     }
+  });
+
+  it("another terminal of the account reporting the same address is told apart by the terminal's name", async () => {
+    const impostor = await register();
+    const client = await connectAsAgent(impostor);
+    const topics = terminalTopics(impostor.terminal_id);
+    await client.subscribeAsync(topics.localCert, { qos: 1 });
+    const answered = new Promise<Buffer>((resolve) =>
+      client.once('message', (_topic, payload) => resolve(payload)),
+    );
+    const keys = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+    const request = {
+      request_id: 'a'.repeat(16),
+      public_key: keys.publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+      ip_addresses: ['127.0.0.1'],
+      dns_names: [],
+    };
+    await client.publishAsync(topics.localCertRequest, JSON.stringify(request), { qos: 1 });
+    const answer = LocalCertMessage.parse(JSON.parse((await answered).toString()));
+    if (answer.outcome !== 'ISSUED') throw new Error(`refused: ${answer.reason}`);
+    const port = await serve({
+      key: keys.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+      cert: answer.certificate,
+      ca: answer.ca_certificate,
+    });
+    // Same authority, same address: the address alone cannot tell the two agents apart.
+    expect(await fetchWith(first.ca, port)).toBe('ok');
+    expect(await fetchWith(first.ca, port, localDnsName(impostor.terminal_id))).toBe('ok');
+    // The terminal's own name can.
+    expect(await fetchWith(first.ca, port, localDnsName(t.terminal_id))).toBe(
+      'ERR_TLS_CERT_ALTNAME_INVALID',
+    );
   });
 
   it('renews the certificate once less than a third of its validity remains', async () => {
@@ -228,17 +278,7 @@ describe('hostile certificate requests', () => {
 
   beforeAll(async () => {
     t = await register();
-    client = mqtt.connect(t.agent.broker_url, {
-      username: t.agent.username,
-      password: t.agent.password,
-      clientId: `agent-${t.terminal_id}`,
-      reconnectPeriod: 0,
-    });
-    await new Promise((resolve, reject) => {
-      client.once('connect', resolve);
-      client.once('error', reject);
-    });
-    stops.push(() => client.endAsync());
+    client = await connectAsAgent(t);
     await client.subscribeAsync(terminalTopics(t.terminal_id).localCert, { qos: 1 });
     client.on('message', (_topic, payload) => {
       const answer = LocalCertMessage.parse(JSON.parse(payload.toString()));
@@ -297,6 +337,10 @@ describe('hostile certificate requests', () => {
     expect(await refusal(ask({ public_key: ecKey(), dns_names: ['bad name.local'] }))).toMatch(
       /^dns_names\.0/,
     );
+    // Another terminal's name is the relay's to give, never an agent's to ask for.
+    expect(
+      await refusal(ask({ public_key: ecKey(), dns_names: [localDnsName('t-1900000001')] })),
+    ).toMatch(/relay's to give/);
   });
 
   it('issues one certificate per interval: the same request gets it again, another is refused until then', async () => {

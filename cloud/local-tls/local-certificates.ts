@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import {
   LOCAL_CERT_MIN_INTERVAL_S,
+  LOCAL_DNS_SUFFIX,
   LOCAL_CERT_VALIDITY_DAYS,
   LocalCertRequestId,
   LocalCertRequestMessage,
@@ -106,6 +107,8 @@ export class LocalCertificates {
       return refuse(`${issue.path.map(String).join('.') || '(message)'}: ${issue.message}`);
     }
     const request = parsed.data;
+    const taken = request.dns_names.find((name) => name.toLowerCase().endsWith(LOCAL_DNS_SUFFIX));
+    if (taken) return refuse(`dns_names: ${taken} is the relay's to give (${LOCAL_DNS_SUFFIX})`);
     const key = checkPublicKey(request.public_key);
     if ('refused' in key) return refuse(key.refused);
     const terminal = await this.options.store.getTerminal(terminalId);
