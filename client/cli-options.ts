@@ -33,6 +33,7 @@ export const OPTIONS = {
   limit: { type: 'string' },
   adopt: { type: 'boolean' },
   'abort-unknown': { type: 'boolean' },
+  out: { type: 'string' },
 } as const;
 
 export type Values = ReturnType<

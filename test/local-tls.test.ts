@@ -7,6 +7,8 @@
  */
 import { generateKeyPairSync, X509Certificate } from 'node:crypto';
 import { once } from 'node:events';
+import fs from 'node:fs';
+import path from 'node:path';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import mqtt, { type MqttClient } from 'mqtt';
@@ -53,29 +55,29 @@ async function register(): Promise<TerminalCreateResponse> {
 const trust = (terminalId: string, credential: { username: string; password: string }) =>
   post(relay.baseUrl, 'v1', '/terminal/local-trust', { terminal_id: terminalId }, credential);
 
-async function startLocalAgent(t: TerminalCreateResponse): Promise<RunningAgent> {
+async function startLocalAgent(
+  t: TerminalCreateResponse,
+): Promise<{ agent: RunningAgent; dataDir: string }> {
   const emulated = emulatedReader({ delayMs: 20, battery: false });
-  const agent = await startAgent(
-    agentConfig({
-      terminal_id: t.terminal_id,
-      broker: { url: t.agent.broker_url, username: t.agent.username, password: t.agent.password },
-    }),
-    {
-      reader: emulated.reader,
-      logger: pino({ level: 'silent' }),
-      clock,
-      localTls: {
-        enabled: true,
-        port: 8443,
-        addresses: () => ({ ip_addresses: ['127.0.0.1', '::1'], dns_names: ['localhost'] }),
-      },
+  const config = agentConfig({
+    terminal_id: t.terminal_id,
+    broker: { url: t.agent.broker_url, username: t.agent.username, password: t.agent.password },
+  });
+  const agent = await startAgent(config, {
+    reader: emulated.reader,
+    logger: pino({ level: 'silent' }),
+    clock,
+    localTls: {
+      enabled: true,
+      port: 8443,
+      addresses: () => ({ ip_addresses: ['127.0.0.1', '::1'], dns_names: ['localhost'] }),
     },
-  );
+  });
   stops.push(async () => {
     await agent.stop();
     await emulated.close();
   });
-  return agent;
+  return { agent, dataDir: config.data_dir };
 }
 
 /** The credentials the agent holds once its certificate came (or came anew). */
@@ -128,12 +130,21 @@ function fetchWith(ca: string, port: number, name?: string): Promise<string> {
 describe('local TLS', () => {
   let t: TerminalCreateResponse;
   let agent: RunningAgent;
+  let dataDir: string;
   let first: LocalTlsCredentials;
 
   beforeAll(async () => {
     t = await register();
-    agent = await startLocalAgent(t);
+    ({ agent, dataDir } = await startLocalAgent(t));
     first = agent.localTls!.current() ?? (await nextCertificate(agent));
+  });
+
+  it('keeps its key and certificate readable by the agent alone', () => {
+    const folder = path.join(dataDir, 'local-tls');
+    expect(fs.statSync(folder).mode & 0o777).toBe(0o700);
+    expect(fs.statSync(path.join(folder, 'key.pem')).mode & 0o777).toBe(0o600);
+    expect(fs.readFileSync(path.join(folder, 'key.pem'), 'utf8')).toBe(first.key);
+    expect(fs.statSync(path.join(folder, 'certificate.json')).mode & 0o777).toBe(0o600);
   });
 
   it("the agent's certificate verifies against the authority the trust call answers, and no other", async () => {
