@@ -28,6 +28,7 @@ import {
   LocalCertMessage,
   type LocalCertRequestMessage,
 } from '../../protocol/local-tls.js';
+import { Backoff, type BackoffOptions } from '../../common/backoff.js';
 import type { Clock, Timers } from '../../common/clock.js';
 
 /** What a TLS server needs: `tls.createSecureContext({ key, cert, ca })`. */
@@ -59,8 +60,14 @@ export interface LocalTlsIdentityOptions {
   port?: number;
   /** How often to look at the certificate and the addresses (default 1 h). */
   checkEveryMs?: number;
-  /** A request without an answer this long is asked again (default 60 s). */
+  /** A request without an answer this long has failed (default 60 s). */
   answerTimeoutMs?: number;
+  /**
+   * The wait after a failed or refused request before the next (default 1 min doubling
+   * to 1 h, jittered; never shorter than a refusal's `retry_after_s`): a relay that does
+   * not answer, an older one, is not asked every minute for ever.
+   */
+  retry?: Partial<BackoffOptions>;
 }
 
 interface StoredCertificate extends LocalAddresses {
@@ -75,13 +82,17 @@ export class LocalTlsIdentity extends EventEmitter<{ renewed: [LocalTlsCredentia
   private keyPem = '';
   private stored: StoredCertificate | undefined;
   private pending: { id: string; addresses: LocalAddresses } | undefined;
+  /** No request before this time: after a failure or a refusal. */
   private notBeforeMs = 0;
+  /** One timer: the answer's deadline while a request waits, else the next check. */
   private timer: unknown;
   private stopped = false;
+  private readonly backoff: Backoff;
 
   constructor(private readonly options: LocalTlsIdentityOptions) {
     super();
     this.dir = path.join(options.dataDir, 'local-tls');
+    this.backoff = new Backoff({ initialMs: 60_000, maxMs: 3_600_000, ...options.retry });
   }
 
   /** Reads (or makes) the key and the last certificate; asks for one if it must. */
@@ -123,16 +134,16 @@ export class LocalTlsIdentity extends EventEmitter<{ renewed: [LocalTlsCredentia
     this.pending = undefined;
     if (answer.outcome === 'REFUSED') {
       logger.warn({ reason: answer.reason }, 'the relay refused a local certificate');
-      const retryMs = (answer.retry_after_s ?? 600) * 1000;
-      this.notBeforeMs = this.options.clock.now().getTime() + retryMs;
-      this.schedule(retryMs);
+      const retryAfterMs =
+        answer.retry_after_s === undefined ? undefined : answer.retry_after_s * 1000;
+      this.failed(retryAfterMs);
       return;
     }
     const certificate = new X509Certificate(answer.certificate);
     const ca = new X509Certificate(answer.ca_certificate);
     if (!certificate.checkPrivateKey(this.key!) || !certificate.verify(ca.publicKey)) {
       logger.error('the relay answered a certificate not for this key or not of its authority');
-      this.schedule(this.options.answerTimeoutMs ?? 60_000);
+      this.failed();
       return;
     }
     this.stored = {
@@ -143,16 +154,23 @@ export class LocalTlsIdentity extends EventEmitter<{ renewed: [LocalTlsCredentia
     };
     writePrivate(path.join(this.dir, 'certificate.json'), JSON.stringify(this.stored));
     logger.info({ expiresAt: answer.expires_at }, 'local certificate received');
+    this.backoff.reset();
+    this.notBeforeMs = 0;
+    this.schedule(this.checkEveryMs);
     this.emit('renewed', this.current()!);
-    this.schedule(this.options.checkEveryMs ?? 3_600_000);
   }
 
   /** Asks for a certificate when there is none, it nears its end, or the addresses moved. */
   check(): void {
     if (!this.options.enabled || this.stopped || !this.key) return;
-    this.schedule(this.options.checkEveryMs ?? 3_600_000);
+    // A request waits: its deadline is the timer, and its answer decides.
+    if (this.pending) return;
     const nowMs = this.options.clock.now().getTime();
-    if (this.pending || nowMs < this.notBeforeMs) return;
+    if (nowMs < this.notBeforeMs) {
+      this.schedule(Math.min(this.checkEveryMs, this.notBeforeMs - nowMs));
+      return;
+    }
+    this.schedule(this.checkEveryMs);
     const addresses = this.addresses();
     const why = this.renewalReason(addresses, nowMs);
     if (!why) return;
@@ -162,12 +180,25 @@ export class LocalTlsIdentity extends EventEmitter<{ renewed: [LocalTlsCredentia
       ...addresses,
       ...(this.options.port !== undefined ? { port: this.options.port } : {}),
     };
+    // Not connected: linkUp() asks when the link is back.
     if (!this.options.send(request)) return;
     this.options.logger.info({ why }, 'asking the relay for a local certificate');
     this.pending = { id: request.request_id, addresses };
     this.schedule(this.options.answerTimeoutMs ?? 60_000, () => {
       this.pending = undefined;
+      this.failed();
     });
+  }
+
+  private get checkEveryMs(): number {
+    return this.options.checkEveryMs ?? 3_600_000;
+  }
+
+  /** No request before the back-off's next wait (at least `retryAfterMs`) has passed. */
+  private failed(retryAfterMs?: number): void {
+    const waitMs = this.backoff.next(retryAfterMs);
+    this.notBeforeMs = this.options.clock.now().getTime() + waitMs;
+    this.schedule(waitMs);
   }
 
   private renewalReason(addresses: LocalAddresses, nowMs: number): string | undefined {
@@ -191,17 +222,13 @@ export class LocalTlsIdentity extends EventEmitter<{ renewed: [LocalTlsCredentia
     return (this.options.addresses ?? interfaceAddresses)();
   }
 
-  private schedule(ms: number, before?: () => void): void {
+  /** Sets the one timer: `instead` runs when given, else a check. */
+  private schedule(ms: number, instead?: () => void): void {
     this.options.timers.clearTimeout(this.timer);
     if (this.stopped) return;
-    this.timer = this.options.timers.setTimeout(
-      () => {
-        before?.();
-        this.check();
-      },
-      ms,
-      { unref: true },
-    );
+    this.timer = this.options.timers.setTimeout(() => (instead ?? (() => this.check()))(), ms, {
+      unref: true,
+    });
   }
 
   private loadKey(): void {
