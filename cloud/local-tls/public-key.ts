@@ -7,7 +7,7 @@ import { createPublicKey, type KeyObject } from 'node:crypto';
 
 const SPKI_PEM = /^-----BEGIN PUBLIC KEY-----\n[A-Za-z0-9+/=\n]+-----END PUBLIC KEY-----\n?$/;
 
-export type CheckedKey = { der: Buffer; type: 'ec' | 'rsa' };
+type CheckedKey = { der: Buffer; type: 'ec' | 'rsa' };
 
 /** The key's DER and type, or why it is refused. */
 export function checkPublicKey(pem: string): CheckedKey | { refused: string } {
