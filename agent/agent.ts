@@ -37,6 +37,7 @@ import type { LogRing } from './fleet-logs.js';
 import type { LineTrace } from './fleet-trace.js';
 import { EndOfDayScheduler, ZVT_DEFAULT_END_OF_DAY } from './end-of-day.js';
 import type { ZvtSettlement } from '../firmware-bridge/zvt/reader/settlement.js';
+import { LocalTlsIdentity, type LocalTlsIdentityOptions } from './local-api/tls-identity.js';
 
 export const AGENT_VERSION = VERSION;
 
@@ -45,6 +46,8 @@ const JOURNAL_RETENTION_MS = 30 * 86_400_000;
 
 export interface AgentDeps {
   reader: ReaderPort;
+  /** The local API's TLS identity; asks the relay for a certificate only when enabled. */
+  localTls?: Pick<LocalTlsIdentityOptions, 'enabled' | 'port' | 'addresses' | 'checkEveryMs'>;
   /** What the reader can do, told to the relay with the presence (default: the native reader's). */
   readerCapabilities?: ReaderCapabilities;
   printer?: PrinterPort;
@@ -130,6 +133,7 @@ export interface RunningAgent {
     onChange(listener: (settings: LocalApiSettings) => void): () => void;
     readonly authenticator: LocalApiAuthenticator;
   };
+  readonly localTls?: LocalTlsIdentity;
 }
 
 export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<RunningAgent> {
@@ -235,6 +239,16 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
 
   // Open transactions are read before the link can bring a command.
   const recovery = executor.recover();
+  const localTls =
+    deps.localTls &&
+    new LocalTlsIdentity({
+      ...deps.localTls,
+      dataDir: config.data_dir,
+      clock,
+      timers,
+      logger: partLogger(logger, 'local-tls'),
+      send: (request) => wired.link?.publishLocalCertRequest(request) ?? false,
+    });
   const link = new AgentLink({
     terminalId: config.terminal_id,
     broker: config.broker,
@@ -270,6 +284,14 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
         applier.repeat();
       },
     },
+    ...(localTls
+      ? {
+          localTls: {
+            answer: (value) => localTls.received(value),
+            connected: () => localTls.linkUp(),
+          },
+        }
+      : {}),
   });
   wired.link = link;
   function publishFacts(): void {
@@ -289,6 +311,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     link.publishFleet('facts', facts, true);
   }
   link.start();
+  localTls?.start();
   heartbeat.start();
   recovery.catch((error: unknown) => logger.error({ err: error }, 'recovery failed'));
 
@@ -297,6 +320,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     journal,
     link,
     endOfDay,
+    ...(localTls ? { localTls } : {}),
     get transactionState() {
       return executor.transactionState;
     },
@@ -314,6 +338,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     stop: () =>
       (stopping ??= (async () => {
         endOfDay.stop();
+        localTls?.stop();
         applier.stop();
         heartbeat.stop();
         await executor.stop();

@@ -33,6 +33,7 @@ import {
   type ReportMessage,
 } from '../protocol/mqtt.js';
 import { UpdateOrderMessage, type UpdateStatusMessage } from '../protocol/update.js';
+import type { LocalCertRequestMessage } from '../protocol/local-tls.js';
 import { FREE_TEXT, maskFreeText, maskUpdateStatusText } from '../protocol/free-text.js';
 import type { ReaderCapabilities } from '../protocol/reader-capabilities.js';
 import { Backoff, type BackoffOptions } from '../common/backoff.js';
@@ -74,6 +75,15 @@ export interface AgentLinkOptions {
   openStream?: () => Duplex;
   /** Fleet traffic (docs/mqtt.md, "Fleet topics"): subscribed to only when given. */
   fleet?: FleetHandlers;
+  /** Certificates for the local API (agent/local-api/tls-identity.ts): subscribed to only when given. */
+  localTls?: LocalTlsHandlers;
+}
+
+/** What the link hands on of the relay's certificate answers; values are JSON, unchecked. */
+export interface LocalTlsHandlers {
+  answer(value: unknown): void;
+  /** Connected and subscribed: a request may leave now. */
+  connected(): void;
 }
 
 /** What the link hands on of the fleet's messages; values are JSON, unchecked. */
@@ -221,6 +231,13 @@ export class AgentLink {
     this.client.publish(this.topics[topic], JSON.stringify(sent), { qos: 1, retain });
   }
 
+  /** A certificate request to the relay, QoS 1; false while disconnected (it cannot leave). */
+  publishLocalCertRequest(request: LocalCertRequestMessage): boolean {
+    if (!this.client.connected || this.stopped) return false;
+    this.client.publish(this.topics.localCertRequest, JSON.stringify(request), { qos: 1 });
+    return true;
+  }
+
   /** Says `connected: false` (retained) when it can, then closes the session's connection. */
   async stop(): Promise<void> {
     if (this.stopped) return;
@@ -277,6 +294,7 @@ export class AgentLink {
           ? { [this.topics.config]: { qos: 1 }, [this.topics.diagnostic]: { qos: 1 } }
           : {}),
         ...(fleet?.localCredentials ? { [this.topics.localCredentials]: { qos: 1 as const } } : {}),
+        ...(this.options.localTls ? { [this.topics.localCert]: { qos: 1 as const } } : {}),
       },
       (error, granted) => {
         if (error) logger.error({ err: error }, 'subscribing failed');
@@ -293,6 +311,7 @@ export class AgentLink {
         });
         this.publishUpdateStatusNow();
         fleet?.connected();
+        this.options.localTls?.connected();
       },
     );
     for (const [commandId, payload] of this.pendingAcks) this.publishAck(commandId, payload);
@@ -385,6 +404,8 @@ export class AgentLink {
         this.options.fleet.diagnostic(value);
       } else if (packet.topic === this.topics.localCredentials && this.options.fleet) {
         this.options.fleet.localCredentials?.(value);
+      } else if (packet.topic === this.topics.localCert && this.options.localTls) {
+        this.options.localTls.answer(value);
       } else {
         logger.warn({ topic: packet.topic }, 'ignored a message on an unexpected topic');
       }

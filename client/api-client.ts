@@ -9,6 +9,8 @@ import {
   ConfirmRequest,
   ContinueRequest,
   EventListRequest,
+  LocalTrustRequest,
+  LocalTrustResponse,
   GetRequest,
   PrintRequest,
   PrintResponse,
@@ -22,6 +24,7 @@ import {
   type Revision,
 } from '../protocol/index.js';
 import { TpsError } from './errors.js';
+import { localTrustOf, type LocalTrust } from './local-trust.js';
 import {
   Transport,
   lenientParser,
@@ -64,10 +67,15 @@ export interface ApiClientOptions<R extends Revision> extends Omit<
   /**
    * The terminal's agent on the shop's network (docs/local-mode.md): requests the cloud
    * cannot carry go there (or there first, `prefer: 'local'`). `baseUrl` as above, e.g.
-   * `https://192.168.1.20:8443/pos`; `ca`, the certificates to trust for it (the relay's
-   * `local-trust` answer).
+   * `https://192.168.1.20:8443/pos`; `ca`, the certificates to trust for it, and
+   * `serverName`, the name its certificate must carry (the relay's `local-trust` answer:
+   * `localTrust()`).
    */
-  local?: Omit<LocalPath, 'baseUrl'> & { baseUrl: string; ca?: string | string[] };
+  local?: Omit<LocalPath, 'baseUrl'> & {
+    baseUrl: string;
+    ca?: string | string[];
+    serverName?: string;
+  };
 }
 
 /** The service's default long-poll wait, assumed when a body names none. */
@@ -108,6 +116,15 @@ const loose = {
   events: z.object({ events: z.array(LooseEvent), next_token: z.string() }),
 };
 
+function requiredServerName(serverName: string | undefined): string {
+  if (serverName !== undefined) return serverName;
+  throw new TpsError({
+    code: 'INVALID_ARGUMENT',
+    message:
+      "local.ca needs local.serverName, the terminal's name its certificate carries (localTrust() answers both)",
+  });
+}
+
 /** `baseUrl` with the revision's segment; one that names another revision is refused. */
 function versionedUrl(baseUrl: string, revision: Revision): string {
   const trimmed = baseUrl.replace(/\/+$/, '');
@@ -141,7 +158,9 @@ export class ApiClient<R extends Revision = 'v1'> {
             local: {
               ...local,
               baseUrl: versionedUrl(local.baseUrl, revision),
-              ...(local.ca !== undefined && !local.fetch ? { fetch: trustingFetch(local.ca) } : {}),
+              ...(local.ca !== undefined && !local.fetch
+                ? { fetch: trustingFetch(local.ca, requiredServerName(local.serverName)) }
+                : {}),
             },
           }
         : {}),
@@ -203,6 +222,22 @@ export class ApiClient<R extends Revision = 'v1'> {
       lenientParser('/terminal/status', this.schemas.status, loose.status),
       call,
     );
+  }
+
+  /**
+   * What to trust for HTTPS to the terminal's agent on the shop's network (an extension):
+   * `ca` for node's https `ca` option or undici's `connect.ca`, and where the agent is.
+   */
+  async localTrust(terminalId: string, call?: CallOptions): Promise<LocalTrust> {
+    const answer = await this.send<LocalTrustResponse>(
+      '/terminal/local-trust',
+      LocalTrustRequest,
+      { terminal_id: terminalId },
+      { waitMs: 0, idempotent: true },
+      lenientParser('/terminal/local-trust', LocalTrustResponse, LocalTrustResponse),
+      call,
+    );
+    return localTrustOf(answer);
   }
 
   /** Never repeated: a fragment sent twice would corrupt the print job. */

@@ -1,4 +1,4 @@
-/** `tps pos confirm`, `get`, `unconfirmed`, `status`, `print` and `events`: one API call each. */
+/** `tps pos confirm`, `get`, `unconfirmed`, `status`, `print`, `events` and `local-trust`: one API call each. */
 import fs from 'node:fs';
 import { z } from 'zod';
 import { ExternalId, PRINT_CONTENTS_MAX } from '../protocol/index.js';
@@ -78,8 +78,38 @@ export async function plain(
       return print(api, terminal_id, rest, out);
     case 'events':
       return events(api, terminal_id, values, out);
+    case 'local-trust':
+      return localTrust(api, terminal_id, values, out);
   }
   return 2;
+}
+
+async function localTrust(
+  api: ApiClient<Revision>,
+  terminalId: string,
+  values: Values,
+  out: Out,
+): Promise<number> {
+  const input = flags({ out: z.string().min(1).optional() }, values);
+  const trust = await api.localTrust(terminalId);
+  if (input.out !== undefined) {
+    // Never over another file: an authority trusted for something else stays as it was.
+    fs.writeFileSync(input.out, trust.ca, { flag: 'wx' });
+    out.note(`The authority of ${trust.terminalId}'s agent is in ${input.out}.`);
+  } else {
+    out.say(trust.ca.trimEnd());
+  }
+  // Notes on stderr: the PEM alone on stdout can be redirected into a file.
+  if (trust.addresses.length === 0) {
+    out.note('Its agent has no certificate yet: no address to reach it at.');
+  } else {
+    out.note(`Check the agent's certificate against the name ${trust.serverName}.`);
+    out.note(`Addresses: ${(trust.baseUrls.length ? trust.baseUrls : trust.addresses).join(' ')}`);
+    if (trust.certificateExpiresAt)
+      out.note(`Its certificate runs until ${trust.certificateExpiresAt}.`);
+  }
+  out.json(trust);
+  return 0;
 }
 
 async function print(

@@ -24,6 +24,7 @@ describe("tps pos's local path settings", () => {
     expect(localPath(conn)).toEqual({
       baseUrl: 'https://192.168.1.20:8443/pos',
       ca: fs.readFileSync(file, 'utf8'),
+      serverName: 't-1900000001.tps.internal',
       prefer: 'local',
     });
   });

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { UsageError } from '../common/cli.js';
-import { Amount, TerminalId } from '../protocol/index.js';
+import { Amount, TerminalId, localDnsName } from '../protocol/index.js';
 import { printable, printableJson } from '../common/terminal-text.js';
 
 export const DEFAULT_BASE_URL = 'http://127.0.0.1:8080/pos';
@@ -37,6 +37,7 @@ export const OPTIONS = {
   limit: { type: 'string' },
   adopt: { type: 'boolean' },
   'abort-unknown': { type: 'boolean' },
+  out: { type: 'string' },
 } as const;
 
 export type Values = ReturnType<
@@ -129,7 +130,7 @@ export function connection(values: Values): Connection {
  */
 export function localPath(
   conn: Connection,
-): { baseUrl: string; ca?: string; prefer: 'cloud' | 'local' } | undefined {
+): { baseUrl: string; ca?: string; serverName: string; prefer: 'cloud' | 'local' } | undefined {
   if (conn.localUrl === undefined) return undefined;
   let ca: string | undefined;
   if (conn.localCa !== undefined) {
@@ -144,6 +145,7 @@ export function localPath(
   return {
     baseUrl: conn.localUrl,
     ...(ca !== undefined ? { ca } : {}),
+    serverName: localDnsName(conn.terminalId),
     prefer: conn.localFirst ? 'local' : 'cloud',
   };
 }

@@ -92,6 +92,15 @@ export const POS_COMMAND_USAGE: Record<string, string> = {
   --limit N          at most N events a page
   --json             print each event as a JSON line`,
   ),
+  'local-trust': command(
+    'local-trust [--out FILE] [--json]',
+    `What to trust for HTTPS to the terminal's agent on the shop's network: the account's
+certificate authority (PEM, on stdout or into FILE), the agent's addresses and the name its
+certificate carries, which a client checks whatever address it uses.`,
+    `  --out FILE         write the authority's PEM into FILE (which must not exist yet)
+  --json             print {terminalId, ca, serverName, addresses, port, baseUrls,
+                     certificateExpiresAt} as JSON`,
+  ),
   recover: command(
     'recover [--adopt] [--abort-unknown] [--json]',
     'Finishes what an earlier run left in the journal: confirms each payment it can.',
@@ -115,6 +124,7 @@ Commands:
   status
   print FILE.png
   events   [--follow] [--type Transaction|TerminalStatus] [--limit N]
+  local-trust [--out FILE]               what to trust for HTTPS to the terminal's agent
   recover  [--adopt] [--abort-unknown]   finish what an earlier run left in the journal
 
 Run 'tps pos <command> --help' for a command's options. Amounts are integers in minor

@@ -62,6 +62,7 @@ async function dispatch(command: string, rest: string[], values: Values): Promis
     case 'status':
     case 'print':
     case 'events':
+    case 'local-trust':
       return plain(command, rest, connection(values), values, out);
     default:
       throw new UsageError(`unknown command '${command}'`, POS_USAGE);

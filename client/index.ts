@@ -32,6 +32,7 @@ export {
   type JournalPhase,
 } from './journal.js';
 export { SqliteJournal } from './sqlite-journal.js';
+export { localTrustOf, type LocalTrust } from './local-trust.js';
 export { followEvents, eventKindOf, type FollowEventsOptions, type PosEvent } from './events.js';
 export { backoffDelay, type BackoffPolicy, type RetryPolicy } from '../common/backoff.js';
 export { DEFAULT_BACKOFF, DEFAULT_RETRY, systemTiming, type Timing } from './timing.js';

@@ -12,7 +12,7 @@
  * recover() finishes whatever a previous client left in the journal.
  */
 import { randomUUID } from 'node:crypto';
-import { PurchaseRequest, RefundRequest, type Revision } from '../protocol/index.js';
+import { PurchaseRequest, RefundRequest, localDnsName, type Revision } from '../protocol/index.js';
 import { ApiClient, type ApiClientOptions } from './api-client.js';
 import type { BackoffPolicy } from '../common/backoff.js';
 import { Confirmer } from './confirmer.js';
@@ -106,7 +106,13 @@ export class PosClient<R extends Revision = 'v1'> {
   private readonly aborting = new Map<string, Promise<unknown>>();
 
   constructor(private readonly options: PosClientOptions<R>) {
-    this.api = new ApiClient(options);
+    // The local path leads to this client's terminal: its certificate carries its name.
+    const { local } = options;
+    this.api = new ApiClient(
+      local?.ca !== undefined && local.serverName === undefined && options.terminalId !== undefined
+        ? { ...options, local: { ...local, serverName: localDnsName(options.terminalId) } }
+        : options,
+    );
     this.terminalId = options.terminalId;
     this.timing = options.timing ?? systemTiming;
     const policy = { ...DEFAULT_BACKOFF, ...options.backoff };

@@ -42,6 +42,8 @@ import {
   type EmbeddedBroker,
 } from './mqtt/embedded-broker.js';
 import { MqttTerminalLink } from './mqtt/mqtt-link.js';
+import { LocalCertificates } from './local-tls/local-certificates.js';
+import { ApiError } from './errors.js';
 import { RelayMetrics } from './ops/metrics.js';
 import { relayReadiness } from './ops/readiness.js';
 import { Releases } from './releases/releases.js';
@@ -273,7 +275,21 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       cardData,
       diagnosticsPerAccount: config.diagnosticsPerAccount,
     });
+    const localCertificates = new LocalCertificates({
+      store,
+      clock,
+      logger: partLogger(logger, 'local-tls'),
+      answer: (terminalId, message) => mqttLink.publishLocalCert(terminalId, message),
+      authorize: (principal, terminalId) =>
+        service.authorizeTerminal(
+          principal,
+          terminalId,
+          () => new ApiError('TERMINAL_NOT_FOUND', `no terminal ${terminalId}`),
+        ),
+    });
     link.listen({
+      localCertRequest: (terminalId, request) =>
+        void localCertificates.request(terminalId, request),
       updateStatus: (terminalId, status) =>
         void rollouts
           .statusReported(
@@ -469,6 +485,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       events,
       webhooks,
       pairings,
+      localCertificates,
       fleet: {
         ...fleet,
         endOfDay: new FleetEndOfDay({

@@ -15,7 +15,7 @@ const RELAY_ONLY = [
   /^cloud\//,
   /^console\//,
   /^client\//,
-  /node_modules\/(fastify|@fastify\/[^/]+|pg|pg-[^/]+|aedes|aedes-[^/]+|prom-client|undici|ulid|ipaddr\.js|@lydell\/node-pty)\//,
+  /node_modules\/(fastify|@fastify\/[^/]+|pg|pg-[^/]+|aedes|aedes-[^/]+|prom-client|undici|ulid|ipaddr\.js|@lydell\/node-pty|@peculiar\/[^/]+|asn1js|tsyringe|reflect-metadata)\//,
 ];
 
 export class BundleRefused extends Error {}

@@ -21,3 +21,4 @@ export * from './local-credentials.js';
 export * from './fleet-diagnostics.js';
 export * from './rollout.js';
 export * from './settlement.js';
+export * from './local-tls.js';

@@ -42,6 +42,10 @@ export function terminalTopics(terminalId: string) {
     diagnosticReply: `${base}/diag-reply`,
     /** relay → agent, retained: verifiers of the terminal's POS credentials (protocol/local-credentials.ts). */
     localCredentials: `${base}/local-credentials`,
+    /** agent → relay: a certificate for its local API (protocol/local-tls.ts). */
+    localCertRequest: `${base}/local-cert-request`,
+    /** relay → agent: the certificate, or why not. */
+    localCert: `${base}/local-cert`,
   };
 }
 
@@ -71,6 +75,7 @@ export const RELAY_SUBSCRIPTIONS = {
   report: `${TOPIC_ROOT}/+/report`,
   presence: `${TOPIC_ROOT}/+/presence`,
   updateStatus: `${TOPIC_ROOT}/+/update-status`,
+  localCertRequest: `${TOPIC_ROOT}/+/local-cert-request`,
 } as const;
 
 const TOPIC_KINDS = [
@@ -87,6 +92,8 @@ const TOPIC_KINDS = [
   'diag',
   'diag-reply',
   'local-credentials',
+  'local-cert-request',
+  'local-cert',
 ] as const;
 export type TopicKind = (typeof TOPIC_KINDS)[number];
 

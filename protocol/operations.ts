@@ -35,6 +35,7 @@ import {
   FleetFactsResponse,
 } from './fleet-diagnostics.js';
 import { FleetEndOfDayRequest, FleetEndOfDayResponse } from './settlement.js';
+import { LocalTrustRequest, LocalTrustResponse } from './local-tls.js';
 import {
   CredentialRequest,
   CredentialRevokeResponse,
@@ -116,6 +117,13 @@ export const OPERATIONS = {
     summary: 'Queue a PNG for the terminal receipt printer.',
     request: PrintRequest,
     response: (r) => r.print,
+    errors: [400, ...AUTH, 500],
+  },
+  '/terminal/local-trust': {
+    summary:
+      "What a POS must trust to reach the terminal's agent on the shop's network over HTTPS: its account's certificate authority, the addresses the agent reported and when its certificate ends (an extension of this service).",
+    request: LocalTrustRequest,
+    response: () => LocalTrustResponse,
     errors: [400, ...AUTH, 500],
   },
   '/terminal/create': {

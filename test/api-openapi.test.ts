@@ -120,6 +120,7 @@ describe('OpenAPI documents', () => {
         body: simulator.body,
       });
       await record('status while ready', '/terminal/status', {});
+      await record('local trust', '/terminal/local-trust', {});
       await record('print of a small PNG', '/terminal/print', {
         contents: smallPngBase64(),
         format: 'PNG',

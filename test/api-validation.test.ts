@@ -55,6 +55,7 @@ const REQUIRED_BODY: Record<string, Record<string, unknown>> = {
   '/terminal/print': { contents: PNG_BASE64, format: 'PNG', terminal_id: UNKNOWN_TERMINAL },
   '/simulator/create': {},
   '/terminal/list': {},
+  '/terminal/local-trust': { terminal_id: UNKNOWN_TERMINAL },
   '/transaction/search': {},
   '/terminal/create': {},
   '/terminal/claim': { code: 'ZZZZ-ZZZZ' },
@@ -289,6 +290,7 @@ const FIELD_LIMITS: Record<string, FieldCase[]> = {
   ],
   '/transaction/unconfirmed': cases('terminal_id', TERMINAL_ID),
   '/terminal/status': cases('terminal_id', TERMINAL_ID),
+  '/terminal/local-trust': cases('terminal_id', TERMINAL_ID),
   '/terminal/print': [
     ...cases('terminal_id', TERMINAL_ID),
     ...cases('contents', PRINT_CONTENTS),

@@ -113,6 +113,7 @@ function validBody(path: OperationPath, terminalId: string): Record<string, unkn
       limit: 10,
     },
     '/terminal/list': {},
+    '/terminal/local-trust': { terminal_id: terminalId },
     '/credential/revoke': { type: 'API', username: 'nobody' },
     '/credential/rotate': { type: 'API', username: 'nobody' },
     '/fleet/config/set': {

@@ -141,7 +141,7 @@ describe.concurrent('tps pos', () => {
     expect(run.stdout).toMatch(/^Recorded as failed \(COMMITTED\)\.$/m);
   });
 
-  it('confirm, get, unconfirmed, status, print, then events', async () => {
+  it('confirm, get, unconfirmed, status, print, local-trust, then events', async () => {
     const env = terminals.misc;
     const image = new PNG({ width: 16, height: 16 });
     image.data.fill(255);
@@ -152,13 +152,23 @@ describe.concurrent('tps pos', () => {
       env,
     );
     expect(confirm.stdout).toMatch(/^never-seen {2}UNKNOWN {2}COMMITTED {2}ABORTED/);
-    const [get, unconfirmed, status, print, events] = await Promise.all([
+    const caFile = path.join(dir, 'tps-ca.pem');
+    const [get, unconfirmed, status, print, trust, events] = await Promise.all([
       tps(['get', '--external-id', 'never-seen'], env),
       tps(['unconfirmed'], env),
       tps(['status', '--json'], env),
       tps(['print', file], env),
+      tps(['local-trust', '--out', caFile], env),
       tps(['events', '--type', 'Transaction', '--json'], env),
     ]);
+    // The authority into the file, notes on stderr; never over a file that is there.
+    expect(trust.code, trust.stderr).toBe(0);
+    expect(trust.stdout).toBe('');
+    expect(fs.readFileSync(caFile, 'utf8')).toMatch(/^-----BEGIN CERTIFICATE-----\n/);
+    expect(trust.stderr).toContain('no certificate yet');
+    const again = await tps(['local-trust', '--out', caFile], env);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('EEXIST');
     expect(get.stdout).toMatch(/^UNKNOWN never-seen \(txn-\S+\) on terminal/m);
     expect(get.stdout).toMatch(/state +COMMITTED/);
     expect(unconfirmed.stdout).toBe('No unconfirmed transactions.\n');

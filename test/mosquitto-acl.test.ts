@@ -227,6 +227,7 @@ describe.skipIf(!MOSQUITTO_BINARY)(
           terminalTopics(b.id).command,
           terminalTopics(b.id).config,
           terminalTopics(b.id).diagnostic,
+          terminalTopics(b.id).localCert,
           'tps/v1/t/+/cmd',
           'tps/v1/t/+/config',
           'tps/v1/#',
@@ -240,6 +241,7 @@ describe.skipIf(!MOSQUITTO_BINARY)(
       // Another terminal's configuration (retained) and diagnostic requests stay its own.
       await relay.publishAsync(terminalTopics(b.id).config, 'b-config', { qos: 1, retain: true });
       await relay.publishAsync(terminalTopics(b.id).diagnostic, 'b-diag', { qos: 1 });
+      await relay.publishAsync(terminalTopics(b.id).localCert, 'b-cert', { qos: 1 });
       await relay.publishAsync(terminalTopics(b.id).command, 'secret-command', { qos: 1 });
       // Published after, on the spy's own topic: once it arrives, anything before it would have.
       await relay.publishAsync(terminalTopics(a.id).command, 'marker', { qos: 1 });
@@ -273,11 +275,13 @@ describe.skipIf(!MOSQUITTO_BINARY)(
         other.configReport,
         other.facts,
         other.diagnosticReply,
+        other.localCertRequest,
         // Its own topics, but the relay's direction.
         own.command,
         own.reportAck,
         own.config,
         own.diagnostic,
+        own.localCert,
         'tps/v1/t/elsewhere',
       ]) {
         // QoS 1 is acknowledged all the same: Mosquitto does not tell the publisher.

@@ -10,6 +10,7 @@ import {
   type CredentialRequest,
   type EventListRequest,
   type GetRequest,
+  type LocalTrustRequest,
   type OperationPath,
   type PrintRequest,
   type PurchaseRequest,
@@ -42,6 +43,7 @@ import type { Webhooks } from '../events/webhooks.js';
 import type { PrintSpooler } from '../terminals/print-spooler.js';
 import type { TerminalRegistry } from '../terminals/registry.js';
 import type { Principal } from '../accounts/principal.js';
+import type { LocalCertificates } from '../local-tls/local-certificates.js';
 import type { TransactionService } from '../transactions/service.js';
 
 export interface OperationDeps {
@@ -58,6 +60,7 @@ export interface OperationDeps {
     facts: (principal: Principal, request: FleetFactsRequest) => Promise<TerminalFacts[]>;
     endOfDay: FleetEndOfDay;
   };
+  localCertificates: Pick<LocalCertificates, 'trust'>;
   /** The broker address agents are told to use. */
   agentBrokerUrl: () => string;
   /** Brings a newly created simulated terminal to life. */
@@ -193,6 +196,9 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
         })),
       };
     },
+
+    '/terminal/local-trust': async (body: LocalTrustRequest, ctx) =>
+      deps.localCertificates.trust(ctx.principal, body.terminal_id),
 
     '/terminal/print': async (body: PrintRequest, ctx) => {
       const terminal = await service.authorizeTerminal(

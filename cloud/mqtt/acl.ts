@@ -18,6 +18,7 @@ export const AGENT_PUBLISHES: ReadonlySet<TopicKind> = new Set<TopicKind>([
   'config-report',
   'facts',
   'diag-reply',
+  'local-cert-request',
 ]);
 export const AGENT_SUBSCRIBES: ReadonlySet<TopicKind> = new Set<TopicKind>([
   'cmd',
@@ -26,6 +27,7 @@ export const AGENT_SUBSCRIBES: ReadonlySet<TopicKind> = new Set<TopicKind>([
   'config',
   'diag',
   'local-credentials',
+  'local-cert',
 ]);
 
 export function mayPublish(identity: MqttIdentity, topic: string): boolean {

@@ -33,17 +33,17 @@ describe('broker files', () => {
       allowed(maySubscribe, 't-2000000001'),
     );
     expect(lines.slice(-2)).toEqual(['user tps-relay', 'topic readwrite tps/v1/#']);
-    expect(lines).toHaveLength(15);
+    expect(lines).toHaveLength(17);
   });
 
   it('EMQX ACL: the same rules with ${username}, everything else denied', () => {
     const acl = emqxAclFile('tps-relay');
     expect(acl).toContain('{allow, {username, "tps-relay"}, all, ["tps/v1/#"]}.');
     expect(acl).toContain(
-      '{allow, all, publish, ["tps/v1/t/${username}/cmd-ack", "tps/v1/t/${username}/report", "tps/v1/t/${username}/presence", "tps/v1/t/${username}/update-status", "tps/v1/t/${username}/config-report", "tps/v1/t/${username}/facts", "tps/v1/t/${username}/diag-reply"]}.',
+      '{allow, all, publish, ["tps/v1/t/${username}/cmd-ack", "tps/v1/t/${username}/report", "tps/v1/t/${username}/presence", "tps/v1/t/${username}/update-status", "tps/v1/t/${username}/config-report", "tps/v1/t/${username}/facts", "tps/v1/t/${username}/diag-reply", "tps/v1/t/${username}/local-cert-request"]}.',
     );
     expect(acl).toContain(
-      '{allow, all, subscribe, ["tps/v1/t/${username}/cmd", "tps/v1/t/${username}/report-ack", "tps/v1/t/${username}/update", "tps/v1/t/${username}/config", "tps/v1/t/${username}/diag", "tps/v1/t/${username}/local-credentials"]}.',
+      '{allow, all, subscribe, ["tps/v1/t/${username}/cmd", "tps/v1/t/${username}/report-ack", "tps/v1/t/${username}/update", "tps/v1/t/${username}/config", "tps/v1/t/${username}/diag", "tps/v1/t/${username}/local-credentials", "tps/v1/t/${username}/local-cert"]}.',
     );
     expect(acl.trim().endsWith('{deny, all}.')).toBe(true);
   });
@@ -75,6 +75,7 @@ describe('broker files', () => {
       own.config,
       own.diagnostic,
       own.localCredentials,
+      own.localCert,
     ]);
     expect(Object.values(other).some((topic) => mayReceive(agent, topic))).toBe(false);
     expect(mayReceive(agent, '$SYS/broker/heartbeat')).toBe(false);

@@ -16,6 +16,7 @@ import {
   UpdateStatusMessage,
   parseTopic,
   terminalTopics,
+  type LocalCertMessage,
   type TerminalCommand,
   type UpdateOrderMessage,
 } from '../../protocol/index.js';
@@ -173,6 +174,19 @@ export class MqttTerminalLink implements TerminalLink {
     return true;
   }
 
+  /** The answer to an agent's certificate request (protocol/local-tls.ts); dropped while disconnected. */
+  publishLocalCert(terminalId: string, message: LocalCertMessage): void {
+    const topic = terminalTopics(terminalId).localCert;
+    const payload = JSON.stringify(message);
+    if (this.channelOpen) {
+      this.options.channel!.publish(topic, payload).catch((error: unknown) => {
+        this.options.logger.warn({ err: error, terminalId }, 'local certificate not published');
+      });
+    } else {
+      this.client?.publish(topic, payload, { qos: 1 });
+    }
+  }
+
   private receive(topic: string, payload: Buffer): void {
     const parsed = parseTopic(topic.replace(/^\$share\/[^/]+\//, ''));
     const events = this.events;
@@ -226,6 +240,9 @@ export class MqttTerminalLink implements TerminalLink {
         events.updateStatus?.(terminalId, status.data);
         return;
       }
+      case 'local-cert-request':
+        events.localCertRequest?.(terminalId, json);
+        return;
     }
   }
 

@@ -33,6 +33,8 @@ export interface LinkEvents {
   reconnected(): void;
   /** The agent's retained `update-status`: where its updates stand (protocol/update.ts). */
   updateStatus?(terminalId: string, status: UpdateStatusMessage): void;
+  /** The agent asks for a certificate for its local API: JSON, checked by cloud/local-tls/. */
+  localCertRequest?(terminalId: string, request: unknown): void;
 }
 
 export interface TerminalLink {

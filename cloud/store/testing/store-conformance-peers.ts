@@ -2,10 +2,13 @@
  * Store conformance across processes: two handles on the same data, as two relays have
  * it, calling at once; what must hold between relays (one transaction per pair, one active
  * per terminal, the unconfirmed limit, refunds within their purchase, the event log's
- * order, one value per claimed setting) holds through both.
+ * order, one value per claimed setting, one local TLS authority per account) holds
+ * through both.
  */
 import { expect, it } from 'vitest';
+import { X509Certificate, generateKeyPairSync } from 'node:crypto';
 import { ApiError } from '../../errors.js';
+import { LocalAuthority } from '../../local-tls/authority.js';
 import { decideCreate, type DecisionEnv } from '../../transactions/state-machine.js';
 import type { Store } from '../store.js';
 import {
@@ -228,6 +231,37 @@ export function peerCases(factory: StoreFactory, peer: NonNullable<StoreFactory[
     const values = outcomes.map((o) => (o.status === 'fulfilled' ? o.value : 'failed'));
     expect(new Set(values).size).toBe(1);
     expect(await other.getSetting('instance')).toBe(values[0]);
+    await Promise.all([store.close(), other.close()]);
+  });
+
+  it("an account's local TLS authority made through both handles at once is one, key and all", async () => {
+    const [store, other] = await twoHandles();
+    const clock = { now: () => new Date(NOW) };
+    const made = await Promise.all(
+      [store, other, store, other].map((handle) => LocalAuthority.of(handle, 'acct-1', clock)),
+    );
+    expect(new Set(made.map((authority) => authority.certificate)).size).toBe(1);
+    // Read back through the other handle, it signs with the key its certificate names.
+    const again = await LocalAuthority.of(other, 'acct-1', clock);
+    const leaf = await again.sign({
+      terminalId: 't-1',
+      publicKey: generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).publicKey.export({
+        type: 'spki',
+        format: 'der',
+      }),
+      keyType: 'ec',
+      ipAddresses: ['192.168.1.20'],
+      dnsNames: ['t-1.tps.internal'],
+      notAfter: new Date(Date.parse(NOW) + 86_400_000),
+    });
+    const authority = new X509Certificate(made[0]!.certificate);
+    expect(new X509Certificate(leaf).verify(authority.publicKey)).toBe(true);
+    // Another account's is another.
+    const elsewhere = await LocalAuthority.of(store, 'acct-2', clock);
+    expect(elsewhere.certificate).not.toBe(made[0]!.certificate);
+    expect(
+      new X509Certificate(leaf).verify(new X509Certificate(elsewhere.certificate).publicKey),
+    ).toBe(false);
     await Promise.all([store.close(), other.close()]);
   });
 }
