@@ -36,7 +36,7 @@ import {
   type CreateRequest,
   type DecisionEnv,
   type MachineSettings,
-} from './state-machine.js';
+} from '../../protocol/transaction-rules/state-machine.js';
 import { DueScheduler } from './due-scheduler.js';
 import { readerRefusal, requiredCapabilities } from './reader-requirements.js';
 import { searchTransactions } from './search.js';

@@ -6,7 +6,10 @@
  */
 import { expect, it } from 'vitest';
 import { ApiError } from '../../errors.js';
-import { decideCreate, type DecisionEnv } from '../../transactions/state-machine.js';
+import {
+  decideCreate,
+  type DecisionEnv,
+} from '../../../protocol/transaction-rules/state-machine.js';
 import type { Store } from '../store.js';
 import {
   NOW,
