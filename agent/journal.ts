@@ -15,13 +15,17 @@
  *                 seq that never goes back, across restarts and deletions; read from its
  *                 copy in memory (agent/outbox-mirror.ts), as the journal is its file's
  *                 only writer
+ * - local_transactions: in local mode (docs/local-mode.md), the state machine's record of
+ *                 each transaction the agent is the arbiter of, by id and by external_id,
+ *                 written in the commit of the command or report that moves it
  */
 import { refuseNewerSchema } from '../common/schema-version.js';
 import { mkdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import type { TerminalReport } from '../protocol/terminal-link.js';
+import type { TerminalReport, TransactionReport } from '../protocol/terminal-link.js';
+import type { TransactionRecord } from '../protocol/transaction-rules/decision.js';
 import { OutboxMirror, type OutboxEntry } from './outbox-mirror.js';
 import type { ReaderResult, ReaderStart } from './ports.js';
 
@@ -70,7 +74,16 @@ export interface JournalEntry {
   command?: CommandRow & { body: unknown };
   transaction?: TransactionRow;
   reports?: TerminalReport[];
+  /** The state machine's record of a transaction made or decided locally. */
+  local?: TransactionRecord;
 }
+
+/**
+ * Runs inside the commit of every transaction report (agent/local/engine.ts): the state
+ * machine's record it moves, if any, is written in the same commit, so the reader's
+ * outcome and the local record never disagree after a crash.
+ */
+export type ReportRule = (report: TransactionReport) => TransactionRecord | undefined;
 
 const SCHEMA_VERSION = 2;
 
@@ -123,6 +136,22 @@ function outboxKind(report: TerminalReport): 'transaction' | 'status' {
   return report.type === 'status' ? 'status' : 'transaction';
 }
 
+/**
+ * The records of local mode's state machine (docs/local-mode.md): a table an older release
+ * does not read, added without a new schema version, so that an update rolled back still
+ * opens its journal.
+ */
+const LOCAL_TABLE = `
+  CREATE TABLE IF NOT EXISTS local_transactions (
+    transaction_id TEXT PRIMARY KEY,
+    external_id    TEXT NOT NULL UNIQUE,
+    state          TEXT NOT NULL,
+    record         TEXT NOT NULL,
+    due_at         TEXT
+  );
+  CREATE INDEX IF NOT EXISTS local_transactions_due ON local_transactions (due_at) WHERE due_at IS NOT NULL;
+`;
+
 interface TransactionDbRow {
   transaction_id: string;
   request: string | null;
@@ -168,6 +197,21 @@ function prepareStatements(db: DatabaseSync) {
     ),
     deleteReport: db.prepare('DELETE FROM outbox WHERE seq = ?'),
     lastSeq: db.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'outbox'`),
+    upsertLocal: db.prepare(
+      `INSERT INTO local_transactions (transaction_id, external_id, state, record, due_at)
+       VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (transaction_id) DO UPDATE SET
+         state = excluded.state, record = excluded.record, due_at = excluded.due_at`,
+    ),
+    localById: db.prepare('SELECT record FROM local_transactions WHERE transaction_id = ?'),
+    localByExternalId: db.prepare('SELECT record FROM local_transactions WHERE external_id = ?'),
+    localInStates: db.prepare(
+      `SELECT record FROM local_transactions WHERE state IN (SELECT value FROM json_each(?))
+        ORDER BY transaction_id`,
+    ),
+    localDue: db.prepare(
+      'SELECT record FROM local_transactions WHERE due_at IS NOT NULL ORDER BY due_at',
+    ),
     pruneCommands: db.prepare('DELETE FROM commands WHERE received_at < ?'),
     pruneTransactions: db.prepare(
       `DELETE FROM transactions WHERE updated_at < ?
@@ -186,6 +230,7 @@ export class Journal {
   private readonly outbox: OutboxMirror;
   /** Acknowledged reports, out of `outbox` already, whose DELETE the next commit writes. */
   private readonly owedDrops = new Set<number>();
+  private reportRule: ReportRule | undefined;
 
   private constructor(
     private readonly db: DatabaseSync,
@@ -237,6 +282,7 @@ export class Journal {
         db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
       });
     }
+    db.exec(LOCAL_TABLE);
     return new Journal(db, now);
   }
 
@@ -246,6 +292,11 @@ export class Journal {
       const at = this.now().toISOString();
       if (entry.command) this.insertCommand(entry.command, at);
       if (entry.transaction) this.upsertTransaction(entry.transaction);
+      if (entry.local) this.upsertLocal(entry.local);
+      for (const report of entry.reports ?? []) {
+        const moved = report.type === 'transaction' ? this.reportRule?.(report) : undefined;
+        if (moved) this.upsertLocal(moved);
+      }
       return (entry.reports ?? []).map((report) => this.insertReport(report, at));
     });
     for (const row of added) this.outbox.add(row);
@@ -281,6 +332,31 @@ export class Journal {
   transaction(transactionId: string): TransactionRow | undefined {
     const row = rowOf<TransactionDbRow>(this.statements.transaction, transactionId);
     return row && fromDb(row);
+  }
+
+  /** Sets the rule a transaction report's commit runs (see ReportRule); one at a time. */
+  setReportRule(rule: ReportRule | undefined): void {
+    this.reportRule = rule;
+  }
+
+  localTransaction(transactionId: string): TransactionRecord | undefined {
+    return localOf(rowOf(this.statements.localById, transactionId));
+  }
+
+  localByExternalId(externalId: string): TransactionRecord | undefined {
+    return localOf(rowOf(this.statements.localByExternalId, externalId));
+  }
+
+  /** Local records in any of `states`, by id. */
+  localInStates(states: readonly string[]): TransactionRecord[] {
+    return this.statements.localInStates
+      .all(JSON.stringify(states))
+      .map((row) => localOf(row as { record: string })!);
+  }
+
+  /** Local records with something due, soonest first. */
+  localDue(): TransactionRecord[] {
+    return this.statements.localDue.all().map((row) => localOf(row as { record: string })!);
   }
 
   /** Transactions not known to be final (or whose reversal is owed), oldest first. */
@@ -383,6 +459,16 @@ export class Journal {
     });
   }
 
+  private upsertLocal(record: TransactionRecord): void {
+    this.statements.upsertLocal.run(
+      record.txn.id,
+      record.txn.external_id,
+      record.txn.state,
+      JSON.stringify(record),
+      record.dueAt ?? null,
+    );
+  }
+
   private insertReport(report: TerminalReport, at: string): OutboxEntry {
     const body = JSON.stringify(report);
     const kind = outboxKind(report);
@@ -411,6 +497,10 @@ function inTransaction<T>(db: DatabaseSync, run: () => T): T {
     if (db.isTransaction) db.exec('ROLLBACK');
     throw error;
   }
+}
+
+function localOf(row: { record: string } | undefined): TransactionRecord | undefined {
+  return row && (JSON.parse(row.record) as TransactionRecord);
 }
 
 function fromDb(row: TransactionDbRow): TransactionRow {
