@@ -29,6 +29,7 @@ import {
   decideCreate,
   decideDue,
   decideReport,
+  refundableAmount,
   type CreateRequest,
   type DecisionEnv,
   type MachineSettings,
@@ -119,6 +120,17 @@ export class LocalEngine extends EventEmitter<{ changed: [TransactionRecord] }> 
     return this.options.journal.localByExternalId(externalId);
   }
 
+  /** What a purchase of this terminal can still give back (refundableAmount). */
+  refundable(record: TransactionRecord): number {
+    return record.txn.type === 'PURCHASE' ? refundableAmount(record, this.refundsOf(record)) : 0;
+  }
+
+  private refundsOf(original: TransactionRecord): TransactionRecord[] {
+    return this.options.journal
+      .localInStates(EVERY_STATE)
+      .filter((r) => r.originalId === original.txn.id);
+  }
+
   /** Transactions not yet CONFIRMED or COMMITTED, by id. */
   unconfirmed(): TransactionRecord[] {
     return this.options.journal.localInStates(UNCONFIRMED);
@@ -154,10 +166,7 @@ export class LocalEngine extends EventEmitter<{ changed: [TransactionRecord] }> 
         terminalId === this.options.terminalId
           ? journal.localByExternalId(request.original_purchase_external_id)
           : undefined;
-      const refunds = record
-        ? journal.localInStates(EVERY_STATE).filter((r) => r.originalId === record.txn.id)
-        : [];
-      context.original = { record, refunds };
+      context.original = { record, refunds: record ? this.refundsOf(record) : [] };
     }
     return context;
   }
