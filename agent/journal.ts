@@ -17,14 +17,20 @@
  *                 only writer
  * - local_transactions: in local mode (docs/local-mode.md), the state machine's record of
  *                 each transaction the agent is the arbiter of, by id and by external_id,
- *                 written in the commit of the command or report that moves it
+ *                 written in the commit of the command or report that moves it, with
+ *                 its report to the relay (the whole record, not the reader's phase)
  */
 import { refuseNewerSchema } from '../common/schema-version.js';
 import { mkdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import type { TerminalReport, TransactionReport } from '../protocol/terminal-link.js';
+import type {
+  LocalTransactionReport,
+  TerminalReport,
+  TransactionReport,
+} from '../protocol/terminal-link.js';
+import { withoutFullCardNumbers } from '../protocol/transaction.js';
 import type { TransactionRecord } from '../protocol/transaction-rules/decision.js';
 import { OutboxMirror, type OutboxEntry } from './outbox-mirror.js';
 import type { ReaderResult, ReaderStart } from './ports.js';
@@ -79,11 +85,14 @@ export interface JournalEntry {
 }
 
 /**
- * Runs inside the commit of every transaction report (agent/local/engine.ts): the state
- * machine's record it moves, if any, is written in the same commit, so the reader's
- * outcome and the local record never disagree after a crash.
+ * Runs inside the commit of every transaction report (agent/local/engine.ts): undefined
+ * for a transaction the relay decides; for one the agent decides, the record the report
+ * moved, if it moved it. A local record is written in that same commit, so the reader's
+ * outcome and the record never disagree after a crash.
  */
-export type ReportRule = (report: TransactionReport) => TransactionRecord | undefined;
+export type ReportRule = (
+  report: TransactionReport,
+) => { record: TransactionRecord | undefined } | undefined;
 
 const SCHEMA_VERSION = 2;
 
@@ -292,12 +301,15 @@ export class Journal {
       const at = this.now().toISOString();
       if (entry.command) this.insertCommand(entry.command, at);
       if (entry.transaction) this.upsertTransaction(entry.transaction);
-      if (entry.local) this.upsertLocal(entry.local);
+      const reports: TerminalReport[] = [];
+      if (entry.local) reports.push(this.upsertLocal(entry.local));
       for (const report of entry.reports ?? []) {
-        const moved = report.type === 'transaction' ? this.reportRule?.(report) : undefined;
-        if (moved) this.upsertLocal(moved);
+        const local = report.type === 'transaction' ? this.reportRule?.(report) : undefined;
+        // The relay mirrors a local transaction whole: its phases are not sent, its records are.
+        if (!local) reports.push(report);
+        else if (local.record) reports.push(this.upsertLocal(local.record));
       }
-      return (entry.reports ?? []).map((report) => this.insertReport(report, at));
+      return reports.map((report) => this.insertReport(report, at));
     });
     for (const row of added) this.outbox.add(row);
     return added.map((row) => row.seq);
@@ -459,7 +471,8 @@ export class Journal {
     });
   }
 
-  private upsertLocal(record: TransactionRecord): void {
+  /** Writes a local record; answers its report to the relay, for the same commit. */
+  private upsertLocal(record: TransactionRecord): LocalTransactionReport {
     this.statements.upsertLocal.run(
       record.txn.id,
       record.txn.external_id,
@@ -467,6 +480,10 @@ export class Journal {
       JSON.stringify(record),
       record.dueAt ?? null,
     );
+    return {
+      type: 'local_transaction',
+      transaction: withoutFullCardNumbers({ ...record.txn, made_locally: true }),
+    };
   }
 
   private insertReport(report: TerminalReport, at: string): OutboxEntry {

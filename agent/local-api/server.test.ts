@@ -63,6 +63,7 @@ async function setup(limits: Partial<LocalApiLimits> = {}) {
     timers,
     logger,
     settings: { maxUnconfirmed: 5, startTtlMs: 30_000, pauseTimeoutMs: 60_000, gracePeriodMs: 0 },
+    reported: () => {},
   });
   engine.start();
   const api = await startLocalApi({

@@ -47,6 +47,7 @@ function setup(dataDir = mkdtempSync(path.join(tmpdir(), 'agent-local-'))) {
     timers,
     logger,
     settings,
+    reported: () => {},
   });
   engine.start();
   const close = async () => {

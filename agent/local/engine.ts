@@ -44,6 +44,14 @@ const RUNNING = ['PROCESSING', 'AWAITING_CONTINUE'] as const;
 const UNCONFIRMED = ['PROCESSING', 'AWAITING_CONTINUE', 'AWAITING_CONFIRM'] as const;
 const EVERY_STATE = [...UNCONFIRMED, 'CONFIRMED', 'COMMITTED'] as const;
 
+/** The relay's defaults (cloud/config.ts): 10 unconfirmed, a start lives 60 s, a pause 60 s, the grace period 1 h. */
+export const DEFAULT_LOCAL_SETTINGS: MachineSettings = {
+  maxUnconfirmed: 10,
+  startTtlMs: 60_000,
+  pauseTimeoutMs: 60_000,
+  gracePeriodMs: 3_600_000,
+};
+
 export interface LocalEngineOptions {
   terminalId: string;
   journal: Journal;
@@ -55,6 +63,8 @@ export interface LocalEngineOptions {
   timers: Timers;
   logger: Pick<Logger, 'info' | 'warn'>;
   settings: MachineSettings;
+  /** New reports are in the outbox (the link publishes them). */
+  reported: () => void;
 }
 
 export class LocalEngine extends EventEmitter<{ changed: [TransactionRecord] }> {
@@ -196,7 +206,10 @@ export class LocalEngine extends EventEmitter<{ changed: [TransactionRecord] }> 
     const ack = (commandId: string, outcome: string) =>
       this.options.logger.info({ commandId, outcome, externalId }, 'local command journaled');
     if (first) this.options.executor.handle({ command: first }, { ack, local: write });
-    else this.options.journal.record({ local: write });
+    else {
+      this.options.journal.record({ local: write });
+      this.options.reported();
+    }
     for (const command of rest) this.options.executor.handle({ command }, { ack });
     // The executor may have moved the record already (a start refused as expired).
     const stored = this.options.journal.localTransaction(write.txn.id) ?? write;
@@ -213,7 +226,9 @@ export class LocalEngine extends EventEmitter<{ changed: [TransactionRecord] }> 
   }
 
   /** Inside the report's commit: the record it moves, written with it. */
-  private onReport(report: TransactionReport): TransactionRecord | undefined {
+  private onReport(
+    report: TransactionReport,
+  ): { record: TransactionRecord | undefined } | undefined {
     const current = this.options.journal.localTransaction(report.transaction_id);
     if (!current) return undefined;
     const { write } = decideReport(
@@ -227,7 +242,7 @@ export class LocalEngine extends EventEmitter<{ changed: [TransactionRecord] }> 
     });
     // Told after the commit: the report's commit is still open here.
     if (write) queueMicrotask(() => this.changed(write));
-    return write;
+    return { record: write };
   }
 
   private changed(record: TransactionRecord): void {
