@@ -192,6 +192,18 @@ export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }
     const id = command.transaction_id;
     const local = origin.local ? { local: origin.local } : {};
     const entry = { command: commandRow(command, 'ACCEPTED'), ...local };
+    // A relay's start for a pair the agent decided locally (docs/local-mode.md) under
+    // another id: the pair is paid or paying already, so it is not run a second time.
+    const localPair = origin.local ? undefined : journal.localByExternalId(command.external_id);
+    if (localPair && localPair.txn.id !== id) {
+      journal.record(entry);
+      origin.ack(command.command_id, 'ACCEPTED');
+      this.options.logger.warn(
+        { transactionId: id, localTransactionId: localPair.txn.id },
+        'start for a pair made locally: not run',
+      );
+      return;
+    }
     switch (decideStart(journal.transaction(id), command, clock.now())) {
       case 'known':
         journal.record(entry);

@@ -218,6 +218,11 @@ function prepareStatements(db: DatabaseSync) {
       `SELECT record FROM local_transactions WHERE state IN (SELECT value FROM json_each(?))
         ORDER BY transaction_id`,
     ),
+    startFor: db.prepare(
+      `SELECT transaction_id FROM commands
+        WHERE type = 'transaction.start' AND json_extract(body, '$.external_id') = ?
+        LIMIT 1`,
+    ),
     localDue: db.prepare(
       'SELECT record FROM local_transactions WHERE due_at IS NOT NULL ORDER BY due_at',
     ),
@@ -364,6 +369,11 @@ export class Journal {
     return this.statements.localInStates
       .all(JSON.stringify(states))
       .map((row) => localOf(row as { record: string })!);
+  }
+
+  /** The transaction a start kept in the journal (pruned after its retention) ran the pair as. */
+  startFor(externalId: string): string | undefined {
+    return rowOf<{ transaction_id: string }>(this.statements.startFor, externalId)?.transaction_id;
   }
 
   /** Local records with something due, soonest first. */

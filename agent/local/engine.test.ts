@@ -231,3 +231,49 @@ describe('local engine', () => {
     await t.close();
   });
 });
+
+describe('local engine beside the relay', () => {
+  it('does not run a pair the relay started on the reader, and the executor no relay start of a local pair', async () => {
+    const t = setup();
+    t.executor.handle({
+      command: {
+        type: 'transaction.start',
+        command_id: 'cmd-relay-1',
+        transaction_id: 'txn-RELAY1',
+        external_id: 'order-cloud',
+        kind: 'PURCHASE',
+        requested_amount: 1000,
+        currency: 'EUR',
+        pause_on_customer_identified: false,
+      },
+    });
+    t.reader.emit('result', {
+      transaction_id: 'txn-RELAY1',
+      phase: 'COMPLETED',
+      result_code: 'SUCCESS',
+    });
+    expect(apiError(() => t.engine.create(purchase('order-cloud'))).code).toBe('INVALID_STATE');
+
+    const local = t.engine.create(purchase('order-local'));
+    t.executor.handle({
+      command: {
+        type: 'transaction.start',
+        command_id: 'cmd-relay-2',
+        transaction_id: 'txn-RELAY2',
+        external_id: 'order-local',
+        kind: 'PURCHASE',
+        requested_amount: 1000,
+        currency: 'EUR',
+        pause_on_customer_identified: false,
+      },
+    });
+    expect(t.relayAcks).toEqual(['cmd-relay-1', 'cmd-relay-2']);
+    expect(t.journal.transaction('txn-RELAY2')).toBeUndefined();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(t.reader.of('start').map((call) => call.request.transaction_id)).toEqual([
+      'txn-RELAY1',
+      local.txn.id,
+    ]);
+    await t.close();
+  });
+});

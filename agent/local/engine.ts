@@ -168,6 +168,15 @@ export class LocalEngine extends EventEmitter<{ changed: [TransactionRecord] }> 
   private createContext({ kind, request }: CreateRequest): ChangeContext {
     const { journal } = this.options;
     const context = this.context(request.terminal_id, request.external_id);
+    const relayStart = context.current ? undefined : journal.startFor(request.external_id);
+    if (context.terminalOwner && relayStart !== undefined) {
+      // The relay started this pair on the reader: the agent holds no record of it to
+      // answer with, and running it again could charge twice.
+      throw new ApiError(
+        'INVALID_STATE',
+        `transaction ${request.external_id} was started through the relay as ${relayStart}; repeat the request on the relay`,
+      );
+    }
     context.active = journal.localInStates(RUNNING)[0];
     context.unconfirmedCount = journal.localInStates(UNCONFIRMED).length;
     if (kind === 'REFUND' && request.original_purchase_external_id !== undefined) {
