@@ -196,6 +196,25 @@ describe('local mode', () => {
     });
     expect(await eventsOf(id)).toEqual(['PROCESSING', 'AWAITING_CONFIRM', 'CONFIRMED']);
     expect(runs.get(id)?.size).toBe(1);
+
+    // The relay does not decide what the agent made: a cloud confirm is refused, unchanged.
+    const cloudFailure = await cloudPos('/transaction/confirm', {
+      external_id: 'local-1',
+      result_code: 'PRINTER_ERROR',
+    });
+    expect([cloudFailure.status, cloudFailure.body.error.code]).toEqual([400, 'INVALID_STATE']);
+    const cloudRepeat = await cloudPos('/transaction/purchase', {
+      external_id: 'local-1',
+      requested_amount: 1500,
+      currency: 'EUR',
+      wait_seconds: 0,
+    });
+    expect(cloudRepeat.body.transaction).toMatchObject({
+      id,
+      state: 'CONFIRMED',
+      made_locally: true,
+    });
+    expect(runs.get(id)?.size).toBe(1);
   });
 
   it('answers a repeated local create with the same transaction, another amount IDEMPOTENCY_MISMATCH', async () => {

@@ -296,7 +296,18 @@ export class TransactionService {
     );
     return this.change(
       { terminalId: request.terminal_id, externalId: request.external_id },
-      decide,
+      (ctx) => {
+        // The terminal's agent decides what it made locally; a decision here could be
+        // one the terminal contradicts (docs/local-mode.md). Checked before the rules, so
+        // that even an unchanged repeat is not answered from the mirror as if decided.
+        if (ctx.current?.txn.made_locally) {
+          throw new ApiError(
+            'INVALID_STATE',
+            `transaction ${request.external_id} was made on the terminal in local mode; confirm or continue it through the terminal's local API`,
+          );
+        }
+        return decide(ctx);
+      },
     );
   }
 
