@@ -232,6 +232,40 @@ describe('local engine', () => {
   });
 });
 
+describe('local refunds', () => {
+  it('refund a purchase of the journal up to what it can give back, and no purchase it lacks', async () => {
+    const t = setup();
+    const { txn } = t.engine.create(purchase('order-1'));
+    t.reader.emit('result', {
+      transaction_id: txn.id,
+      phase: 'COMPLETED',
+      result_code: 'SUCCESS',
+      details: { total_amount: 1000 },
+    });
+    t.engine.confirm({ terminal_id: TERMINAL, external_id: 'order-1', result_code: 'SUCCESS' });
+    const refund = (externalId: string, original: string, amount: number) => ({
+      kind: 'REFUND' as const,
+      request: {
+        terminal_id: TERMINAL,
+        external_id: externalId,
+        requested_amount: amount,
+        currency: 'EUR',
+        original_purchase_external_id: original,
+      },
+    });
+    expect(apiError(() => t.engine.create(refund('refund-0', 'order-9', 100))).code).toBe(
+      'ORIGINAL_PURCHASE_NOT_FOUND',
+    );
+    expect(apiError(() => t.engine.create(refund('refund-0', 'order-1', 1001))).code).toBe(
+      'REFUND_EXCEEDS_REFUNDABLE',
+    );
+    const made = t.engine.create(refund('refund-1', 'order-1', 400));
+    expect(made.txn).toMatchObject({ type: 'REFUND', original_purchase_id: txn.id });
+    expect(t.engine.refundable(t.engine.get(TERMINAL, 'order-1')!)).toBe(600);
+    await t.close();
+  });
+});
+
 describe('local engine beside the relay', () => {
   it('does not run a pair the relay started on the reader, and the executor no relay start of a local pair', async () => {
     const t = setup();
