@@ -232,6 +232,16 @@ describe('local engine', () => {
   });
 });
 
+describe('local engine stopping', () => {
+  it('answers a create the stopped executor did not journal as not made', async () => {
+    const t = setup();
+    await t.executor.stop();
+    expect(apiError(() => t.engine.create(purchase('order-1'))).code).toBe('SERVICE_BUSY');
+    expect(t.engine.get(TERMINAL, 'order-1')).toBeUndefined();
+    await t.close();
+  });
+});
+
 describe('local refunds', () => {
   it('refund a purchase of the journal up to what it can give back, and no purchase it lacks', async () => {
     const t = setup();

@@ -220,8 +220,14 @@ export class LocalEngine extends EventEmitter<{ changed: [TransactionRecord] }> 
       this.options.reported();
     }
     for (const command of rest) this.options.executor.handle({ command }, { ack });
-    // The executor may have moved the record already (a start refused as expired).
-    const stored = this.options.journal.localTransaction(write.txn.id) ?? write;
+    // The executor may have moved the record already (a start refused as expired); one it
+    // did not write (it is stopping) is answered as not made: no answer before the commit.
+    const stored = this.options.journal.localTransaction(write.txn.id);
+    if (!stored || stored.version < write.version) {
+      throw new ApiError('SERVICE_BUSY', 'the terminal is stopping; repeat the request', {
+        'retry-after': '1',
+      });
+    }
     this.changed(stored);
     return stored;
   }
