@@ -232,6 +232,34 @@ describe('local engine', () => {
   });
 });
 
+describe('local engine after a crash', () => {
+  it('takes the outcome the reader’s record gives at recovery, in the record and for the relay', async () => {
+    const first = setup();
+    const { txn } = first.engine.create(purchase('order-1'));
+    first.journal.close(); // the process dies here, the payment running on the reader
+
+    const second = setup(first.dataDir);
+    second.reader.record = {
+      transaction_id: txn.id,
+      phase: 'COMPLETED',
+      result_code: 'SUCCESS',
+      details: { total_amount: 1000 },
+    };
+    await second.executor.recover();
+    expect(second.engine.get(TERMINAL, 'order-1')?.txn).toMatchObject({
+      state: 'AWAITING_CONFIRM',
+      result_code: 'SUCCESS',
+    });
+    const sent = second.journal.pendingReports().map((row) => row.report);
+    expect(sent.map((r) => r.type === 'local_transaction' && r.transaction.state)).toEqual([
+      'PROCESSING',
+      'AWAITING_CONFIRM',
+    ]);
+    expect(second.reader.of('start')).toHaveLength(0);
+    await second.close();
+  });
+});
+
 describe('local engine stopping', () => {
   it('answers a create the stopped executor did not journal as not made', async () => {
     const t = setup();
