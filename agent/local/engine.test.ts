@@ -260,6 +260,36 @@ describe('local engine after a crash', () => {
   });
 });
 
+describe('local engine started late', () => {
+  it('gives a running record the outcome its reader row holds, once', async () => {
+    const first = setup();
+    const { txn } = first.engine.create(purchase('order-1'));
+    first.engine.stop();
+    first.journal.setReportRule(undefined); // as a journal written without local mode
+    first.reader.emit('result', {
+      transaction_id: txn.id,
+      phase: 'COMPLETED',
+      result_code: 'SUCCESS',
+    });
+    expect(first.journal.localTransaction(txn.id)?.txn.state).toBe('PROCESSING');
+    await first.close();
+
+    const second = setup(first.dataDir);
+    expect(second.engine.get(TERMINAL, 'order-1')?.txn).toMatchObject({
+      state: 'AWAITING_CONFIRM',
+      result_code: 'SUCCESS',
+    });
+    await second.close();
+    const third = setup(first.dataDir);
+    const states = third.journal
+      .pendingReports()
+      .map((row) => row.report)
+      .map((r) => r.type === 'local_transaction' && r.transaction.state);
+    expect(states.filter((state) => state === 'AWAITING_CONFIRM')).toHaveLength(1);
+    await third.close();
+  });
+});
+
 describe('local engine stopping', () => {
   it('answers a create the stopped executor did not journal as not made', async () => {
     const t = setup();

@@ -88,15 +88,40 @@ export class LocalEngine extends EventEmitter<{ changed: [TransactionRecord] }> 
   start(): void {
     if (this.started) return;
     this.started = true;
+    // Kept for the journal's life, past stop(): a reader result that lands while the agent
+    // stops must still move its record in its own commit.
     this.options.journal.setReportRule((report) => this.onReport(report));
+    this.catchUp();
     for (const record of this.options.journal.localDue()) this.arm(record);
   }
 
+  /** Stops the timers; what falls due meanwhile is decided at the next start. */
   stop(): void {
     this.started = false;
-    this.options.journal.setReportRule(undefined);
     for (const handle of this.due.values()) this.options.timers.clearTimeout(handle);
     this.due.clear();
+  }
+
+  /**
+   * A record still running whose reader row is final (a journal an agent wrote while local
+   * mode was off) takes the reader's outcome now, as the report would have given it.
+   */
+  private catchUp(): void {
+    const { journal } = this.options;
+    for (const record of journal.localInStates(RUNNING)) {
+      const row = journal.transaction(record.txn.id);
+      if (!row?.result || (row.state !== 'COMPLETED' && row.state !== 'CANCELLED')) continue;
+      const moved = this.onReport({
+        type: 'transaction',
+        transaction_id: row.transaction_id,
+        phase: row.state,
+        ...row.result,
+      });
+      if (moved?.record) {
+        journal.record({ local: moved.record });
+        this.options.reported();
+      }
+    }
   }
 
   create(create: CreateRequest): TransactionRecord {
