@@ -87,6 +87,8 @@ export async function startLocalApi(options: LocalApiOptions): Promise<LocalApi>
   };
   const onRequest = (request: http.IncomingMessage, response: http.ServerResponse) => {
     serve(request, response).catch((error: unknown) => {
+      // A client that went away mid-body is no fault of the agent's.
+      if (request.destroyed && response.destroyed) return;
       options.logger.error({ err: error }, 'local API: unexpected error');
       send(response, 'INTERNAL_ERROR', 'unexpected fault; the request may be repeated');
     });
