@@ -18,7 +18,10 @@ import {
   type ReaderCapabilities,
 } from '../protocol/reader-capabilities.js';
 import type { AgentConfig } from './config.js';
+import type { MachineSettings } from '../protocol/transaction-rules/state-machine.js';
 import { Executor } from './executor.js';
+import { startLocalApi, type LocalApi, type LocalApiOptions } from './local-api/server.js';
+import { DEFAULT_LOCAL_SETTINGS, LocalEngine } from './local/engine.js';
 import { Heartbeat } from './heartbeat.js';
 import { Journal, type JournalDurability } from './journal.js';
 import { AgentLink } from './link.js';
@@ -72,6 +75,14 @@ export interface AgentDeps {
   journalDurability?: JournalDurability;
   /** The terminal's end-of-day (hardware.ts; docs/zvt.md, "End-of-day"). */
   endOfDay?: AgentEndOfDayDeps;
+  /**
+   * Local mode (docs/local-mode.md): the agent decides its terminal's transactions and,
+   * with `api`, serves them on the shop's network. Off unless given.
+   */
+  localMode?: {
+    settings?: Partial<MachineSettings>;
+    api?: Pick<LocalApiOptions, 'host' | 'port' | 'tls' | 'authenticator' | 'limits'>;
+  };
   /** Knobs for tests and benches; the defaults suit the field. */
   tuning?: {
     /** Broker reconnect back-off (default 500 ms doubling to 60 s, jittered). */
@@ -134,6 +145,8 @@ export interface RunningAgent {
     readonly authenticator: LocalApiAuthenticator;
   };
   readonly localTls?: LocalTlsIdentity;
+  /** Local mode's engine and API, when it is on. */
+  readonly local?: { engine: LocalEngine; api?: LocalApi };
 }
 
 export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<RunningAgent> {
@@ -237,6 +250,20 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
   const localCredentials = LocalCredentials.open(config.data_dir, partLogger(logger, 'local-api'));
   const localAuthenticator = new VerifierAuthenticator(localCredentials);
 
+  // Before recovery: an outcome the reader gives it moves a local record in its commit.
+  const localEngine = deps.localMode
+    ? new LocalEngine({
+        terminalId: config.terminal_id,
+        journal,
+        executor,
+        clock,
+        timers,
+        logger: partLogger(logger, 'local'),
+        settings: { ...DEFAULT_LOCAL_SETTINGS, ...deps.localMode.settings },
+        reported: flush,
+      })
+    : undefined;
+  localEngine?.start();
   // Open transactions are read before the link can bring a command.
   const recovery = executor.recover();
   const localTls =
@@ -314,6 +341,22 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
   localTls?.start();
   heartbeat.start();
   recovery.catch((error: unknown) => logger.error({ err: error }, 'recovery failed'));
+  const localApi =
+    localEngine && deps.localMode?.api
+      ? await startLocalApi({
+          ...deps.localMode.api,
+          engine: localEngine,
+          // The POS reached the terminal: connected, whatever the link to the relay is.
+          status: () => ({
+            ...heartbeat.current,
+            connected: true,
+            terminal_id: config.terminal_id,
+            updated_at: clock.now().toISOString(),
+          }),
+          logger: partLogger(logger, 'local-api'),
+          timers,
+        })
+      : undefined;
 
   let stopping: Promise<void> | undefined;
   return {
@@ -321,6 +364,9 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     link,
     endOfDay,
     ...(localTls ? { localTls } : {}),
+    ...(localEngine
+      ? { local: { engine: localEngine, ...(localApi ? { api: localApi } : {}) } }
+      : {}),
     get transactionState() {
       return executor.transactionState;
     },
@@ -341,6 +387,8 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
         localTls?.stop();
         applier.stop();
         heartbeat.stop();
+        await localApi?.close();
+        localEngine?.stop();
         await executor.stop();
         await link.stop();
         journal.close();

@@ -24,6 +24,7 @@ import type { Clock, Timers } from '../common/clock.js';
 import type { CommandMessage } from '../protocol/mqtt.js';
 import type { StartTransactionCommand, TerminalCommand } from '../protocol/terminal-link.js';
 import type { TerminalTransactionState } from '../protocol/terminal-status.js';
+import type { TransactionRecord } from '../protocol/transaction-rules/decision.js';
 import { decideCancel, decideContinue, decideStart } from './command-rules.js';
 import { JournalWriter } from './journal-writer.js';
 import type { CommandOutcome, Journal } from './journal.js';
@@ -59,6 +60,16 @@ export interface ExecutorOptions {
   retry?: Partial<BackoffOptions>;
   /** The relay asked for an end-of-day (journaled and acknowledged first; end-of-day.ts). */
   onEndOfDay?: () => void;
+}
+
+/**
+ * Where a command came from: the relay (acknowledged over the link) or, in local mode,
+ * the agent's own state machine, whose record of the transaction is written in the
+ * command's commit (agent/local/engine.ts).
+ */
+export interface CommandOrigin {
+  ack: (commandId: string, outcome: CommandOutcome) => void;
+  local?: TransactionRecord;
 }
 
 export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }> {
@@ -105,7 +116,7 @@ export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }
    * Applies one command from the relay. Synchronous up to the acknowledgement, so the link
    * calls it before the broker's PUBACK; reader calls run after.
    */
-  handle(message: CommandMessage): void {
+  handle(message: CommandMessage, origin: CommandOrigin = { ack: this.options.ack }): void {
     if (this.slot.stopped) return;
     const { command } = message;
     const seen = this.options.journal.command(command.command_id);
@@ -114,7 +125,7 @@ export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }
         { commandId: command.command_id },
         'command seen before: not applied again',
       );
-      this.options.ack(command.command_id, seen.outcome);
+      origin.ack(command.command_id, seen.outcome);
       return;
     }
     this.options.logger.info(
@@ -127,16 +138,16 @@ export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }
     );
     switch (command.type) {
       case 'transaction.start':
-        return this.start(command);
+        return this.start(command, origin);
       case 'transaction.continue':
-        return this.continue(command);
+        return this.continue(command, origin);
       case 'transaction.cancel':
-        return this.cancel(command);
+        return this.cancel(command, origin);
       case 'print':
-        return this.print(command);
+        return this.print(command, origin);
       case 'terminal.end_of_day':
         this.options.journal.record({ command: commandRow(command, 'ACCEPTED') });
-        this.options.ack(command.command_id, 'ACCEPTED');
+        origin.ack(command.command_id, 'ACCEPTED');
         this.options.onEndOfDay?.();
         return;
     }
@@ -176,14 +187,27 @@ export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }
 
   // ---- commands ----
 
-  private start(command: StartTransactionCommand): void {
+  private start(command: StartTransactionCommand, origin: CommandOrigin): void {
     const { journal, clock } = this.options;
     const id = command.transaction_id;
-    const entry = { command: commandRow(command, 'ACCEPTED') };
+    const local = origin.local ? { local: origin.local } : {};
+    const entry = { command: commandRow(command, 'ACCEPTED'), ...local };
+    // A relay's start for a pair the agent decided locally (docs/local-mode.md) under
+    // another id: the pair is paid or paying already, so it is not run a second time.
+    const localPair = origin.local ? undefined : journal.localByExternalId(command.external_id);
+    if (localPair && localPair.txn.id !== id) {
+      journal.record(entry);
+      origin.ack(command.command_id, 'ACCEPTED');
+      this.options.logger.warn(
+        { transactionId: id, localTransactionId: localPair.txn.id },
+        'start for a pair made locally: not run',
+      );
+      return;
+    }
     switch (decideStart(journal.transaction(id), command, clock.now())) {
       case 'known':
         journal.record(entry);
-        this.options.ack(command.command_id, 'ACCEPTED');
+        origin.ack(command.command_id, 'ACCEPTED');
         this.options.logger.info(
           { transactionId: id },
           'start for a known transaction: not run again',
@@ -192,13 +216,14 @@ export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }
       case 'expired':
         journal.record({
           command: commandRow(command, 'EXPIRED'),
+          ...local,
           transaction: this.writer.newRow(id, 'CANCELLED', {
             request: readerStart(command),
             result: EXPIRED,
           }),
           reports: [transactionReport(id, 'CANCELLED', EXPIRED)],
         });
-        this.options.ack(command.command_id, 'EXPIRED');
+        origin.ack(command.command_id, 'EXPIRED');
         this.options.logger.warn(
           { transactionId: id, expiresAt: command.expires_at },
           'start refused: expired',
@@ -210,18 +235,24 @@ export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }
           ...entry,
           transaction: this.writer.newRow(id, 'QUEUED', { request: readerStart(command) }),
         });
-        this.options.ack(command.command_id, 'ACCEPTED');
+        origin.ack(command.command_id, 'ACCEPTED');
         this.slot.enqueueStart(id);
     }
   }
 
-  private continue(command: TerminalCommand & { type: 'transaction.continue' }): void {
+  private continue(
+    command: TerminalCommand & { type: 'transaction.continue' },
+    origin: CommandOrigin,
+  ): void {
     const id = command.transaction_id;
     const row = this.options.journal.transaction(id);
-    const entry = { command: commandRow(command, 'ACCEPTED') };
+    const entry = {
+      command: commandRow(command, 'ACCEPTED'),
+      ...(origin.local ? { local: origin.local } : {}),
+    };
     if (!row || decideContinue(row) === 'ignore') {
       this.options.journal.record(entry);
-      this.options.ack(command.command_id, 'ACCEPTED');
+      origin.ack(command.command_id, 'ACCEPTED');
       this.options.logger.warn(
         { transactionId: id, state: row?.state },
         'continue ignored: not paused',
@@ -235,18 +266,24 @@ export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }
       [],
       entry,
     );
-    this.options.ack(command.command_id, 'ACCEPTED');
+    origin.ack(command.command_id, 'ACCEPTED');
     this.slot.changed();
     this.slot.armWatch();
     this.slot.call(id, 'continue', () => this.options.reader.continue(id, amount));
   }
 
-  private cancel(command: TerminalCommand & { type: 'transaction.cancel' }): void {
+  private cancel(
+    command: TerminalCommand & { type: 'transaction.cancel' },
+    origin: CommandOrigin,
+  ): void {
     const id = command.transaction_id;
     const { journal, logger } = this.options;
     const row = journal.transaction(id);
-    const entry = { command: commandRow(command, 'ACCEPTED') };
-    const ack = () => this.options.ack(command.command_id, 'ACCEPTED');
+    const entry = {
+      command: commandRow(command, 'ACCEPTED'),
+      ...(origin.local ? { local: origin.local } : {}),
+    };
+    const ack = () => origin.ack(command.command_id, 'ACCEPTED');
     switch (decideCancel(row)) {
       case 'refuse-later':
         journal.record({
@@ -290,10 +327,10 @@ export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }
     }
   }
 
-  private print(command: TerminalCommand & { type: 'print' }): void {
+  private print(command: TerminalCommand & { type: 'print' }, origin: CommandOrigin): void {
     const png = Buffer.from(command.contents, 'base64');
     this.options.journal.record({ command: commandRow(command, 'ACCEPTED') });
-    this.options.ack(command.command_id, 'ACCEPTED');
+    origin.ack(command.command_id, 'ACCEPTED');
     const { printer, logger } = this.options;
     if (!printer) {
       logger.warn({ commandId: command.command_id }, 'print job dropped: no printer configured');

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../common/clock.js';
 import { FREE_TEXT, maskFreeText, maskReportText } from '../protocol/free-text.js';
 import type { TerminalReport } from '../protocol/terminal-link.js';
+import type { TransactionRecord } from '../protocol/transaction-rules/decision.js';
 import type { Journal, TransactionRow } from './journal.js';
 import { withoutCardNumbers, type commandRow } from './reports.js';
 
@@ -31,7 +32,7 @@ export class JournalWriter {
     row: TransactionRow,
     changes: Partial<TransactionRow>,
     reports: TerminalReport[] = [],
-    entry: { command?: ReturnType<typeof commandRow> } = {},
+    entry: { command?: ReturnType<typeof commandRow>; local?: TransactionRecord } = {},
   ): void {
     const { result, ...rest } = changes;
     const kept: Partial<TransactionRow> = result

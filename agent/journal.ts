@@ -15,13 +15,23 @@
  *                 seq that never goes back, across restarts and deletions; read from its
  *                 copy in memory (agent/outbox-mirror.ts), as the journal is its file's
  *                 only writer
+ * - local_transactions: in local mode (docs/local-mode.md), the state machine's record of
+ *                 each transaction the agent is the arbiter of, by id and by external_id,
+ *                 written in the commit of the command or report that moves it, with
+ *                 its report to the relay (the whole record, not the reader's phase)
  */
 import { refuseNewerSchema } from '../common/schema-version.js';
 import { mkdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import type { TerminalReport } from '../protocol/terminal-link.js';
+import type {
+  LocalTransactionReport,
+  TerminalReport,
+  TransactionReport,
+} from '../protocol/terminal-link.js';
+import { withoutFullCardNumbers } from '../protocol/transaction.js';
+import type { TransactionRecord } from '../protocol/transaction-rules/decision.js';
 import { OutboxMirror, type OutboxEntry } from './outbox-mirror.js';
 import type { ReaderResult, ReaderStart } from './ports.js';
 
@@ -70,7 +80,19 @@ export interface JournalEntry {
   command?: CommandRow & { body: unknown };
   transaction?: TransactionRow;
   reports?: TerminalReport[];
+  /** The state machine's record of a transaction made or decided locally. */
+  local?: TransactionRecord;
 }
+
+/**
+ * Runs inside the commit of every transaction report (agent/local/engine.ts): undefined
+ * for a transaction the relay decides; for one the agent decides, the record the report
+ * moved, if it moved it. A local record is written in that same commit, so the reader's
+ * outcome and the record never disagree after a crash.
+ */
+export type ReportRule = (
+  report: TransactionReport,
+) => { record: TransactionRecord | undefined } | undefined;
 
 const SCHEMA_VERSION = 2;
 
@@ -123,6 +145,22 @@ function outboxKind(report: TerminalReport): 'transaction' | 'status' {
   return report.type === 'status' ? 'status' : 'transaction';
 }
 
+/**
+ * The records of local mode's state machine (docs/local-mode.md): a table an older release
+ * does not read, added without a new schema version, so that an update rolled back still
+ * opens its journal.
+ */
+const LOCAL_TABLE = `
+  CREATE TABLE IF NOT EXISTS local_transactions (
+    transaction_id TEXT PRIMARY KEY,
+    external_id    TEXT NOT NULL UNIQUE,
+    state          TEXT NOT NULL,
+    record         TEXT NOT NULL,
+    due_at         TEXT
+  );
+  CREATE INDEX IF NOT EXISTS local_transactions_due ON local_transactions (due_at) WHERE due_at IS NOT NULL;
+`;
+
 interface TransactionDbRow {
   transaction_id: string;
   request: string | null;
@@ -168,6 +206,26 @@ function prepareStatements(db: DatabaseSync) {
     ),
     deleteReport: db.prepare('DELETE FROM outbox WHERE seq = ?'),
     lastSeq: db.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'outbox'`),
+    upsertLocal: db.prepare(
+      `INSERT INTO local_transactions (transaction_id, external_id, state, record, due_at)
+       VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (transaction_id) DO UPDATE SET
+         state = excluded.state, record = excluded.record, due_at = excluded.due_at`,
+    ),
+    localById: db.prepare('SELECT record FROM local_transactions WHERE transaction_id = ?'),
+    localByExternalId: db.prepare('SELECT record FROM local_transactions WHERE external_id = ?'),
+    localInStates: db.prepare(
+      `SELECT record FROM local_transactions WHERE state IN (SELECT value FROM json_each(?))
+        ORDER BY transaction_id`,
+    ),
+    startFor: db.prepare(
+      `SELECT transaction_id FROM commands
+        WHERE type = 'transaction.start' AND json_extract(body, '$.external_id') = ?
+        LIMIT 1`,
+    ),
+    localDue: db.prepare(
+      'SELECT record FROM local_transactions WHERE due_at IS NOT NULL ORDER BY due_at',
+    ),
     pruneCommands: db.prepare('DELETE FROM commands WHERE received_at < ?'),
     pruneTransactions: db.prepare(
       `DELETE FROM transactions WHERE updated_at < ?
@@ -186,6 +244,7 @@ export class Journal {
   private readonly outbox: OutboxMirror;
   /** Acknowledged reports, out of `outbox` already, whose DELETE the next commit writes. */
   private readonly owedDrops = new Set<number>();
+  private reportRule: ReportRule | undefined;
 
   private constructor(
     private readonly db: DatabaseSync,
@@ -237,6 +296,7 @@ export class Journal {
         db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
       });
     }
+    db.exec(LOCAL_TABLE);
     return new Journal(db, now);
   }
 
@@ -246,7 +306,15 @@ export class Journal {
       const at = this.now().toISOString();
       if (entry.command) this.insertCommand(entry.command, at);
       if (entry.transaction) this.upsertTransaction(entry.transaction);
-      return (entry.reports ?? []).map((report) => this.insertReport(report, at));
+      const reports: TerminalReport[] = [];
+      if (entry.local) reports.push(this.upsertLocal(entry.local));
+      for (const report of entry.reports ?? []) {
+        const local = report.type === 'transaction' ? this.reportRule?.(report) : undefined;
+        // The relay mirrors a local transaction whole: its phases are not sent, its records are.
+        if (!local) reports.push(report);
+        else if (local.record) reports.push(this.upsertLocal(local.record));
+      }
+      return reports.map((report) => this.insertReport(report, at));
     });
     for (const row of added) this.outbox.add(row);
     return added.map((row) => row.seq);
@@ -281,6 +349,36 @@ export class Journal {
   transaction(transactionId: string): TransactionRow | undefined {
     const row = rowOf<TransactionDbRow>(this.statements.transaction, transactionId);
     return row && fromDb(row);
+  }
+
+  /** Sets the rule a transaction report's commit runs (see ReportRule); one at a time. */
+  setReportRule(rule: ReportRule | undefined): void {
+    this.reportRule = rule;
+  }
+
+  localTransaction(transactionId: string): TransactionRecord | undefined {
+    return localOf(rowOf(this.statements.localById, transactionId));
+  }
+
+  localByExternalId(externalId: string): TransactionRecord | undefined {
+    return localOf(rowOf(this.statements.localByExternalId, externalId));
+  }
+
+  /** Local records in any of `states`, by id. */
+  localInStates(states: readonly string[]): TransactionRecord[] {
+    return this.statements.localInStates
+      .all(JSON.stringify(states))
+      .map((row) => localOf(row as { record: string })!);
+  }
+
+  /** The transaction a start kept in the journal (pruned after its retention) ran the pair as. */
+  startFor(externalId: string): string | undefined {
+    return rowOf<{ transaction_id: string }>(this.statements.startFor, externalId)?.transaction_id;
+  }
+
+  /** Local records with something due, soonest first. */
+  localDue(): TransactionRecord[] {
+    return this.statements.localDue.all().map((row) => localOf(row as { record: string })!);
   }
 
   /** Transactions not known to be final (or whose reversal is owed), oldest first. */
@@ -383,6 +481,21 @@ export class Journal {
     });
   }
 
+  /** Writes a local record; answers its report to the relay, for the same commit. */
+  private upsertLocal(record: TransactionRecord): LocalTransactionReport {
+    this.statements.upsertLocal.run(
+      record.txn.id,
+      record.txn.external_id,
+      record.txn.state,
+      JSON.stringify(record),
+      record.dueAt ?? null,
+    );
+    return {
+      type: 'local_transaction',
+      transaction: withoutFullCardNumbers({ ...record.txn, made_locally: true }),
+    };
+  }
+
   private insertReport(report: TerminalReport, at: string): OutboxEntry {
     const body = JSON.stringify(report);
     const kind = outboxKind(report);
@@ -411,6 +524,10 @@ function inTransaction<T>(db: DatabaseSync, run: () => T): T {
     if (db.isTransaction) db.exec('ROLLBACK');
     throw error;
   }
+}
+
+function localOf(row: { record: string } | undefined): TransactionRecord | undefined {
+  return row && (JSON.parse(row.record) as TransactionRecord);
 }
 
 function fromDb(row: TransactionDbRow): TransactionRow {

@@ -14,7 +14,13 @@ import {
   TimestampV1,
   TransactionId,
 } from './fields.js';
-import { CustomerIdentity, Dcc, PaymentMethodDetails, Reference } from './transaction.js';
+import {
+  CustomerIdentity,
+  Dcc,
+  PaymentMethodDetails,
+  Reference,
+  TransactionV1,
+} from './transaction.js';
 import { SettlementReport } from './settlement.js';
 import { TerminalReadings } from './terminal-status.js';
 
@@ -135,9 +141,21 @@ export const StatusReport = z.object({
 });
 export type StatusReport = z.infer<typeof StatusReport>;
 
+/**
+ * In local mode the agent decides its terminal's transactions (docs/local-mode.md): each
+ * change of one is reported as the whole transaction, in the commit that made it, and
+ * the relay keeps it as a mirror. Replaces the phase reports of such a transaction.
+ */
+export const LocalTransactionReport = z.object({
+  type: z.literal('local_transaction'),
+  transaction: TransactionV1,
+});
+export type LocalTransactionReport = z.infer<typeof LocalTransactionReport>;
+
 export const TerminalReport = z.discriminatedUnion('type', [
   TransactionReport,
   StatusReport,
   SettlementReport,
+  LocalTransactionReport,
 ]);
 export type TerminalReport = z.infer<typeof TerminalReport>;

@@ -185,6 +185,11 @@ const transactionFields = (Timestamp: typeof TimestampV1) => ({
   surcharge_amount: Amount.optional(),
   tip_amount: Amount.optional(),
   total_amount: Amount.optional(),
+  /**
+   * An extension: the terminal's agent made this transaction in local mode and the relay
+   * mirrors it (docs/local-mode.md). Absent on every transaction the relay made.
+   */
+  made_locally: z.literal(true).optional(),
 });
 
 export const TransactionV1 = z.object({
@@ -215,7 +220,7 @@ export type TransactionV0 = z.infer<typeof TransactionV0>;
  * last 4 digits: the relay refuses to store one (cloud/terminals/card-data-guard.ts), and
  * never serves one a store may hold from before.
  */
-function withoutFullCardNumbers(txn: Transaction): Transaction {
+export function withoutFullCardNumbers(txn: Transaction): Transaction {
   const details = txn.payment_method_details;
   if (!details || CARD_NUMBER_FIELDS.every((f) => !details[f] || isMaskedCardNumber(details[f]))) {
     return txn;

@@ -1,30 +1,10 @@
 /** Turns every failure into the spec's error object with the catalogue's status. */
-import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { clientErrorAnswer, describeZodError, errorBody } from '../../protocol/error-body.js';
 import { ERROR_CATALOGUE, type ErrorCode } from '../../protocol/index.js';
 import { ApiError } from '../errors.js';
-
-const DESCRIPTION_MAX = 255;
-
-export function errorBody(code: ErrorCode, description: string) {
-  const text =
-    description.length > DESCRIPTION_MAX
-      ? `${description.slice(0, DESCRIPTION_MAX - 1)}…`
-      : description;
-  return { error: { code, description: text } };
-}
-
-/** `field.path: message; …` for every issue, so the client sees which field is wrong. */
-export function describeZodError(error: z.ZodError): string {
-  return error.issues
-    .map((issue) => {
-      const field = issue.path.length > 0 ? issue.path.join('.') : 'body';
-      return `${field}: ${issue.message}`;
-    })
-    .join('; ');
-}
 
 /** fastify's own 4xx codes, mapped onto the catalogue. */
 const FASTIFY_CODES: Record<string, ErrorCode> = {
@@ -72,19 +52,6 @@ export function handleError(
  */
 export function handleClientError(error: Error & { code?: string }, socket: Duplex): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  const [status, code, description]: [number, ErrorCode, string] =
-    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? [408, 'REQUEST_TIMEOUT', 'the request was not sent whole in time']
-      : error.code === 'HPE_HEADER_OVERFLOW'
-        ? [400, 'INVALID_REQUEST', 'the request headers are too large']
-        : [400, 'INVALID_REQUEST', 'the request is not valid HTTP'];
-  if (socket.writable) {
-    const body = JSON.stringify(errorBody(code, description));
-    socket.write(
-      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\n` +
-        `Content-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-    );
-  }
+  if (socket.writable) socket.write(clientErrorAnswer(error.code));
   socket.destroy();
 }

@@ -68,20 +68,8 @@ export interface FleetReportRecord {
   receivedAt: string;
 }
 
-export interface TransactionRecord {
-  /** The transaction as the current revision shows it; the single source of truth. */
-  txn: Transaction;
-  accountId: string;
-  /** Internal id of the original purchase, for a referenced refund. */
-  originalId?: string;
-  /**
-   * When the relay acts on its own: a CONFIRMED transaction commits, a paused one is
-   * aborted. Absent when nothing is due.
-   */
-  dueAt?: string;
-  /** Bumped on every write; lets readers and notifications order snapshots. */
-  version: number;
-}
+/** The state machine's record of a transaction (protocol/transaction-rules/decision.ts). */
+export type { TransactionRecord } from '../../protocol/transaction-rules/decision.js';
 
 export interface PendingCommand {
   terminalId: string;

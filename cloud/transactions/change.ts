@@ -1,31 +1,17 @@
 /**
- * What a decision of the state machine (state-machine.ts) sees and what it answers: the
- * shape of a transaction's change, which the store runs against a consistent snapshot
- * and commits whole (see Store.changeTransaction). The store depends on these, not the
- * reverse.
+ * A transaction's change as the relay's store commits it: the state machine's decision
+ * (protocol/transaction-rules/) and the events that describe it, run against a consistent
+ * snapshot and committed whole (see Store.changeTransaction). The store depends on these,
+ * not the reverse.
  */
-import type { TerminalCommand } from '../../protocol/index.js';
-import type { NewEvent, TransactionRecord } from '../store/records.js';
+import type { ChangeContext, Decision } from '../../protocol/transaction-rules/decision.js';
+import type { NewEvent } from '../store/records.js';
 
-export interface ChangeContext {
-  /** The account the terminal belongs to; undefined when there is no such terminal. */
-  terminalOwner: string | undefined;
-  current: TransactionRecord | undefined;
-  /** A transaction of the same terminal still in PROCESSING or AWAITING_CONTINUE (forCreate). */
-  active: TransactionRecord | undefined;
-  /** Transactions of the terminal not yet CONFIRMED or COMMITTED (forCreate; else 0). */
-  unconfirmedCount: number;
-  original?: { record: TransactionRecord | undefined; refunds: TransactionRecord[] };
-}
+export type { ChangeContext };
 
-export interface Change<R> {
-  /** The record to insert or replace; omitted when nothing changes. */
-  write?: TransactionRecord;
-  /** Commands for the terminal, queued in the same commit. */
-  commands?: TerminalCommand[];
+export interface Change<R> extends Decision<R> {
   /** Events describing the change, appended to the log in the same commit. */
   events?: NewEvent[];
-  result: R;
 }
 
 export type Decide<R> = (context: ChangeContext) => Change<R>;

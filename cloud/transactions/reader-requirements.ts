@@ -8,7 +8,7 @@ import {
   NATIVE_READER_CAPABILITIES,
   type ReaderCapabilities,
 } from '../../protocol/reader-capabilities.js';
-import type { CreateRequest } from './state-machine.js';
+import type { CreateRequest } from '../../protocol/transaction-rules/state-machine.js';
 
 type Capability = Exclude<keyof ReaderCapabilities, 'protocol'>;
 

@@ -10,6 +10,7 @@ import type {
   ContinueRequest,
   TerminalCommand,
   TerminalReport,
+  Transaction,
   TransactionSearchRequest,
 } from '../../protocol/index.js';
 import type { Principal } from '../accounts/principal.js';
@@ -36,7 +37,8 @@ import {
   type CreateRequest,
   type DecisionEnv,
   type MachineSettings,
-} from './state-machine.js';
+} from '../../protocol/transaction-rules/state-machine.js';
+import { decideMirror } from '../../protocol/transaction-rules/mirror.js';
 import { DueScheduler } from './due-scheduler.js';
 import { readerRefusal, requiredCapabilities } from './reader-requirements.js';
 import { searchTransactions } from './search.js';
@@ -184,10 +186,7 @@ export class TransactionService {
     return () => new ApiError('TERMINAL_NOT_FOUND', `no terminal ${terminalId}`);
   }
 
-  private async change<R extends TransactionRecord | undefined>(
-    key: ChangeKey,
-    decide: Decide<R>,
-  ): Promise<R> {
+  private async change<R>(key: ChangeKey, decide: Decide<R>): Promise<R> {
     let commands: TerminalCommand[] = [];
     let written: TransactionRecord | undefined;
     let event: NewEvent | undefined;
@@ -297,7 +296,18 @@ export class TransactionService {
     );
     return this.change(
       { terminalId: request.terminal_id, externalId: request.external_id },
-      decide,
+      (ctx) => {
+        // The terminal's agent decides what it made locally; a decision here could be
+        // one the terminal contradicts (docs/local-mode.md). Checked before the rules, so
+        // that even an unchanged repeat is not answered from the mirror as if decided.
+        if (ctx.current?.txn.made_locally) {
+          throw new ApiError(
+            'INVALID_STATE',
+            `transaction ${request.external_id} was made on the terminal in local mode; confirm or continue it through the terminal's local API`,
+          );
+        }
+        return decide(ctx);
+      },
     );
   }
 
@@ -427,6 +437,9 @@ export class TransactionService {
       if (event) this.events.publish([event]);
       return;
     }
+    if (report.type === 'local_transaction') {
+      return this.applyLocalTransaction(terminalId, report.transaction, position);
+    }
     const key = await this.keyOf(report.transaction_id);
     if (!key || key.terminalId !== terminalId) {
       this.logger.warn(
@@ -443,6 +456,35 @@ export class TransactionService {
       { terminalId, externalId: key.externalId, ...(stored ? { report: stored } : {}) },
       decideReport(report, this.env()),
     );
+  }
+
+  /** A transaction the terminal's agent decides, kept as it reports it (mirror.ts). */
+  private async applyLocalTransaction(
+    terminalId: string,
+    reported: Transaction,
+    position?: ReportPosition,
+  ): Promise<void> {
+    if (reported.terminal_id !== terminalId) {
+      this.logger.warn(
+        { terminalId, transactionId: reported.id },
+        'local transaction of another terminal: not applied',
+      );
+      if (position) {
+        await this.store.recordReport(terminalId, await this.forStore(terminalId, position));
+      }
+      return;
+    }
+    const stored = position && (await this.forStore(terminalId, position));
+    const { mismatch, record } = await this.change(
+      { terminalId, externalId: reported.external_id, ...(stored ? { report: stored } : {}) },
+      decideMirror(reported),
+    );
+    if (mismatch) {
+      this.logger.error(
+        { terminalId, externalId: reported.external_id, kept: record?.txn.id, mismatch },
+        'local transaction mismatch: the pair is another transaction here; not applied',
+      );
+    }
   }
 
   private async fallDue(record: TransactionRecord): Promise<void> {

@@ -9,7 +9,10 @@ import { expect, it } from 'vitest';
 import { X509Certificate, generateKeyPairSync } from 'node:crypto';
 import { ApiError } from '../../errors.js';
 import { LocalAuthority } from '../../local-tls/authority.js';
-import { decideCreate, type DecisionEnv } from '../../transactions/state-machine.js';
+import {
+  decideCreate,
+  type DecisionEnv,
+} from '../../../protocol/transaction-rules/state-machine.js';
 import type { Store } from '../store.js';
 import {
   NOW,

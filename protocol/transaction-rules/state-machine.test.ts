@@ -3,10 +3,9 @@
  * The HTTP tests in test/ drive the same rows end to end.
  */
 import { describe, expect, it } from 'vitest';
-import type { Transaction } from '../../protocol/index.js';
-import { ApiError } from '../errors.js';
-import type { TransactionRecord } from '../store/records.js';
-import type { ChangeContext } from './change.js';
+import { ApiError } from '../api-error.js';
+import type { Transaction } from '../transaction.js';
+import type { ChangeContext, TransactionRecord } from './decision.js';
 import {
   decideConfirm,
   decideContinue,

@@ -1,23 +1,15 @@
 /**
  * The transaction state machine of the spec, as pure decisions over a consistent
- * snapshot (see Store.changeTransaction). Every row of the spec's transition table is
- * one branch here; docs/transactions.md draws the machine and the choices the spec
- * leaves open.
+ * snapshot: the relay's (Store.changeTransaction) and, for its own terminal in local mode,
+ * the agent's (docs/local-mode.md). Every row of the spec's transition table is one branch
+ * here; docs/transactions.md draws the machine and the choices the spec leaves open.
  */
-import {
-  METADATA_MAX_BYTES,
-  metadataBytes,
-  type ConfirmRequest,
-  type ContinueRequest,
-  type PurchaseRequest,
-  type RefundRequest,
-  type TerminalCommand,
-  type Transaction,
-  type TransactionReport,
-} from '../../protocol/index.js';
-import { ApiError } from '../errors.js';
-import type { TransactionRecord } from '../store/records.js';
-import type { Change, ChangeContext, Decide } from './change.js';
+import { ApiError } from '../api-error.js';
+import type { ConfirmRequest, ContinueRequest, PurchaseRequest, RefundRequest } from '../api.js';
+import { METADATA_MAX_BYTES, metadataBytes } from '../fields.js';
+import type { TerminalCommand, TransactionReport } from '../terminal-link.js';
+import type { Transaction } from '../transaction.js';
+import type { ChangeContext, Decide, Decision as Change, TransactionRecord } from './decision.js';
 
 export interface MachineSettings {
   maxUnconfirmed: number;
@@ -450,7 +442,7 @@ export function decideReport(
   };
 }
 
-/** The relay acting on its own when something falls due: a pause times out, a grace period ends. */
+/** The record's owner acting on its own when something falls due: a pause times out, a grace period ends. */
 export function decideDue(
   transactionId: string,
   env: DecisionEnv,

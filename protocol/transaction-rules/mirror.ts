@@ -1,0 +1,45 @@
+/**
+ * The relay's side of local mode (docs/local-mode.md): the agent is the arbiter of its
+ * terminal's transactions and reports each one whole; the relay keeps what it reports,
+ * marked made locally, deciding nothing of its own (no due time: the agent's timers
+ * decide). One pair is one transaction: a report naming a pair the relay holds under
+ * another id is a mismatch, recorded and never a second transaction.
+ */
+import type { Transaction } from '../transaction.js';
+import type { Decide, TransactionRecord } from './decision.js';
+
+export interface MirrorResult {
+  record: TransactionRecord | undefined;
+  /** Why the report was not applied: the relay holds the pair as another transaction. */
+  mismatch?: string;
+}
+
+export function decideMirror(reported: Transaction): Decide<MirrorResult> {
+  return (ctx) => {
+    if (ctx.terminalOwner === undefined) return { result: { record: undefined } };
+    const txn: Transaction = { ...reported, made_locally: true };
+    const current = ctx.current;
+    if (!current) {
+      const write: TransactionRecord = {
+        txn,
+        accountId: ctx.terminalOwner,
+        ...(txn.original_purchase_id ? { originalId: txn.original_purchase_id } : {}),
+        version: 1,
+      };
+      return { write, result: { record: write } };
+    }
+    if (current.txn.id !== txn.id) {
+      const terms = (t: Transaction) =>
+        `${t.type} ${t.requested_amount ?? '-'} ${t.currency ?? '-'}`;
+      return {
+        result: {
+          record: current,
+          mismatch: `the pair is ${current.txn.id} (${terms(current.txn)}) here, ${txn.id} (${terms(txn)}) on the terminal`,
+        },
+      };
+    }
+    const { dueAt: _relayDue, ...kept } = current;
+    const write: TransactionRecord = { ...kept, txn, version: current.version + 1 };
+    return { write, result: { record: write } };
+  };
+}
