@@ -6,7 +6,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ManualTimers } from '../common/testing/manual-timers.js';
 import type { ZvtSettlement } from '../firmware-bridge/zvt/reader/settlement.js';
 import { Settlement } from '../protocol/settlement.js';
@@ -77,7 +77,11 @@ describe('end-of-day scheduler', () => {
 
   it('runs none on schedule when off (the native reader’s default)', async () => {
     const { timers, reports, scheduler } = setup(async () => closed, 'off');
+    // Intl's time zone data is ≈ 8 MB of the agent's RSS: no schedule, no Intl.
+    const intl = vi.spyOn(Intl, 'DateTimeFormat');
     scheduler.configure(undefined);
+    expect(intl).not.toHaveBeenCalled();
+    intl.mockRestore();
     expect(scheduler.nextRun).toBeUndefined();
     timers.advance(3 * 86_400_000);
     await flush();

@@ -76,8 +76,8 @@ export class EndOfDayScheduler {
   /** The fleet's `end_of_day` (undefined: the defaults); re-arms the daily timer. */
   configure(schedule: EndOfDaySchedule | undefined): void {
     const at = schedule?.at ?? this.options.defaultAt;
-    const timeZone = schedule?.time_zone ?? hostTimeZone();
-    const next = at === 'off' ? undefined : { at, timeZone };
+    // Only a schedule asks the host's zone: Intl's time zone data costs ≈ 8 MB of RSS.
+    const next = at === 'off' ? undefined : { at, timeZone: schedule?.time_zone ?? hostTimeZone() };
     if (JSON.stringify(next) === JSON.stringify(this.schedule) && this.scheduleTimer) return;
     this.schedule = next;
     this.arm();
