@@ -77,16 +77,25 @@ describe('end-of-day scheduler', () => {
 
   it('runs none on schedule when off (the native reader’s default)', async () => {
     const { timers, reports, scheduler } = setup(async () => closed, 'off');
-    // Intl's time zone data is ≈ 8 MB of the agent's RSS: no schedule, no Intl.
-    const intl = vi.spyOn(Intl, 'DateTimeFormat');
     scheduler.configure(undefined);
-    expect(intl).not.toHaveBeenCalled();
-    intl.mockRestore();
     expect(scheduler.nextRun).toBeUndefined();
     timers.advance(3 * 86_400_000);
     await flush();
     expect(reports).toEqual([]);
     scheduler.stop();
+  });
+
+  it('keeps the default schedule in the host’s zone without Intl (≈ 8 MB of RSS)', () => {
+    const { scheduler } = setup(async () => closed);
+    const intl = vi.spyOn(Intl, 'DateTimeFormat');
+    try {
+      scheduler.configure(undefined);
+      expect(scheduler.nextRun).toBeInstanceOf(Date);
+      expect(intl).not.toHaveBeenCalled();
+    } finally {
+      intl.mockRestore();
+      scheduler.stop();
+    }
   });
 
   it('waits for the payment under way, then runs', async () => {
