@@ -5,8 +5,9 @@
  * Node.js (`runtime/node`) with the unit's flags, which judges the start and replaces itself
  * with `current/bin/tps-agent.js`; against a relay child, with the emulated reader and the
  * config's defaults. Beside each figure, a floor from the same run on the same Node.js
- * binary with the same flags and the unit's environment: for memory and idle CPU a bare `node -e` that only keeps a
- * timer, for the start a bare mqtt.js client that connects with the same credential.
+ * binary with the same flags and the unit's environment: for memory and idle CPU a bare
+ * `node -e` that only keeps a timer, for the start a bare mqtt.js client that connects
+ * with the same credential.
  * Targets (docs/performance.md): idle RSS ≤ 60 MB, start to connected ≤ 1 s, idle CPU
  * ≤ 0.1 % of a core.
  */
