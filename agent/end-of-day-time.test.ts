@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { nextLocalTime } from './end-of-day-time.js';
 
-const next = (now: string, at: string, zone: string) =>
+const next = (now: string, at: string, zone?: string) =>
   nextLocalTime(new Date(now), at, zone).toISOString();
 
 describe('the next daily local time', () => {
@@ -24,6 +24,30 @@ describe('the next daily local time', () => {
         expect(at).toBeGreaterThan(now.getTime());
         expect(at - now.getTime()).toBeLessThanOrEqual(25 * 3_600_000);
       }
+    }
+  });
+
+  it('comes in the host’s zone (TZ) when none is named, as when it is named', () => {
+    const saved = process.env.TZ;
+    try {
+      for (const zone of [
+        'Europe/Berlin',
+        'America/New_York',
+        'Australia/Sydney',
+        'Asia/Kolkata',
+      ]) {
+        process.env.TZ = zone;
+        expect(next('2026-11-27T21:00:00Z', '03:00')).toBe(
+          next('2026-11-27T21:00:00Z', '03:00', zone),
+        );
+        for (let hour = 0; hour < 24 * 400; hour += 7) {
+          const now = new Date(Date.parse('2026-01-01T00:00:00Z') + hour * 3_600_000).toISOString();
+          expect(next(now, '02:30'), `${zone} ${now}`).toBe(next(now, '02:30', zone));
+        }
+      }
+    } finally {
+      if (saved === undefined) delete process.env.TZ;
+      else process.env.TZ = saved;
     }
   });
 });

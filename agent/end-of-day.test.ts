@@ -6,7 +6,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ManualTimers } from '../common/testing/manual-timers.js';
 import type { ZvtSettlement } from '../firmware-bridge/zvt/reader/settlement.js';
 import { Settlement } from '../protocol/settlement.js';
@@ -83,6 +83,19 @@ describe('end-of-day scheduler', () => {
     await flush();
     expect(reports).toEqual([]);
     scheduler.stop();
+  });
+
+  it('keeps the default schedule in the host’s zone without Intl (≈ 8 MB of RSS)', () => {
+    const { scheduler } = setup(async () => closed);
+    const intl = vi.spyOn(Intl, 'DateTimeFormat');
+    try {
+      scheduler.configure(undefined);
+      expect(scheduler.nextRun).toBeInstanceOf(Date);
+      expect(intl).not.toHaveBeenCalled();
+    } finally {
+      intl.mockRestore();
+      scheduler.stop();
+    }
   });
 
   it('waits for the payment under way, then runs', async () => {

@@ -22,7 +22,7 @@ import type { Clock, Timers } from '../common/clock.js';
 import type { EndOfDaySchedule } from '../protocol/fleet-config.js';
 import { noEndOfDay, Settlement, type SettlementTrigger } from '../protocol/settlement.js';
 import type { ZvtSettlement } from '../firmware-bridge/zvt/reader/settlement.js';
-import { hostTimeZone, nextLocalTime } from './end-of-day-time.js';
+import { nextLocalTime } from './end-of-day-time.js';
 import { errorInfo } from './reports.js';
 
 /** The daily time of a ZVT terminal's end-of-day when the fleet sets none. */
@@ -58,7 +58,8 @@ export interface EndOfDayOptions {
 const Kept = z.object({ last_success: z.string() });
 
 export class EndOfDayScheduler {
-  private schedule: { at: string; timeZone: string } | undefined;
+  /** `timeZone` undefined: the host's. */
+  private schedule: { at: string; timeZone: string | undefined } | undefined;
   private scheduleTimer: unknown;
   private retryTimer: unknown;
   private pending: { trigger: SettlementTrigger; attempt: number } | undefined;
@@ -76,8 +77,7 @@ export class EndOfDayScheduler {
   /** The fleet's `end_of_day` (undefined: the defaults); re-arms the daily timer. */
   configure(schedule: EndOfDaySchedule | undefined): void {
     const at = schedule?.at ?? this.options.defaultAt;
-    const timeZone = schedule?.time_zone ?? hostTimeZone();
-    const next = at === 'off' ? undefined : { at, timeZone };
+    const next = at === 'off' ? undefined : { at, timeZone: schedule?.time_zone };
     if (JSON.stringify(next) === JSON.stringify(this.schedule) && this.scheduleTimer) return;
     this.schedule = next;
     this.arm();

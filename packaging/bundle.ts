@@ -5,7 +5,7 @@
  * (native-modules.ts). A bundle that reaches the relay's code or packages fails the build.
  */
 import path from 'node:path';
-import { build } from 'esbuild';
+import { build, type Plugin } from 'esbuild';
 
 /** Loaded at run time from the release's node_modules, not bundled. */
 export const EXTERNAL_PACKAGES = ['@serialport/bindings-cpp', 'pino-pretty'];
@@ -17,6 +17,29 @@ const RELAY_ONLY = [
   /^client\//,
   /node_modules\/(fastify|@fastify\/[^/]+|pg|pg-[^/]+|aedes|aedes-[^/]+|prom-client|undici|ulid|ipaddr\.js|@lydell\/node-pty|@peculiar\/[^/]+|asn1js|tsyringe|reflect-metadata)\//,
 ];
+
+/**
+ * mqtt.js's WebSocket and SOCKS transports, left out: the agent gives mqtt.js its own
+ * stream (broker-socket.ts) for the mqtt:// and mqtts:// its config accepts, so mqtt.js
+ * never loads them; bundled, `ws`, `socks` and their dependencies were ≈ 160 KB of source
+ * kept in memory. A module that throws stands in, should a transport ever be asked for.
+ */
+const LEFT_OUT_OF_MQTT = /^(ws|socks)$/;
+
+const leaveOutMqttTransports: Plugin = {
+  name: 'leave-out-mqtt-transports',
+  setup(build) {
+    build.onResolve({ filter: LEFT_OUT_OF_MQTT }, (args) =>
+      /node_modules\/mqtt\//.test(args.importer)
+        ? { path: args.path, namespace: 'left-out-of-the-agent' }
+        : undefined,
+    );
+    build.onLoad({ filter: /.*/, namespace: 'left-out-of-the-agent' }, (args) => ({
+      contents: `throw new Error(${JSON.stringify(`${args.path} is not in the agent's bundle: the agent connects with mqtt:// or mqtts://`)});`,
+      loader: 'js',
+    }));
+  },
+};
 
 export class BundleRefused extends Error {}
 
@@ -43,6 +66,7 @@ export async function bundleAgent(
     format: 'esm',
     target: 'node24',
     external: EXTERNAL_PACKAGES,
+    plugins: [leaveOutMqttTransports],
     metafile: true,
     minifySyntax: true,
     minifyWhitespace: true,

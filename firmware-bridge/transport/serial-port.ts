@@ -3,7 +3,7 @@
  * The port is opened raw, 8N1 (8N2 with `stopBits: 2`), without flow control, and locked
  * against other processes.
  */
-import { SerialPort } from 'serialport';
+import type { SerialPort } from 'serialport';
 import type { OpenPort } from './port.js';
 
 export interface SerialPortOptions {
@@ -37,7 +37,13 @@ function keepReadsFlowing(port: SerialPort): void {
   port.once('close', () => clearInterval(wake));
 }
 
-export function openSerialPort(path: string, options: SerialPortOptions = {}): Promise<OpenPort> {
+export async function openSerialPort(
+  path: string,
+  options: SerialPortOptions = {},
+): Promise<OpenPort> {
+  // Loaded with the first port: its native binding and the child_process it loads are of
+  // no use to an agent whose reader is on TCP (ZVT) or emulated.
+  const { SerialPort } = await import('serialport');
   const baudRate = options.baudRate ?? DEFAULT_BAUD_RATE;
   const stopBits = options.stopBits ?? 1;
   const port = new SerialPort({ path, baudRate, stopBits, autoOpen: false });
