@@ -6,8 +6,10 @@
  * kept, so a receipt keeps its layout.
  *
  * What counts as a card number: 12-19 digits, the first not 0 (ISO/IEC 7812: 0 is no
- * card issuer's, and zero-padded receipt and trace numbers are common), passing the Luhn
- * check, either as one run of digits or as groups of at least 3 digits joined by one space,
+ * card issuer's, and zero-padded receipt and trace numbers are common), and of 12 digits
+ * only one that starts with 5 or 6 (Maestro's ranges, the only cards issued with 12: a
+ * plain 12-digit run is far more often an acquirer's retrieval reference, `YYMMDD` and a
+ * sequence, printed on every receipt), passing the Luhn check, either as one run of digits or as groups of at least 3 digits joined by one space,
  * dash or dot each (`4761 7390 0101 0119`, `3782-822463-10005`). Digits glued to more
  * digits are not taken apart: in `54761739001010119` no one can tell where a number
  * starts. Amounts (`12.50`), dates (`2026-11-27`), short ids and any run that fails the
@@ -134,9 +136,10 @@ function maskRun(text: string, groups: Group[], masked: Uint8Array | undefined) 
         (size < MIN_GROUP || groups[first]!.end - groups[first]!.start < MIN_GROUP)
       )
         break;
-      if (digits < CARD_NUMBER_MIN_DIGITS || text.charCodeAt(groups[first]!.start) === 0x30) {
-        continue;
-      }
+      const lead = text.charCodeAt(groups[first]!.start);
+      if (digits < CARD_NUMBER_MIN_DIGITS || lead === 0x30) continue;
+      // Twelve digits: Maestro's alone (5 or 6 first).
+      if (digits === CARD_NUMBER_MIN_DIGITS && lead !== 0x35 && lead !== 0x36) continue;
       if (!stretchPassesLuhn(text, groups, first, last)) continue;
       masked ??= new Uint8Array(text.length);
       let seen = 0;

@@ -14,13 +14,17 @@ import { cardNumber, digit, digits, fuzzParameters, separator, written } from '.
 const surrounding = fc.string({ maxLength: 60, unit: 'binary' });
 const boundary = fc.constantFrom(...'\n :/|=ABCxyz#(,');
 
-/** Whether any stretch of whole groups of `text` holding 12-19 digits passes the Luhn check. */
+/**
+ * Whether any stretch of whole groups of `text` holding 12-19 digits (12 only when the
+ * first is 5 or 6) passes the Luhn check.
+ */
 function someStretchPasses(groups: string[]): boolean {
   for (let first = 0; first < groups.length; first++) {
     let number = '';
     for (let last = first; last < groups.length; last++) {
       number += groups[last];
       if (number.length > 19) break;
+      if (number.length === 12 && !/^[56]/.test(number)) continue;
       if (number.length >= 12 && luhnValid(number)) return true;
     }
   }
@@ -47,6 +51,9 @@ const notACardNumber: fc.Arbitrary<string> = fc.oneof(
     .filter((text) => !someStretchPasses(text.split(/[ .-]/))),
   // Zero-padded receipt and trace numbers: no issuer's card starts with 0.
   digits(11, 18).map((rest) => `0${rest}`),
+  // An acquirer's retrieval reference (YYMMDD and a sequence): 12 digits outside Maestro's
+  // ranges, Luhn-valid or not.
+  fc.tuple(fc.constantFrom(...'1234789'), digits(11, 11)).map(([first, rest]) => `${first}${rest}`),
 );
 
 describe('card numbers in free text', () => {
@@ -92,6 +99,14 @@ describe('card numbers in free text', () => {
       ),
       fuzzParameters(300),
     );
+  });
+
+  it("leaves a receipt's 12-digit retrieval reference alone, Luhn-valid or not, and masks a 12-digit Maestro number", () => {
+    // 261128000005 passes the Luhn check: an acquirer reference of 2026-11-28, not a card.
+    expect(maskCardNumbers('ACQ REF         261128000005\n')).toBe(
+      'ACQ REF         261128000005\n',
+    );
+    expect(maskCardNumbers('CARD 501800000009')).toBe('CARD 501800**0009');
   });
 
   it('masks once: masking masked text changes nothing', () => {
