@@ -191,7 +191,7 @@ describe.concurrent('tps pos', () => {
       type: expect.stringMatching(/\.api\.pos\.v0\.Transaction$/),
       data: { external_id: 'never-seen', state: 'COMMITTED' },
     });
-  });
+  }, 60_000); // eight tps processes one after another, each a Node start
 
   it('names every missing or wrong setting in one go, and exits 2', async () => {
     const run = await tps(['purchase', '--amount', '10.5', '--currency', 'eur'], {
