@@ -189,6 +189,7 @@ class LocalBench {
           ? { ok: true, username: pos.username }
           : { ok: false, status: 401 },
     };
+    let agent: RunningAgent | undefined;
     try {
       const config = AgentConfigSchema.parse({
         terminal_id: terminal.terminal_id,
@@ -202,7 +203,7 @@ class LocalBench {
         data_dir: dataDir,
         log_level: 'warn',
       });
-      const agent = await startAgent(config, {
+      agent = await startAgent(config, {
         reader: reader.reader,
         logger,
         // The link comes back within 100 ms of being restored: the backlog's window is
@@ -231,6 +232,7 @@ class LocalBench {
         dataDir,
       );
     } catch (error) {
+      await agent?.stop();
       await reader.close();
       await link.close();
       fs.rmSync(dataDir, { recursive: true, force: true });
