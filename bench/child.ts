@@ -122,6 +122,11 @@ export class BenchChild {
   }
 
   /** Sends the child a signal (the relay closes on SIGTERM) and waits until it has exited. */
+  /** For reading its CPU time from /proc (proc-usage.ts). */
+  get pid(): number {
+    return this.child.pid ?? 0;
+  }
+
   async signal(signal: NodeJS.Signals): Promise<number | null> {
     if (this.child.exitCode === null) this.child.kill(signal);
     return this.exited;

@@ -19,6 +19,7 @@ export const PHASES = [
   'agentfootprint',
   'fleet',
   'fleetcluster',
+  'localmode',
 ] as const;
 export type Phase = (typeof PHASES)[number];
 
@@ -64,6 +65,9 @@ export interface BenchOptions {
   /** POS clients (terminals of the fleet) and the flows a second they make together. */
   fleetPos: number;
   fleetFlowsPerSecond: number;
+  /** The localmode phase: measured payments of each path, and the backlog made with the link cut. */
+  localPayments: number;
+  localBacklog: number;
   /** Directory for a V8 CPU profile of the flows relay, or undefined for none. */
   cpuProfDir: string | undefined;
   phases: Phase[];
@@ -96,6 +100,8 @@ const SPEC = {
   'fleet-flow-seconds': { env: 'BENCH_FLEET_FLOW_SECONDS', fallback: 15 },
   'fleet-pos': { env: 'BENCH_FLEET_POS', fallback: 20 },
   'fleet-flows-per-second': { env: 'BENCH_FLEET_FLOWS_PER_SECOND', fallback: 10 },
+  'local-payments': { env: 'BENCH_LOCAL_PAYMENTS', fallback: 500 },
+  'local-backlog': { env: 'BENCH_LOCAL_BACKLOG', fallback: 1500 },
 } as const;
 
 export const USAGE = `Usage: npm run bench -- [options]
@@ -161,6 +167,8 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     fleetFlowSeconds: number('fleet-flow-seconds'),
     fleetPos: Math.max(1, number('fleet-pos')),
     fleetFlowsPerSecond: Math.max(1, number('fleet-flows-per-second')),
+    localPayments: Math.max(1, number('local-payments')),
+    localBacklog: Math.max(1, number('local-backlog')),
     cpuProfDir: ((values['cpu-prof'] as string | undefined) ?? env.BENCH_CPU_PROF) || undefined,
     phases: phases as Phase[],
   };

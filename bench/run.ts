@@ -4,7 +4,9 @@
  * child, then simulated terminals in process and as agents inside the relay), long-poll
  * wake-ups, events alongside flows, parked long polls and 1,000 connected agents; then the
  * packaged agent's own footprint, and the fleet of 10,000 agents on one relay, then on
- * Mosquitto and two relays on PostgreSQL. Prints tables only; writes nothing into the repository.
+ * Mosquitto and two relays on PostgreSQL; then local mode (the agent's local path beside the
+ * cloud path, and a backlog forwarded when the link returns). Prints tables only; writes
+ * nothing into the repository.
  * docs/performance.md explains the figures.
  */
 import { renderAgentFootprint, runAgentFootprint } from './agent-footprint.js';
@@ -19,6 +21,7 @@ import { renderFleet, renderFleetCluster } from './fleet-report.js';
 import { runFleet } from './fleet-scale.js';
 import { describeMachine } from './machine.js';
 import { USAGE, parseOptions, type BenchOptions, type Phase } from './options.js';
+import { renderLocalMode, runLocalMode } from './local-mode.js';
 import { runParked } from './parked.js';
 import { runPurchaseFlows } from './pos-clients.js';
 import { runSimulators } from './simulators.js';
@@ -166,6 +169,8 @@ async function main(): Promise<void> {
   if (fleet) log(renderFleet(fleet));
   const fleetCluster = await phase('fleetcluster', options, () => runFleetCluster(options));
   if (fleetCluster) log(renderFleetCluster(fleetCluster));
+  const localMode = await phase('localmode', options, () => runLocalMode(options));
+  if (localMode) log(renderLocalMode(localMode));
 
   log(`\n== targets ==\n${renderTargets(results)}`);
   const noise = renderNoise(results);
