@@ -22,7 +22,7 @@ import type { MachineSettings } from '../protocol/transaction-rules/state-machin
 import { Executor } from './executor.js';
 import type { LocalApi } from './local-api/server.js';
 import { DEFAULT_LOCAL_SETTINGS, type LocalEngine } from './local/engine.js';
-import { LocalMode, type FixedLocalApi } from './local/local-mode.js';
+import { LocalMode, type FixedLocalApi, type LocalTlsTuning } from './local/local-mode.js';
 import { Heartbeat } from './heartbeat.js';
 import { Journal, type JournalDurability } from './journal.js';
 import { AgentLink } from './link.js';
@@ -41,7 +41,7 @@ import type { LogRing } from './fleet-logs.js';
 import type { LineTrace } from './fleet-trace.js';
 import { EndOfDayScheduler, ZVT_DEFAULT_END_OF_DAY } from './end-of-day.js';
 import type { ZvtSettlement } from '../firmware-bridge/zvt/reader/settlement.js';
-import type { LocalTlsIdentity, LocalTlsIdentityOptions } from './local-api/tls-identity.js';
+import type { LocalTlsIdentity } from './local-api/tls-identity.js';
 
 export const AGENT_VERSION = VERSION;
 
@@ -50,8 +50,12 @@ const JOURNAL_RETENTION_MS = 30 * 86_400_000;
 
 export interface AgentDeps {
   reader: ReaderPort;
-  /** The local API's TLS identity; asks the relay for a certificate only when enabled. */
-  localTls?: Pick<LocalTlsIdentityOptions, 'enabled' | 'port' | 'addresses' | 'checkEveryMs'>;
+  /**
+   * The local API's TLS identity: where the terminal is and how often to look (default: its
+   * interfaces, hourly). It asks the relay for a certificate while the fleet's `local_api`
+   * is enabled, or always with `enabled: true`.
+   */
+  localTls?: LocalTlsTuning;
   /** What the reader can do, told to the relay with the presence (default: the native reader's). */
   readerCapabilities?: ReaderCapabilities;
   printer?: PrinterPort;

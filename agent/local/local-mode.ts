@@ -38,6 +38,11 @@ export type FixedLocalApi = Pick<
   'host' | 'port' | 'tls' | 'authenticator' | 'limits'
 >;
 
+/** The TLS identity's knobs; `enabled: true` runs it whatever the setting says. */
+export type LocalTlsTuning = Partial<
+  Pick<LocalTlsIdentityOptions, 'enabled' | 'port' | 'addresses' | 'checkEveryMs'>
+>;
+
 export interface LocalModeOptions {
   terminalId: string;
   dataDir: string;
@@ -56,8 +61,7 @@ export interface LocalModeOptions {
   sendCertRequest: (request: LocalCertRequestMessage) => boolean;
   /** Instead of the fleet's setting: the engine always, and this API from start to stop. */
   fixed?: { api?: FixedLocalApi };
-  /** The TLS identity's knobs; `enabled: true` runs it whatever the setting. */
-  tls?: Pick<LocalTlsIdentityOptions, 'enabled' | 'port' | 'addresses' | 'checkEveryMs'>;
+  tls?: LocalTlsTuning;
   unacknowledgedMs?: number;
   /** Back-off between tries to listen on a port in use (default 1 s doubling to 60 s). */
   listenRetry?: Partial<BackoffOptions>;
@@ -309,8 +313,8 @@ export class LocalMode {
         this.arrange();
       }
     });
+    // Asks at once if the link is up; otherwise linkChanged(true) asks.
     identity.start();
-    if (o.linkConnected()) identity.linkUp();
     return identity;
   }
 
