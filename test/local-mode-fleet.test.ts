@@ -8,13 +8,14 @@
  */
 import net from 'node:net';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startAgent, type RunningAgent } from '../agent/agent.js';
 import { emulatedReader, type EmulatedReader } from '../agent/emulated-reader.js';
 import { MemoryJournal, PosClient } from '../client/index.js';
 import type { LocalTrust } from '../client/local-trust.js';
 import { trustingFetch } from '../client/local-path.js';
-import { TerminalCreateResponse } from '../protocol/api.js';
+import { SimulatorCreateResponse, TerminalCreateResponse } from '../protocol/api.js';
+import { runSimulator } from '../cloud/cli.js';
 import { localDnsName } from '../protocol/index.js';
 import { agentConfig } from './agent-harness.js';
 import { LinkSwitch, until } from './support/link-switch.js';
@@ -263,6 +264,75 @@ describe('local mode from the fleet configuration', () => {
       const answer = await purchase(externalId, amount);
       expect(answer.status).toBe(200);
       expect(answer.body.transaction.result_code).toBe('SUCCESS');
+    }
+  });
+
+  it('a simulated terminal made with --local-api pays through its local address', async () => {
+    const simPort = await freePort();
+    const printed: string[] = [];
+    const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+      printed.push(String(chunk));
+      return true;
+    });
+    try {
+      await runSimulator([
+        'create',
+        '--local-api',
+        `127.0.0.1:${simPort}`,
+        '--json',
+        '--base-url',
+        relay.baseUrl,
+        '--username',
+        relay.account.username,
+        '--password',
+        relay.account.password,
+      ]);
+    } finally {
+      write.mockRestore();
+    }
+    const sim = SimulatorCreateResponse.parse(JSON.parse(printed.join('')));
+    const simPos = new PosClient({
+      baseUrl: relay.baseUrl,
+      username: sim.username,
+      password: sim.password,
+      terminalId: sim.terminal_id,
+      journal: new MemoryJournal(),
+      waitSeconds: 10,
+    });
+    let simTrust: LocalTrust | undefined;
+    await until('the simulator’s certificate', async () => {
+      simTrust = await simPos.api.localTrust(sim.terminal_id);
+      return simTrust.port === simPort;
+    });
+    await simPos.close();
+    await until('listening', () => listening(simPort));
+    const local = new PosClient({
+      baseUrl: relay.baseUrl,
+      username: sim.username,
+      password: sim.password,
+      terminalId: sim.terminal_id,
+      journal: new MemoryJournal(),
+      waitSeconds: 10,
+      local: { baseUrl: `https://127.0.0.1:${simPort}/pos`, ca: simTrust!.ca, prefer: 'local' },
+    });
+    try {
+      const paid = await local.pay({ requested_amount: 900, currency: 'EUR' });
+      expect(paid.success).toBe(true);
+      expect(local.api.nextPath).toBe('local');
+      expect(await paid.settled).toMatchObject({ status: 'settled' });
+      // Forwarded: the relay shows it, made locally.
+      await until('forwarded', async () => {
+        const got = await post(
+          relay.baseUrl,
+          'v1',
+          '/transaction/get',
+          { terminal_id: sim.terminal_id, external_id: paid.externalId },
+          relay.account,
+        );
+        return got.body?.transaction?.made_locally === true;
+      });
+    } finally {
+      await local.close();
     }
   });
 });
