@@ -57,6 +57,8 @@ describe('local mode from the fleet configuration', () => {
   let agent: RunningAgent;
   let port: number;
   let trust: LocalTrust;
+  /** The agent's log lines. */
+  const logged: string[] = [];
 
   const setLocalApi = async (localApi: Record<string, unknown>) => {
     const set = await post(
@@ -108,9 +110,12 @@ describe('local mode from the fleet configuration', () => {
       }),
       {
         reader: emulated.reader,
-        logger: pino({ level: process.env.TEST_AGENT_LOG ?? 'silent' }),
+        logger: pino({ level: 'info' }, { write: (line: string) => void logged.push(line) }),
         clock: agentClock,
-        tuning: { reconnect: { initialMs: 20, maxMs: 100 } },
+        tuning: {
+          reconnect: { initialMs: 20, maxMs: 100 },
+          localListenRetry: { initialMs: 20, maxMs: 100 },
+        },
         localTls: { addresses: () => ({ ip_addresses: ['127.0.0.1'], dns_names: [] }) },
       },
     );
@@ -334,5 +339,22 @@ describe('local mode from the fleet configuration', () => {
     } finally {
       await local.close();
     }
+  });
+
+  it('a port in use is logged and tried again, never a crash; it listens once the port is free', async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const takenPort = (taken.address() as net.AddressInfo).port;
+    logged.length = 0;
+    await setLocalApi({ enabled: true, listen: { host: '127.0.0.1', port: takenPort } });
+    await until('the refusal logged', () =>
+      logged.some((line) => line.includes('the port is in use') && line.includes('EADDRINUSE')),
+    );
+    expect(agent.local?.api).toBeUndefined();
+    expect(agent.link.connected).toBe(true);
+    await new Promise((resolve) => taken.close(resolve));
+    await until('listening once free', () => agent.local?.api?.port === takenPort);
+    await setLocalApi({ enabled: false });
+    await until('closed', () => agent.local?.api === undefined);
   });
 });
