@@ -6,7 +6,9 @@
  * relay with its embedded broker, a real agent with the emulated reader, its link through
  * a switch the test cuts.
  */
+import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startAgent, type RunningAgent } from '../agent/agent.js';
@@ -17,7 +19,13 @@ import { trustingFetch } from '../client/local-path.js';
 import { SimulatorCreateResponse, TerminalCreateResponse } from '../protocol/api.js';
 import { runSimulator } from '../cloud/cli.js';
 import { localDnsName } from '../protocol/index.js';
-import { agentConfig } from './agent-harness.js';
+import { UpdateConfig } from '../agent/config.js';
+import { Updater } from '../agent/updater.js';
+import { systemClock, systemTimers } from '../common/clock.js';
+import { generateReleaseKeyPair } from '../common/release-signature.js';
+import type { UpdateStatusMessage } from '../protocol/update.js';
+import { agentConfig, tempDir } from './agent-harness.js';
+import { buildRelease, installFirst, serveArchives } from './support/agent-releases.js';
 import { LinkSwitch, until } from './support/link-switch.js';
 import {
   basicAuth,
@@ -356,5 +364,74 @@ describe('local mode from the fleet configuration', () => {
     await until('listening once free', () => agent.local?.api?.port === takenPort);
     await setLocalApi({ enabled: false });
     await until('closed', () => agent.local?.api === undefined);
+  });
+
+  it('an update does not switch while a local payment waits to be forwarded, and does once it is forwarded', async () => {
+    await setLocalApi({ enabled: true, listen: { host: '127.0.0.1', port } });
+    await until('listening', () => agent.local?.api?.port === port);
+    await until('nothing waits', () => agent.journal.localBacklog().count === 0);
+
+    const dir = tempDir('update-forward');
+    const keys = generateReleaseKeyPair();
+    const credential = { username: 'agent-update', password: 'agent-update-secret' };
+    const archives = await serveArchives(credential);
+    const root = path.join(dir, 'root');
+    fs.mkdirSync(root);
+    fs.writeFileSync(path.join(root, 'release-key.pem'), keys.publicKeyPem);
+    for (const version of ['1.0.0', '1.1.0']) {
+      archives.archives.set(
+        version,
+        await buildRelease(dir, { version, privateKeyPem: keys.privateKeyPem }),
+      );
+    }
+    await installFirst(root, archives.archives.get('1.0.0')!, '1.0.0', keys.publicKeyPem);
+    const statuses: UpdateStatusMessage[] = [];
+    const restarts: string[] = [];
+    const updater = new Updater({
+      config: UpdateConfig.parse({
+        root,
+        public_key: path.join(root, 'release-key.pem'),
+        relay: archives.url,
+      }),
+      running: '1.0.0',
+      credential,
+      health: async () => [],
+      // As update-wiring.ts gives them.
+      idle: () => agent.transactionState === 'READY',
+      unforwarded: () => agent.journal.localBacklog().count,
+      publish: (status) => void statuses.push(status),
+      restart: (reason) => {
+        restarts.push(reason);
+        return new Promise<void>(() => {});
+      },
+      logger: pino({ level: 'silent' }),
+      clock: systemClock,
+      timers: systemTimers,
+    });
+    try {
+      link.cut();
+      await until('the link down', () => !agent.link.connected);
+      const paid = await purchase('before-update', 300);
+      expect(paid.body.transaction.result_code).toBe('SUCCESS');
+      expect(agent.journal.localBacklog().count).toBe(1);
+
+      updater.start();
+      updater.order({ order_id: 'update-forward-1', version: '1.1.0' });
+      await until('the update waits for forwarding', () =>
+        statuses.some((s) => s.phase === 'waiting_to_forward'),
+      );
+      expect(restarts).toEqual([]);
+      expect(fs.readlinkSync(path.join(root, 'current'))).toBe(path.join('releases', '1.0.0'));
+
+      link.restore();
+      await until('forwarded', () => agent.journal.localBacklog().count === 0);
+      await until('switched', () => restarts.length === 1, 1500);
+      const phases = statuses.map((s) => s.phase);
+      expect(phases.indexOf('switching')).toBeGreaterThan(phases.indexOf('waiting_to_forward'));
+      expect(fs.readlinkSync(path.join(root, 'current'))).toBe(path.join('releases', '1.1.0'));
+    } finally {
+      updater.close();
+      await archives.close();
+    }
   });
 });
