@@ -46,7 +46,7 @@ export const ERROR_CATALOGUE = {
   LOCAL_LIMIT_REACHED: {
     status: 400,
     meaning:
-      "The terminal cannot reach the relay and a new transaction would pass a bound its operator set for that; the description names the bound (an extension of the spec's codes).",
+      "The relay is out of the agent's reach and a new transaction would pass a bound its operator set; the description names it (an extension of the spec's codes).",
   },
   IDEMPOTENCY_MISMATCH: {
     status: 400,
