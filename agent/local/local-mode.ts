@@ -75,6 +75,8 @@ export class LocalMode {
   private engineInstance: LocalEngine | undefined;
   private apiInstance: LocalApi | undefined;
   private tlsIdentity: LocalTlsIdentity | undefined;
+  /** The port the identity's certificate names (told to the POS with the trust). */
+  private tlsPort: number | undefined;
   /** The settings the listener and identity were last arranged for. */
   private arranged: LocalApiSettings | undefined;
   /** Serialises listening and closing: a change waits for the one before. */
@@ -287,8 +289,6 @@ export class LocalMode {
     }
     await this.listenOrRetry(settings, credentials);
   }
-
-  private tlsPort: number | undefined;
 
   private startTls(port: number | undefined): LocalTlsIdentity {
     this.stopTls();
