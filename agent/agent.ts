@@ -20,8 +20,9 @@ import {
 import type { AgentConfig } from './config.js';
 import type { MachineSettings } from '../protocol/transaction-rules/state-machine.js';
 import { Executor } from './executor.js';
-import { startLocalApi, type LocalApi, type LocalApiOptions } from './local-api/server.js';
-import { DEFAULT_LOCAL_SETTINGS, LocalEngine } from './local/engine.js';
+import type { LocalApi } from './local-api/server.js';
+import { DEFAULT_LOCAL_SETTINGS, type LocalEngine } from './local/engine.js';
+import { LocalMode, type FixedLocalApi, type LocalTlsTuning } from './local/local-mode.js';
 import { Heartbeat } from './heartbeat.js';
 import { Journal, type JournalDurability } from './journal.js';
 import { AgentLink } from './link.js';
@@ -40,7 +41,7 @@ import type { LogRing } from './fleet-logs.js';
 import type { LineTrace } from './fleet-trace.js';
 import { EndOfDayScheduler, ZVT_DEFAULT_END_OF_DAY } from './end-of-day.js';
 import type { ZvtSettlement } from '../firmware-bridge/zvt/reader/settlement.js';
-import { LocalTlsIdentity, type LocalTlsIdentityOptions } from './local-api/tls-identity.js';
+import type { LocalTlsIdentity } from './local-api/tls-identity.js';
 
 export const AGENT_VERSION = VERSION;
 
@@ -49,8 +50,12 @@ const JOURNAL_RETENTION_MS = 30 * 86_400_000;
 
 export interface AgentDeps {
   reader: ReaderPort;
-  /** The local API's TLS identity; asks the relay for a certificate only when enabled. */
-  localTls?: Pick<LocalTlsIdentityOptions, 'enabled' | 'port' | 'addresses' | 'checkEveryMs'>;
+  /**
+   * The local API's TLS identity: where the terminal is and how often to look (default: its
+   * interfaces, hourly). It asks the relay for a certificate while the fleet's `local_api`
+   * is enabled, or always with `enabled: true`.
+   */
+  localTls?: LocalTlsTuning;
   /** What the reader can do, told to the relay with the presence (default: the native reader's). */
   readerCapabilities?: ReaderCapabilities;
   printer?: PrinterPort;
@@ -76,12 +81,15 @@ export interface AgentDeps {
   /** The terminal's end-of-day (hardware.ts; docs/zvt.md, "End-of-day"). */
   endOfDay?: AgentEndOfDayDeps;
   /**
-   * Local mode (docs/local-mode.md): the agent decides its terminal's transactions and,
-   * with `api`, serves them on the shop's network. Off unless given.
+   * Local mode (docs/local-mode.md) given in code, for tests, benches and simulators: the
+   * engine runs from start, and with `api` that API listens from start to stop, whatever
+   * the fleet's `local_api` says. Without it the fleet's setting decides (agent/local/local-mode.ts).
    */
   localMode?: {
     settings?: Partial<MachineSettings>;
-    api?: Pick<LocalApiOptions, 'host' | 'port' | 'tls' | 'authenticator' | 'limits'>;
+    api?: FixedLocalApi;
+    /** Local reports unacknowledged this long with the link up: the relay counts as out of reach (default 30 s). */
+    unacknowledgedMs?: number;
   };
   /** Knobs for tests and benches; the defaults suit the field. */
   tuning?: {
@@ -94,6 +102,8 @@ export interface AgentDeps {
     connectTimeoutMs?: number;
     /** Outbox re-published after this long without a report-ack (default 10 s). */
     reportResendMs?: number;
+    /** Back-off between tries to listen on the local API's port when it is taken (default 1 s to 60 s). */
+    localListenRetry?: Partial<BackoffOptions>;
   };
 }
 
@@ -144,9 +154,12 @@ export interface RunningAgent {
     onChange(listener: (settings: LocalApiSettings) => void): () => void;
     readonly authenticator: LocalApiAuthenticator;
   };
-  readonly localTls?: LocalTlsIdentity;
-  /** Local mode's engine and API, when it is on. */
-  readonly local?: { engine: LocalEngine; api?: LocalApi };
+  /** The local API's TLS identity while it runs. */
+  readonly localTls: LocalTlsIdentity | undefined;
+  /** Local mode's engine while it runs, and its API while it listens. */
+  readonly local: { engine: LocalEngine; api?: LocalApi } | undefined;
+  /** Whether the agent counts the relay as in reach (docs/local-mode.md, row 18). */
+  relayReachable(): boolean;
 }
 
 export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<RunningAgent> {
@@ -251,37 +264,39 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
   const localAuthenticator = new VerifierAuthenticator(localCredentials);
 
   // Before recovery: an outcome the reader gives it moves a local record in its commit.
-  const localEngine = deps.localMode
-    ? new LocalEngine({
-        terminalId: config.terminal_id,
-        journal,
-        executor,
-        clock,
-        timers,
-        logger: partLogger(logger, 'local'),
-        settings: { ...DEFAULT_LOCAL_SETTINGS, ...deps.localMode.settings },
-        reported: flush,
-      })
-    : undefined;
-  localEngine?.start();
+  const localMode = new LocalMode({
+    terminalId: config.terminal_id,
+    dataDir: config.data_dir,
+    journal,
+    executor,
+    machine: { ...DEFAULT_LOCAL_SETTINGS, ...deps.localMode?.settings },
+    settings: { current: () => applier.localApi, onChange: (l) => applier.onLocalApi(l) },
+    authenticator: localAuthenticator,
+    readings: heartbeat,
+    linkConnected: () => wired.link?.connected ?? false,
+    sendCertRequest: (request) => wired.link?.publishLocalCertRequest(request) ?? false,
+    ...(deps.localMode ? { fixed: deps.localMode.api ? { api: deps.localMode.api } : {} } : {}),
+    ...(deps.localTls ? { tls: deps.localTls } : {}),
+    ...(deps.localMode?.unacknowledgedMs !== undefined
+      ? { unacknowledgedMs: deps.localMode.unacknowledgedMs }
+      : {}),
+    ...(tuning.localListenRetry ? { listenRetry: tuning.localListenRetry } : {}),
+    clock,
+    timers,
+    logger: partLogger(logger, 'local'),
+    reported: flush,
+  });
   // Open transactions are read before the link can bring a command.
   const recovery = executor.recover();
-  const localTls =
-    deps.localTls &&
-    new LocalTlsIdentity({
-      ...deps.localTls,
-      dataDir: config.data_dir,
-      clock,
-      timers,
-      logger: partLogger(logger, 'local-tls'),
-      send: (request) => wired.link?.publishLocalCertRequest(request) ?? false,
-    });
   const link = new AgentLink({
     terminalId: config.terminal_id,
     broker: config.broker,
     journal,
     onCommand: (message) => executor.handle(message),
-    onConnectionChange: (connected) => heartbeat.update({ connected }),
+    onConnectionChange: (connected) => {
+      heartbeat.update({ connected });
+      localMode.linkChanged(connected);
+    },
     logger: partLogger(logger, 'link'),
     clock,
     timers,
@@ -311,14 +326,11 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
         applier.repeat();
       },
     },
-    ...(localTls
-      ? {
-          localTls: {
-            answer: (value) => localTls.received(value),
-            connected: () => localTls.linkUp(),
-          },
-        }
-      : {}),
+    localTls: {
+      answer: (value) => localMode.certificateAnswer(value),
+      // linkChanged(true) asks again for a certificate that could not leave.
+      connected: () => undefined,
+    },
   });
   wired.link = link;
   function publishFacts(): void {
@@ -338,35 +350,22 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     link.publishFleet('facts', facts, true);
   }
   link.start();
-  localTls?.start();
   heartbeat.start();
   recovery.catch((error: unknown) => logger.error({ err: error }, 'recovery failed'));
-  const localApi =
-    localEngine && deps.localMode?.api
-      ? await startLocalApi({
-          ...deps.localMode.api,
-          engine: localEngine,
-          // The POS reached the terminal: connected, whatever the link to the relay is.
-          status: () => ({
-            ...heartbeat.current,
-            connected: true,
-            terminal_id: config.terminal_id,
-            updated_at: clock.now().toISOString(),
-          }),
-          logger: partLogger(logger, 'local-api'),
-          timers,
-        })
-      : undefined;
-
+  await localMode.start();
   let stopping: Promise<void> | undefined;
   return {
     journal,
     link,
     endOfDay,
-    ...(localTls ? { localTls } : {}),
-    ...(localEngine
-      ? { local: { engine: localEngine, ...(localApi ? { api: localApi } : {}) } }
-      : {}),
+    get localTls() {
+      return localMode.tls;
+    },
+    get local() {
+      const { engine, api } = localMode;
+      return engine && { engine, ...(api ? { api } : {}) };
+    },
+    relayReachable: () => localMode.relayReachable(),
     get transactionState() {
       return executor.transactionState;
     },
@@ -384,11 +383,9 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     stop: () =>
       (stopping ??= (async () => {
         endOfDay.stop();
-        localTls?.stop();
         applier.stop();
         heartbeat.stop();
-        await localApi?.close();
-        localEngine?.stop();
+        await localMode.stop();
         await executor.stop();
         await link.stop();
         journal.close();

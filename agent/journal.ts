@@ -32,7 +32,7 @@ import type {
 } from '../protocol/terminal-link.js';
 import { withoutFullCardNumbers } from '../protocol/transaction.js';
 import type { TransactionRecord } from '../protocol/transaction-rules/decision.js';
-import { OutboxMirror, type OutboxEntry } from './outbox-mirror.js';
+import { OutboxMirror, type LocalBacklog, type OutboxEntry } from './outbox-mirror.js';
 import type { ReaderResult, ReaderStart } from './ports.js';
 
 /**
@@ -223,6 +223,7 @@ function prepareStatements(db: DatabaseSync) {
         WHERE type = 'transaction.start' AND json_extract(body, '$.external_id') = ?
         LIMIT 1`,
     ),
+    anyLocal: db.prepare('SELECT 1 FROM local_transactions LIMIT 1'),
     localDue: db.prepare(
       'SELECT record FROM local_transactions WHERE due_at IS NOT NULL ORDER BY due_at',
     ),
@@ -245,6 +246,7 @@ export class Journal {
   /** Acknowledged reports, out of `outbox` already, whose DELETE the next commit writes. */
   private readonly owedDrops = new Set<number>();
   private reportRule: ReportRule | undefined;
+  private readonly backlogListeners = new Set<(why: 'written' | 'acknowledged') => void>();
 
   private constructor(
     private readonly db: DatabaseSync,
@@ -256,7 +258,15 @@ export class Journal {
     )!.value;
     this.inTransaction = <T>(run: () => T) => inTransaction(db, run);
     this.outbox = new OutboxMirror(
-      rowsOf<OutboxEntry>(db.prepare('SELECT seq, type, body FROM outbox ORDER BY seq')),
+      rowsOf<OutboxEntry & { created_at: string }>(
+        db.prepare('SELECT seq, type, body, created_at FROM outbox ORDER BY seq'),
+      ).map(({ seq, type, body, created_at }) => {
+        const local =
+          type === 'transaction'
+            ? localPart(JSON.parse(body) as TerminalReport, created_at)
+            : undefined;
+        return { seq, type, body, ...(local ? { local } : {}) };
+      }),
     );
   }
 
@@ -317,6 +327,7 @@ export class Journal {
       return reports.map((report) => this.insertReport(report, at));
     });
     for (const row of added) this.outbox.add(row);
+    if (added.some((row) => row.local)) this.backlogChanged('written');
     return added.map((row) => row.seq);
   }
 
@@ -408,9 +419,31 @@ export class Journal {
    * commit (see the top of this file). False when it was not in the outbox.
    */
   dropReport(seq: number): boolean {
-    if (!this.outbox.remove(seq)) return false;
+    const removed = this.outbox.remove(seq);
+    if (!removed) return false;
     this.owedDrops.add(seq);
+    if (removed.local) this.backlogChanged('acknowledged');
     return true;
+  }
+
+  /** Local transactions whose reports the relay has not acknowledged yet. */
+  localBacklog(): LocalBacklog {
+    return this.outbox.localBacklog();
+  }
+
+  /** Hears each change of `localBacklog()`: a local report written or acknowledged. */
+  onLocalBacklog(listener: (why: 'written' | 'acknowledged') => void): () => void {
+    this.backlogListeners.add(listener);
+    return () => this.backlogListeners.delete(listener);
+  }
+
+  /** Whether the journal holds any record of local mode (its engine must run for it). */
+  hasLocalRecords(): boolean {
+    return rowOf(this.statements.anyLocal) !== undefined;
+  }
+
+  private backlogChanged(why: 'written' | 'acknowledged'): void {
+    for (const listener of this.backlogListeners) listener(why);
   }
 
   /** Writes the deletes owed by dropReport in one commit; none owed, nothing to do. */
@@ -500,7 +533,8 @@ export class Journal {
     const body = JSON.stringify(report);
     const kind = outboxKind(report);
     const info = this.statements.insertReport.run(kind, body, at);
-    return { seq: Number(info.lastInsertRowid), type: kind, body };
+    const local = localPart(report, at);
+    return { seq: Number(info.lastInsertRowid), type: kind, body, ...(local ? { local } : {}) };
   }
 }
 
@@ -524,6 +558,12 @@ function inTransaction<T>(db: DatabaseSync, run: () => T): T {
     if (db.isTransaction) db.exec('ROLLBACK');
     throw error;
   }
+}
+
+function localPart(report: TerminalReport, at: string): OutboxEntry['local'] {
+  if (report.type !== 'local_transaction') return undefined;
+  const { id, requested_amount } = report.transaction;
+  return { transactionId: id, amount: requested_amount ?? 0, at };
 }
 
 function localOf(row: { record: string } | undefined): TransactionRecord | undefined {

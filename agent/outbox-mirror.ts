@@ -13,6 +13,17 @@ export interface OutboxEntry {
   type: TerminalReport['type'];
   /** The report's JSON text, as stored. */
   body: string;
+  /** For a local transaction's report: whose, its amount, when it was written. */
+  local?: { transactionId: string; amount: number; at: string };
+}
+
+/** Local transactions whose reports the relay has not yet acknowledged (docs/local-mode.md). */
+export interface LocalBacklog {
+  count: number;
+  /** Their requested amounts together, in minor units (currencies not told apart). */
+  total: number;
+  /** When the oldest report still owed was written; absent when none is. */
+  oldestAt?: string;
 }
 
 export class OutboxMirror {
@@ -26,12 +37,25 @@ export class OutboxMirror {
     this.entries.push(entry);
   }
 
-  /** Takes out `seq`; false when it was not there. */
-  remove(seq: number): boolean {
+  /** Takes out `seq`; answers the entry taken, undefined when it was not there. */
+  remove(seq: number): OutboxEntry | undefined {
     const at = this.count((s) => s < seq);
-    if (this.entries[at]?.seq !== seq) return false;
-    this.entries.splice(at, 1);
-    return true;
+    if (this.entries[at]?.seq !== seq) return undefined;
+    return this.entries.splice(at, 1)[0];
+  }
+
+  /** Each local transaction once, with its newest amount, however many reports it has waiting. */
+  localBacklog(): LocalBacklog {
+    const amounts = new Map<string, number>();
+    let oldestAt: string | undefined;
+    for (const { local } of this.entries) {
+      if (!local) continue;
+      amounts.set(local.transactionId, local.amount);
+      if (oldestAt === undefined || local.at < oldestAt) oldestAt = local.at;
+    }
+    let total = 0;
+    for (const amount of amounts.values()) total += amount;
+    return { count: amounts.size, total, ...(oldestAt !== undefined ? { oldestAt } : {}) };
   }
 
   /** Takes out every status report. */

@@ -69,6 +69,7 @@ export function prepareUpdates(config: AgentConfig, logger: Logger): PreparedUpd
           return failingChecks(agent, reader);
         },
         idle: () => current().agent.transactionState === 'READY',
+        unforwarded: () => current().agent.journal.localBacklog().count,
         fleetWindow: () => readKeptConfig(config.data_dir)?.config.maintenance_window,
         publish: (status) => current().agent.link.publishUpdateStatus(status),
         restart,

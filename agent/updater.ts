@@ -48,6 +48,12 @@ export interface UpdaterOptions {
   /** True while no payment is under way. */
   idle: () => boolean;
   /**
+   * Local transactions whose reports the relay has not acknowledged (docs/local-mode.md,
+   * row 19): the switch waits for them as for a payment, so a release that fails its
+   * trial cannot take them along.
+   */
+  unforwarded?: () => number;
+  /**
    * The maintenance window the fleet's configuration gives (docs/fleet.md,
    * "Configuration"), which takes the place of the agent file's `update.maintenance_window`.
    */
@@ -202,7 +208,18 @@ export class Updater {
       if (this.stopped || this.pending !== order) throw new Superseded();
       const now = this.options.clock.now();
       const window = this.options.fleetWindow?.() ?? config.maintenance_window;
-      if (this.options.idle() && inWindow(window, now)) return;
+      const unforwarded = this.options.unforwarded?.() ?? 0;
+      if (this.options.idle() && unforwarded === 0 && inWindow(window, now)) return;
+      // Said once each way: the phase tells the relay (the rollout's view of the terminal).
+      if (unforwarded > 0 && this.phase !== 'waiting_to_forward') {
+        this.options.logger.info(
+          { unforwarded, to: order.version },
+          'update: waits until the local transactions are forwarded to the relay',
+        );
+        this.setPhase('waiting_to_forward');
+      } else if (unforwarded === 0 && this.phase === 'waiting_to_forward') {
+        this.setPhase('waiting');
+      }
       await sleep(WAIT_POLL_MS, this.stop.signal, this.options.timers);
     }
   }

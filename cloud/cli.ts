@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { UsageError, parseCommandLine } from '../common/cli.js';
+import { LocalApiListen } from '../protocol/local-api.js';
 import {
   ReaderProtocol,
   CredentialRevokeResponse,
@@ -125,17 +126,26 @@ function banner(relay: Relay): { shown: string[]; secret: string[] } {
       }),
     );
   }
-  shown.push('', 'More simulated terminals: tps simulator create --help', '');
+  shown.push(
+    '',
+    'More simulated terminals: tps simulator create --help',
+    'Paying through the terminal on the shop network (local mode): tps simulator create --local-api 8443',
+    '',
+  );
   return { shown, secret };
 }
 
-export const SIMULATOR_USAGE = `Usage: tps simulator create [--reader-protocol native|zvt] [--json] [--base-url URL] [--username U] [--password P]
+export const SIMULATOR_USAGE = `Usage: tps simulator create [--reader-protocol native|zvt] [--local-api [HOST:]PORT] [--json] [--base-url URL] [--username U] [--password P]
 
 Creates a simulated terminal on a running relay and prints its terminal id, username
 and password (shown this once).
 
   --reader-protocol P     native (the default), or zvt: its agent drives an emulated
                           ZVT payment terminal
+  --local-api [HOST:]PORT turns local mode on for it (its fleet setting local_api): its
+                          agent serves the POS API over HTTPS on HOST (default
+                          127.0.0.1) and PORT (1024-65535) with a certificate the relay
+                          signs; 'tps pos local-trust' answers what to trust
   --json                  print {terminal_id, username, password} as JSON
   --base-url URL          the relay (default TPS_BASE_URL, else http://127.0.0.1:8080/pos)
   --username U            the account's API username (default TPS_ACCOUNT_USERNAME)
@@ -148,7 +158,11 @@ export async function runSimulator(argv: string[]): Promise<void> {
   const { values, positionals } = parseCommandLine(
     {
       args: argv,
-      options: { ...accessOptions, 'reader-protocol': { type: 'string' } },
+      options: {
+        ...accessOptions,
+        'reader-protocol': { type: 'string' },
+        'local-api': { type: 'string' },
+      },
       allowPositionals: true,
     },
     SIMULATOR_USAGE,
@@ -159,6 +173,7 @@ export async function runSimulator(argv: string[]): Promise<void> {
   if (protocol !== undefined && !ReaderProtocol.safeParse(protocol).success) {
     throw new UsageError('--reader-protocol must be native or zvt', SIMULATOR_USAGE);
   }
+  const listen = values['local-api'] === undefined ? undefined : localListen(values['local-api']);
   const issued = SimulatorCreateResponse.parse(
     await callRelay(
       values,
@@ -167,13 +182,49 @@ export async function runSimulator(argv: string[]): Promise<void> {
       SIMULATOR_USAGE,
     ),
   );
-  if (values.json) {
-    process.stdout.write(`${JSON.stringify(issued)}\n`);
-  } else {
-    process.stdout.write(
-      `Simulated terminal ${issued.terminal_id}\n  username ${issued.username}\n  password ${issued.password}\n(the password is shown this once)\n`,
+  // The field's path: the fleet setting, which brings the agent its certificate and the
+  // POS credential's verifier over its MQTT link.
+  if (listen) {
+    await callRelay(
+      values,
+      '/fleet/config/set',
+      {
+        scope: { terminal_id: issued.terminal_id },
+        config: { local_api: { enabled: true, listen } },
+      },
+      SIMULATOR_USAGE,
     );
   }
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify(issued)}\n`);
+    return;
+  }
+  process.stdout.write(
+    `Simulated terminal ${issued.terminal_id}\n  username ${issued.username}\n  password ${issued.password}\n(the password is shown this once)\n`,
+  );
+  if (listen) {
+    const host = listen.host.includes(':') ? `[${listen.host}]` : listen.host;
+    const localUrl = `https://${host}:${listen.port}/pos`;
+    process.stdout.write(
+      `Local API: ${localUrl} (once the relay signed its certificate); to pay through it:\n` +
+        `  tps pos local-trust --terminal ${issued.terminal_id} --out tps-ca.pem\n` +
+        `  tps pos purchase --terminal ${issued.terminal_id} --local ${localUrl} --local-ca tps-ca.pem --local-first ...\n`,
+    );
+  }
+}
+
+/** `[HOST:]PORT` of --local-api, checked as the fleet setting checks it. */
+function localListen(text: string): { host: string; port: number } {
+  const at = text.lastIndexOf(':');
+  const host = at < 0 ? '127.0.0.1' : text.slice(0, at).replace(/^\[(.*)\]$/, '$1');
+  const parsed = LocalApiListen.safeParse({ host, port: Number(text.slice(at + 1)) });
+  if (!parsed.success || parsed.data.port === undefined || parsed.data.host === undefined) {
+    throw new UsageError(
+      '--local-api must be [HOST:]PORT, an IP address and a port 1024-65535',
+      SIMULATOR_USAGE,
+    );
+  }
+  return { host: parsed.data.host, port: parsed.data.port };
 }
 
 export const CREDENTIAL_USAGE = `Usage: tps credential revoke|rotate USERNAME [--agent] [options]

@@ -43,6 +43,11 @@ export const ERROR_CATALOGUE = {
     status: 400,
     meaning: 'The terminal has as many unconfirmed transactions as allowed; confirm them first.',
   },
+  LOCAL_LIMIT_REACHED: {
+    status: 400,
+    meaning:
+      "The relay is out of the agent's reach and a new transaction would pass a bound its operator set; the description names it (an extension of the spec's codes).",
+  },
   IDEMPOTENCY_MISMATCH: {
     status: 400,
     meaning:

@@ -19,6 +19,13 @@ export const TerminalReadings = z.object({
   battery_charging: z.boolean().optional(),
   battery_percentage: z.number().min(0).max(100).optional(),
   plugged_in: z.boolean().optional(),
+  // Extensions for local mode (docs/local-mode.md, "Status"): what waits on the agent.
+  /** Whether the agent reaches the relay now (its MQTT link up and acknowledging). */
+  relay_reachable: z.boolean().optional(),
+  /** Transactions made locally whose reports the relay has not acknowledged yet. */
+  local_pending_count: z.int().min(0).optional(),
+  /** Their requested amounts together, in minor units. */
+  local_pending_total: z.int().min(0).optional(),
 });
 export type TerminalReadings = z.infer<typeof TerminalReadings>;
 

@@ -41,6 +41,8 @@ export const UPDATE_PHASES = [
   'downloading',
   'verifying',
   'waiting',
+  /** Ready and idle, but local transactions wait to be forwarded (docs/local-mode.md, row 19). */
+  'waiting_to_forward',
   'switching',
   'trial',
   'rolling_back',

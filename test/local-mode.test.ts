@@ -4,7 +4,6 @@
  * agent's local API. The agent's link to the broker runs through a switch the test cuts
  * and restores, so "the link is down" is a real lost TCP connection.
  */
-import net from 'node:net';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type RunningAgent } from '../agent/agent.js';
@@ -14,6 +13,7 @@ import { TerminalCreateResponse } from '../protocol/api.js';
 import type { AgentConfig } from '../agent/config.js';
 import { pairTransactionId } from '../protocol/transaction-rules/pair-id.js';
 import { agentConfig } from './agent-harness.js';
+import { LinkSwitch, until } from './support/link-switch.js';
 import { basicAuth, post, startTestRelay, type TestRelay } from './support/relay.js';
 
 const silent = pino({ level: 'silent' });
@@ -24,51 +24,6 @@ const fixedCredential: LocalApiAuthenticator = {
       ? { ok: true, username: POS.username }
       : { ok: false, status: 401 },
 };
-
-/** A TCP relay between agent and broker that loses every connection while cut. */
-class LinkSwitch {
-  private readonly sockets = new Set<net.Socket>();
-  private cutOff = false;
-  private readonly server: net.Server;
-  constructor(private readonly target: { host: string; port: number }) {
-    this.server = net.createServer((client) => {
-      if (this.cutOff) return void client.destroy();
-      const upstream = net.connect(this.target);
-      for (const socket of [client, upstream]) {
-        this.sockets.add(socket);
-        socket.on('close', () => this.sockets.delete(socket));
-        socket.on('error', () => {});
-      }
-      client.pipe(upstream).pipe(client);
-      client.on('close', () => upstream.destroy());
-      upstream.on('close', () => client.destroy());
-    });
-  }
-  async listen(): Promise<string> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    return `mqtt://127.0.0.1:${(this.server.address() as net.AddressInfo).port}`;
-  }
-  cut(): void {
-    this.cutOff = true;
-    for (const socket of this.sockets) socket.destroy();
-  }
-  restore(): void {
-    this.cutOff = false;
-  }
-  close(): Promise<void> {
-    this.cut();
-    return new Promise((resolve) => this.server.close(() => resolve()));
-  }
-}
-
-/** Turns the event loop until `done` answers true; fails after `attempts` looks. */
-async function until(what: string, done: () => boolean | Promise<boolean>, attempts = 1500) {
-  for (let i = 0; i < attempts; i++) {
-    if (await done()) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`never happened: ${what}`);
-}
 
 describe('local mode', () => {
   let relay: TestRelay;

@@ -63,6 +63,9 @@ export interface LocalApi {
   /** Where it listens, e.g. https://192.0.2.10:8443. */
   url: string;
   port: number;
+  /** A renewed certificate, for the connections made from now on (HTTPS only). */
+  setTls(tls: { key: string | Buffer; cert: string | Buffer }): void;
+  /** Answers the parked long polls with what they hold, then ends every connection. */
   close(): Promise<void>;
 }
 
@@ -71,6 +74,8 @@ const PATH = /^\/pos\/(v0|v1)(\/[a-z/-]+)$/;
 export async function startLocalApi(options: LocalApiOptions): Promise<LocalApi> {
   const limits = { ...DEFAULT_LOCAL_API_LIMITS, ...options.limits };
   let parked = 0;
+  // Aborted at close: a parked long poll answers with the state it holds.
+  const closing = new AbortController();
   const operations = localOperations({
     engine: options.engine,
     status: options.status,
@@ -140,6 +145,7 @@ export async function startLocalApi(options: LocalApiOptions): Promise<LocalApi>
     const gone = new AbortController();
     const onClose = () => gone.abort();
     response.once('close', onClose);
+    closing.signal.addEventListener('abort', onClose, { once: true });
     try {
       const parsed = op.request.parse(body.value);
       const answer = await op.handle(parsed, {
@@ -158,9 +164,11 @@ export async function startLocalApi(options: LocalApiOptions): Promise<LocalApi>
       throw error;
     } finally {
       response.off('close', onClose);
+      closing.signal.removeEventListener('abort', onClose);
     }
   }
 
+  // EADDRINUSE and the like reject here; the caller decides whether to try again.
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => {
@@ -174,11 +182,17 @@ export async function startLocalApi(options: LocalApiOptions): Promise<LocalApi>
   return {
     url: `${options.tls ? 'https' : 'http'}://${host}:${port}`,
     port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    setTls: (tls) => {
+      if (server instanceof https.Server) server.setSecureContext({ key: tls.key, cert: tls.cert });
+    },
+    close: async () => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      closing.abort();
+      // One turn for the answers of the polls just released to be written.
+      await new Promise((resolve) => setImmediate(resolve));
+      server.closeAllConnections();
+      await closed;
+    },
   };
 }
 

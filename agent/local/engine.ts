@@ -65,6 +65,11 @@ export interface LocalEngineOptions {
   settings: MachineSettings;
   /** New reports are in the outbox (the link publishes them). */
   reported: () => void;
+  /**
+   * Asked before a new pair is decided (a repeat of a known one is not asked): throws an
+   * ApiError to refuse it, nothing journaled (the bounds while the relay is out of reach).
+   */
+  admit?: (create: CreateRequest) => void;
 }
 
 export class LocalEngine extends EventEmitter<{ changed: [TransactionRecord] }> {
@@ -126,10 +131,12 @@ export class LocalEngine extends EventEmitter<{ changed: [TransactionRecord] }> 
 
   create(create: CreateRequest): TransactionRecord {
     const { request } = create;
+    const context = this.createContext(create);
+    if (context.terminalOwner && !context.current) this.options.admit?.(create);
     return this.decide(
       request.external_id,
       decideCreate(create, LOCAL_OWNER, this.env(request.external_id)),
-      this.createContext(create),
+      context,
     );
   }
 
