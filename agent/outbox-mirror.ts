@@ -27,35 +27,64 @@ export interface LocalBacklog {
 }
 
 export class OutboxMirror {
+  private readonly entries: OutboxEntry[] = [];
+  /**
+   * The local transactions among the entries, kept as entries come and go: the backlog is
+   * read at every local create (its bounds) and status, and a backlog made while the link
+   * was down holds thousands of reports.
+   */
+  private readonly local = new Map<string, { amount: number; reports: number }>();
+  private localTotal = 0;
+
   /**
    * `entries`: the outbox's rows in seq order, kept so: a new report's seq is above every
    * seq ever given (AUTOINCREMENT).
    */
-  constructor(private readonly entries: OutboxEntry[]) {}
+  constructor(entries: OutboxEntry[]) {
+    for (const entry of entries) this.add(entry);
+  }
 
   add(entry: OutboxEntry): void {
     this.entries.push(entry);
+    if (!entry.local) return;
+    const { transactionId, amount } = entry.local;
+    const held = this.local.get(transactionId);
+    if (held) {
+      this.localTotal += amount - held.amount;
+      held.amount = amount;
+      held.reports++;
+    } else {
+      this.local.set(transactionId, { amount, reports: 1 });
+      this.localTotal += amount;
+    }
   }
 
   /** Takes out `seq`; answers the entry taken, undefined when it was not there. */
   remove(seq: number): OutboxEntry | undefined {
     const at = this.count((s) => s < seq);
     if (this.entries[at]?.seq !== seq) return undefined;
-    return this.entries.splice(at, 1)[0];
+    const [entry] = this.entries.splice(at, 1);
+    if (entry?.local) {
+      const held = this.local.get(entry.local.transactionId);
+      if (held && --held.reports === 0) {
+        this.local.delete(entry.local.transactionId);
+        this.localTotal -= held.amount;
+      }
+    }
+    return entry;
   }
 
   /** Each local transaction once, with its newest amount, however many reports it has waiting. */
   localBacklog(): LocalBacklog {
-    const amounts = new Map<string, number>();
-    let oldestAt: string | undefined;
-    for (const { local } of this.entries) {
-      if (!local) continue;
-      amounts.set(local.transactionId, local.amount);
-      if (oldestAt === undefined || local.at < oldestAt) oldestAt = local.at;
-    }
-    let total = 0;
-    for (const amount of amounts.values()) total += amount;
-    return { count: amounts.size, total, ...(oldestAt !== undefined ? { oldestAt } : {}) };
+    if (this.local.size === 0) return { count: 0, total: 0 };
+    // Reports are written in seq order, so the first local one is the oldest; only the few
+    // other reports (statuses, a cloud payment's) can stand before it.
+    const oldestAt = this.entries.find((entry) => entry.local)?.local?.at;
+    return {
+      count: this.local.size,
+      total: this.localTotal,
+      ...(oldestAt !== undefined ? { oldestAt } : {}),
+    };
   }
 
   /** Takes out every status report. */
