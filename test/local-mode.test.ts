@@ -323,13 +323,6 @@ describe('local mode', () => {
     });
     expect([confirmed.status, confirmed.body.transaction.state]).toEqual([200, 'CONFIRMED']);
     expect(agent!.local!.engine.get(terminalId, 'cloud-1')?.txn.state).toBe('CONFIRMED');
-    // A refusal comes back as the agent's.
-    const tooLate = await cloudPos('/transaction/confirm', {
-      external_id: 'cloud-1',
-      result_code: 'SUCCESS',
-      captured_amount: 1,
-    });
-    expect(tooLate.status).toBeLessThan(500);
     expect(runs.get(id)?.size).toBe(1);
   });
 
@@ -379,25 +372,30 @@ describe('local mode', () => {
     await linkDown();
     const cloud = await cloudPos('/transaction/confirm', {
       external_id: 'cloud-9',
-      result_code: 'SUCCESS',
+      result_code: 'PRINTER_ERROR',
     });
     expect([cloud.status, cloud.body.error.code]).toEqual([504, 'OUTCOME_UNKNOWN']);
+    const waiting = (await relay.store.pendingCommands()).find(
+      ({ command }) => command.type === 'transaction.confirm',
+    );
+    expect(waiting).toBeDefined();
+    // The client repeats locally, and the POS meanwhile settled on success.
     const local = await localPos('/transaction/confirm', {
       external_id: 'cloud-9',
-      result_code: 'PRINTER_ERROR',
+      result_code: 'SUCCESS',
     });
-    expect(local.body.transaction).toMatchObject({ id, state: 'COMMITTED' });
+    expect(local.body.transaction).toMatchObject({ id, state: 'CONFIRMED' });
     link.restore();
-    await relayShows('cloud-9', 'COMMITTED');
+    // The cloud's failure reaches the agent after its wait: refused, never applied late
+    // (applied, it would reverse the payment within the grace period).
+    await until(
+      'the late confirm refused',
+      () => agent!.journal.command(waiting!.command.command_id)?.outcome === 'EXPIRED',
+    );
+    await relayShows('cloud-9', 'CONFIRMED');
     await until('the outbox empty', () => agent!.journal.pendingReports().length === 0);
-    // The cloud's confirm reached the agent after its wait: refused, not applied late
-    // (a SUCCESS applied now would be refused anyway; the record keeps the failure).
-    const kept = await cloudPos('/transaction/get', { external_id: 'cloud-9' });
-    expect(kept.body.transaction).toMatchObject({
-      id,
-      state: 'COMMITTED',
-      result_code: 'PRINTER_ERROR',
-    });
+    expect(agent!.local!.engine.get(terminalId, 'cloud-9')?.txn.state).toBe('CONFIRMED');
+    expect(reversed.has(id)).toBe(false);
     expect(runs.get(id)?.size).toBe(1);
     // Long: the relay waits its default 25 s for the agent's answer before OUTCOME_UNKNOWN.
   }, 60_000);
@@ -434,6 +432,12 @@ describe('local mode', () => {
     expect(confirmed.status).toBe(200);
     expect(confirmed.body.transaction).toMatchObject({ id, state: 'COMMITTED', type: 'UNKNOWN' });
     expect(agent!.local!.engine.get(terminalId, 'cloud-15')?.txn.state).toBe('COMMITTED');
+    // A refusal is the agent's, answered as the rules word it.
+    const success = await cloudPos('/transaction/confirm', {
+      external_id: 'cloud-15',
+      result_code: 'SUCCESS',
+    });
+    expect([success.status, success.body.error?.code]).toEqual([400, 'INVALID_STATE']);
     const later = await cloudPos('/transaction/purchase', {
       external_id: 'cloud-15',
       requested_amount: 100,
