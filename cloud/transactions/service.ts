@@ -343,10 +343,12 @@ export class TransactionService {
         `terminal ${terminalId} decides this confirm in local mode and did not answer in time; repeat it, here or on the terminal's local API`,
       );
     if (waitMs <= 0 || gone.cancelled || this.closing.cancelled) throw unknown();
+    const timers = this.timers ?? systemTimers;
+    // Listening before the command exists: the answer may come back before the commit returns.
     const answered = new Promise<AgentAnswer | undefined>((resolve) => {
-      const timer = (this.timers ?? systemTimers).setTimeout(() => done(undefined), waitMs);
+      const timer = timers.setTimeout(() => done(undefined), waitMs);
       const done = (answer: AgentAnswer | undefined) => {
-        (this.timers ?? systemTimers).clearTimeout(timer);
+        timers.clearTimeout(timer);
         this.awaitedAnswers.delete(command.command_id);
         gone.remove(stop);
         this.closing.remove(stop);
@@ -359,10 +361,15 @@ export class TransactionService {
     });
     // Committed as any command, so the outbox delivers it; nothing about the transaction
     // changes here.
-    await this.change({ terminalId, externalId }, () => ({
-      commands: [command],
-      result: undefined,
-    }));
+    try {
+      await this.change({ terminalId, externalId }, () => ({
+        commands: [command],
+        result: undefined,
+      }));
+    } catch (error) {
+      this.awaitedAnswers.get(command.command_id)?.({ record: undefined });
+      throw error;
+    }
     const answer = await answered;
     if (!answer) throw unknown();
     if (answer.error) {
