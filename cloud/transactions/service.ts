@@ -346,15 +346,23 @@ export class TransactionService {
     const timers = this.timers ?? systemTimers;
     // Listening before the command exists: the answer may come back before the commit returns.
     const answered = new Promise<AgentAnswer | undefined>((resolve) => {
+      // With several relays the answering report may reach another one: a newer record
+      // on which the rules would change nothing is the agent's decision too.
+      const unsubscribe = this.feed.subscribe(terminalId, externalId, (record) => {
+        if (record.version > (known?.version ?? 0) && this.settles(request, record)) {
+          done({ record });
+        }
+      });
       const timer = timers.setTimeout(() => done(undefined), waitMs);
+      const stop = () => done(undefined);
       const done = (answer: AgentAnswer | undefined) => {
         timers.clearTimeout(timer);
+        unsubscribe();
         this.awaitedAnswers.delete(command.command_id);
         gone.remove(stop);
         this.closing.remove(stop);
         resolve(answer);
       };
-      const stop = () => done(undefined);
       gone.add(stop);
       this.closing.add(stop);
       this.awaitedAnswers.set(command.command_id, done);
@@ -379,6 +387,25 @@ export class TransactionService {
     }
     if (!answer.record || answer.record.accountId !== principal.accountId) throw unknown();
     return answer.record;
+  }
+
+  /** Whether `record` already holds what `request` asks: the rules would change nothing. */
+  private settles(request: ConfirmRequest, record: TransactionRecord): boolean {
+    try {
+      const decision = decideConfirm(
+        request,
+        record.accountId,
+        this.env(),
+      )({
+        terminalOwner: record.accountId,
+        current: record,
+        active: undefined,
+        unconfirmedCount: 0,
+      });
+      return decision.write === undefined;
+    } catch {
+      return false;
+    }
   }
 
   async continue(principal: Principal, request: ContinueRequest): Promise<TransactionRecord> {
