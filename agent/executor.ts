@@ -77,6 +77,8 @@ export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }
   private readonly slot: ReaderSlot;
   private readonly reconciler: Reconciler;
   private printing: Promise<void> = Promise.resolve();
+  private relayCommandRule:
+    ((message: CommandMessage, origin: CommandOrigin) => boolean) | undefined;
   private readonly readerListeners = {
     customer_identified: (event: ReaderIdentified) => this.onIdentified(event),
     result: (event: ReaderResult) => this.onResult(event),
@@ -108,6 +110,16 @@ export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }
     options.reader.on('result', this.readerListeners.result);
   }
 
+  /**
+   * Local mode's engine takes the relay's commands it decides (agent/local/engine.ts);
+   * it answers false for what it leaves to the executor. One at a time.
+   */
+  setRelayCommandRule(
+    rule: ((message: CommandMessage, origin: CommandOrigin) => boolean) | undefined,
+  ) {
+    this.relayCommandRule = rule;
+  }
+
   get transactionState(): TerminalTransactionState {
     return this.slot.state;
   }
@@ -116,8 +128,11 @@ export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }
    * Applies one command from the relay. Synchronous up to the acknowledgement, so the link
    * calls it before the broker's PUBACK; reader calls run after.
    */
-  handle(message: CommandMessage, origin: CommandOrigin = { ack: this.options.ack }): void {
+  handle(message: CommandMessage, from?: CommandOrigin): void {
     if (this.slot.stopped) return;
+    const origin = from ?? { ack: this.options.ack };
+    // A relay's command (no origin given) goes to local mode's rule first.
+    if (!from && this.relayCommandRule?.(message, origin)) return;
     const { command } = message;
     const seen = this.options.journal.command(command.command_id);
     if (seen) {
@@ -143,6 +158,16 @@ export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }
         return this.continue(command, origin);
       case 'transaction.cancel':
         return this.cancel(command, origin);
+      case 'transaction.confirm':
+        // Decided by local mode's engine, which takes it before it reaches here; without
+        // local mode nothing decides it, and the relay answers OUTCOME_UNKNOWN.
+        this.options.journal.record({ command: commandRow(command, 'ACCEPTED') });
+        origin.ack(command.command_id, 'ACCEPTED');
+        this.options.logger.warn(
+          { commandId: command.command_id },
+          'confirm for local mode while local mode is off: not decided',
+        );
+        return;
       case 'print':
         return this.print(command, origin);
       case 'terminal.end_of_day':

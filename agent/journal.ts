@@ -82,6 +82,8 @@ export interface JournalEntry {
   reports?: TerminalReport[];
   /** The state machine's record of a transaction made or decided locally. */
   local?: TransactionRecord;
+  /** The relay's command that record's report answers (a confirm decided for the relay). */
+  answers?: LocalTransactionReport['answers'];
 }
 
 /**
@@ -317,7 +319,10 @@ export class Journal {
       if (entry.command) this.insertCommand(entry.command, at);
       if (entry.transaction) this.upsertTransaction(entry.transaction);
       const reports: TerminalReport[] = [];
-      if (entry.local) reports.push(this.upsertLocal(entry.local));
+      if (entry.local) {
+        const report = this.upsertLocal(entry.local);
+        reports.push(entry.answers ? { ...report, answers: entry.answers } : report);
+      }
       for (const report of entry.reports ?? []) {
         const local = report.type === 'transaction' ? this.reportRule?.(report) : undefined;
         // The relay mirrors a local transaction whole: its phases are not sent, its records are.

@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import type { TerminalCommand, TerminalReport } from '../protocol/index.js';
 import { maskUpdateStatusText } from '../protocol/free-text.js';
+import { localApiSettings } from '../protocol/index.js';
 import { systemClock, systemTimers, type Clock } from '../common/clock.js';
 import { Authenticator } from './accounts/authenticator.js';
 import { bootstrapAccount, type Bootstrap } from './accounts/bootstrap.js';
@@ -229,6 +230,11 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       clock,
       logger: partLogger(logger, 'transactions'),
       events: eventFeed,
+      localMode: async (terminalId) => {
+        const terminal = await store.getTerminal(terminalId);
+        if (!terminal) return false;
+        return localApiSettings((await fleet.configs.desired(terminal)).config.local_api).enabled;
+      },
       settings: {
         maxUnconfirmed: config.maxUnconfirmed,
         startTtlMs: config.startTtlS * 1000,

@@ -171,6 +171,11 @@ export const ERROR_CATALOGUE = {
     status: 503,
     meaning: 'The service is momentarily saturated; repeat the request after Retry-After.',
   },
+  OUTCOME_UNKNOWN: {
+    status: 504,
+    meaning:
+      'The terminal decides this in local mode and its answer did not come within the wait; repeat the same request, on either path.',
+  },
   INTERNAL_ERROR: {
     status: 500,
     meaning: 'An unexpected fault; the request may be repeated safely.',

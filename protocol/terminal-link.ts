@@ -21,6 +21,7 @@ import {
   Reference,
   TransactionV1,
 } from './transaction.js';
+import { ConfirmRequest } from './api.js';
 import { SettlementReport } from './settlement.js';
 import { TerminalReadings } from './terminal-status.js';
 
@@ -45,6 +46,12 @@ export const StartTransactionCommand = z.object({
    * acknowledged can know, once it has passed, that it will never run.
    */
   expires_at: TimestampV1.optional(),
+  /**
+   * For a terminal in local mode: the relay's record of the transaction as committed with
+   * this start, so that the agent, which decides such a terminal's transactions, holds it
+   * whole (docs/local-mode.md).
+   */
+  transaction: TransactionV1.optional(),
 });
 
 export const ContinueTransactionCommand = z.object({
@@ -63,6 +70,21 @@ export const CancelTransactionCommand = z.object({
   command_id: CommandId,
   transaction_id: TransactionId,
 });
+
+/**
+ * A POS's confirm that reached the relay, for a terminal in local mode: its agent decides it
+ * with the shared rules over its own record and reports the record (docs/local-mode.md).
+ * Refused after `expires_at`, the end of the request's wait, so that a confirm the POS may
+ * have repeated elsewhere meanwhile is never applied late.
+ */
+export const ConfirmTransactionCommand = z.object({
+  type: z.literal('transaction.confirm'),
+  command_id: CommandId,
+  transaction_id: TransactionId,
+  request: ConfirmRequest,
+  expires_at: TimestampV1,
+});
+export type ConfirmTransactionCommand = z.infer<typeof ConfirmTransactionCommand>;
 
 export const PrintCommand = z.object({
   type: z.literal('print'),
@@ -85,6 +107,7 @@ export const TerminalCommand = z.discriminatedUnion('type', [
   StartTransactionCommand,
   ContinueTransactionCommand,
   CancelTransactionCommand,
+  ConfirmTransactionCommand,
   PrintCommand,
   EndOfDayCommand,
 ]);
@@ -149,6 +172,16 @@ export type StatusReport = z.infer<typeof StatusReport>;
 export const LocalTransactionReport = z.object({
   type: z.literal('local_transaction'),
   transaction: TransactionV1,
+  /**
+   * The relay's `transaction.confirm` this report answers: the agent's decision is the
+   * transaction, or the refusal named here (an error code of the catalogue and why).
+   */
+  answers: z
+    .object({
+      command_id: CommandId,
+      error: z.object({ code: z.string().max(63), description: Description }).optional(),
+    })
+    .optional(),
 });
 export type LocalTransactionReport = z.infer<typeof LocalTransactionReport>;
 

@@ -34,6 +34,8 @@ describe('local mode', () => {
   let emulated: EmulatedReader;
   /** Reader runs per transaction: the sequences of its records, each a charge attempt. */
   const runs = new Map<string, Set<number>>();
+  /** Transactions the reader reversed. */
+  const reversed = new Set<string>();
   let agent: RunningAgent | undefined;
 
   const start = async () => {
@@ -70,10 +72,20 @@ describe('local mode', () => {
     });
     emulated = emulatedReader({ delayMs: 20 });
     emulated.firmware.on('record', (record) => {
+      if (record.result_code === 'REVERSED') reversed.add(record.transaction_id);
       if (record.sequence === 0) return;
       const seen = runs.get(record.transaction_id) ?? new Set<number>();
       runs.set(record.transaction_id, seen.add(record.sequence));
     });
+    // The relay knows the terminal is in local mode from its fleet configuration.
+    const configured = await post(
+      relay.baseUrl,
+      'v1',
+      '/fleet/config/set',
+      { scope: { terminal_id: terminalId }, config: { local_api: { enabled: true } } },
+      relay.account,
+    );
+    expect(configured.status).toBe(200);
     const credential = { username: terminal.username, password: terminal.password };
     cloudPos = (operation, body) =>
       post(relay.baseUrl, 'v1', operation, { terminal_id: terminalId, ...body }, credential);
@@ -152,12 +164,7 @@ describe('local mode', () => {
     expect(await eventsOf(id)).toEqual(['PROCESSING', 'AWAITING_CONFIRM', 'CONFIRMED']);
     expect(runs.get(id)?.size).toBe(1);
 
-    // The relay does not decide what the agent made: a cloud confirm is refused, unchanged.
-    const cloudFailure = await cloudPos('/transaction/confirm', {
-      external_id: 'local-1',
-      result_code: 'PRINTER_ERROR',
-    });
-    expect([cloudFailure.status, cloudFailure.body.error.code]).toEqual([400, 'INVALID_STATE']);
+    // Row 6: the POS repeats on the cloud after the forward: the same transaction.
     const cloudRepeat = await cloudPos('/transaction/purchase', {
       external_id: 'local-1',
       requested_amount: 1500,
@@ -170,6 +177,21 @@ describe('local mode', () => {
       made_locally: true,
     });
     expect(runs.get(id)?.size).toBe(1);
+
+    // Row 10: a failure on the cloud within the grace period is the agent's to decide:
+    // it reverses the payment, and both show it committed as failed.
+    const cloudFailure = await cloudPos('/transaction/confirm', {
+      external_id: 'local-1',
+      result_code: 'PRINTER_ERROR',
+    });
+    expect(cloudFailure.status).toBe(200);
+    expect(cloudFailure.body.transaction).toMatchObject({
+      id,
+      state: 'COMMITTED',
+      result_code: 'PRINTER_ERROR',
+    });
+    expect(agent!.local!.engine.get(terminalId, 'local-1')?.txn.state).toBe('COMMITTED');
+    await until('reversed on the reader', () => reversed.has(id));
   });
 
   it('answers a repeated local create with the same transaction, another amount IDEMPOTENCY_MISMATCH', async () => {
@@ -224,5 +246,160 @@ describe('local mode', () => {
     // The record answers on the local path after the restart too.
     const local = await localPos('/transaction/get', { external_id: 'local-3' });
     expect(local.body.transaction).toMatchObject({ id, state: 'CONFIRMED' });
+  });
+
+  const linkDown = async () => {
+    link.cut();
+    await until('the link down', () => !agent!.link.connected);
+  };
+  const relayShows = (externalId: string, state: string) =>
+    until(`${externalId} ${state} on the relay`, async () => {
+      const got = await cloudPos('/transaction/get', { external_id: externalId });
+      return got.body?.transaction?.state === state;
+    });
+
+  it('row 1: a cloud create is named by the pair, held by the agent, confirmed by it', async () => {
+    const id = pairTransactionId(terminalId, 'cloud-1');
+    const paid = await cloudPos('/transaction/purchase', {
+      external_id: 'cloud-1',
+      requested_amount: 1100,
+      currency: 'EUR',
+      wait_seconds: 30,
+    });
+    expect(paid.body.transaction).toMatchObject({ id, state: 'AWAITING_CONFIRM' });
+    expect(paid.body.transaction.made_locally).toBeUndefined();
+    expect(agent!.local!.engine.get(terminalId, 'cloud-1')?.txn).toMatchObject({
+      id,
+      state: 'AWAITING_CONFIRM',
+    });
+    const confirmed = await cloudPos('/transaction/confirm', {
+      external_id: 'cloud-1',
+      result_code: 'SUCCESS',
+    });
+    expect([confirmed.status, confirmed.body.transaction.state]).toEqual([200, 'CONFIRMED']);
+    expect(agent!.local!.engine.get(terminalId, 'cloud-1')?.txn.state).toBe('CONFIRMED');
+    expect(runs.get(id)?.size).toBe(1);
+  });
+
+  it('row 4: a cloud create whose start waits behind a cut link, repeated locally, runs once', async () => {
+    const id = pairTransactionId(terminalId, 'cloud-4');
+    await linkDown();
+    const purchase = { external_id: 'cloud-4', requested_amount: 1200, currency: 'EUR' };
+    const cloud = await cloudPos('/transaction/purchase', { ...purchase, wait_seconds: 0 });
+    expect(cloud.body.transaction).toMatchObject({ id, state: 'PROCESSING' });
+    const local = await localPos('/transaction/purchase', { ...purchase, wait_seconds: 30 });
+    expect(local.body.transaction).toMatchObject({ id, state: 'AWAITING_CONFIRM' });
+    link.restore();
+    // The late start finds the pair and runs nothing; the relay's record takes the agent's state.
+    await relayShows('cloud-4', 'AWAITING_CONFIRM');
+    await until('the outbox empty', () => agent!.journal.pendingReports().length === 0);
+    expect(runs.get(id)?.size).toBe(1);
+    await localPos('/transaction/confirm', { external_id: 'cloud-4', result_code: 'SUCCESS' });
+  });
+
+  it('row 5: a local create of a pair the relay started answers the same transaction', async () => {
+    const id = pairTransactionId(terminalId, 'cloud-5');
+    const purchase = { external_id: 'cloud-5', requested_amount: 1300, currency: 'EUR' };
+    const cloud = await cloudPos('/transaction/purchase', { ...purchase, wait_seconds: 0 });
+    expect(cloud.body.transaction.id).toBe(id);
+    await until('the start on the agent', () => !!agent!.local!.engine.get(terminalId, 'cloud-5'));
+    await linkDown();
+    const local = await localPos('/transaction/purchase', { ...purchase, wait_seconds: 30 });
+    expect(local.status).toBe(200);
+    expect(local.body.transaction).toMatchObject({ id, state: 'AWAITING_CONFIRM' });
+    const other = await localPos('/transaction/purchase', { ...purchase, requested_amount: 1301 });
+    expect([other.status, other.body.error.code]).toEqual([400, 'IDEMPOTENCY_MISMATCH']);
+    link.restore();
+    await relayShows('cloud-5', 'AWAITING_CONFIRM');
+    expect(runs.get(id)?.size).toBe(1);
+    await localPos('/transaction/confirm', { external_id: 'cloud-5', result_code: 'SUCCESS' });
+  });
+
+  it('row 9: a cloud confirm with the link down is OUTCOME_UNKNOWN, decided once locally, never late', async () => {
+    const id = pairTransactionId(terminalId, 'cloud-9');
+    const paid = await cloudPos('/transaction/purchase', {
+      external_id: 'cloud-9',
+      requested_amount: 1400,
+      currency: 'EUR',
+      wait_seconds: 30,
+    });
+    expect(paid.body.transaction.state).toBe('AWAITING_CONFIRM');
+    await linkDown();
+    const cloud = await cloudPos('/transaction/confirm', {
+      external_id: 'cloud-9',
+      result_code: 'PRINTER_ERROR',
+    });
+    expect([cloud.status, cloud.body.error.code]).toEqual([504, 'OUTCOME_UNKNOWN']);
+    const waiting = (await relay.store.pendingCommands()).find(
+      ({ command }) => command.type === 'transaction.confirm',
+    );
+    expect(waiting).toBeDefined();
+    // The client repeats locally, and the POS meanwhile settled on success.
+    const local = await localPos('/transaction/confirm', {
+      external_id: 'cloud-9',
+      result_code: 'SUCCESS',
+    });
+    expect(local.body.transaction).toMatchObject({ id, state: 'CONFIRMED' });
+    link.restore();
+    // The cloud's failure reaches the agent after its wait: refused, never applied late
+    // (applied, it would reverse the payment within the grace period).
+    await until(
+      'the late confirm refused',
+      () => agent!.journal.command(waiting!.command.command_id)?.outcome === 'EXPIRED',
+    );
+    await relayShows('cloud-9', 'CONFIRMED');
+    await until('the outbox empty', () => agent!.journal.pendingReports().length === 0);
+    expect(agent!.local!.engine.get(terminalId, 'cloud-9')?.txn.state).toBe('CONFIRMED');
+    expect(reversed.has(id)).toBe(false);
+    expect(runs.get(id)?.size).toBe(1);
+    // Long: the relay waits its default 25 s for the agent's answer before OUTCOME_UNKNOWN.
+  }, 60_000);
+
+  it('row 11: a failure the terminal decided is recorded by the relay, with an event', async () => {
+    const id = pairTransactionId(terminalId, 'cloud-11');
+    await cloudPos('/transaction/purchase', {
+      external_id: 'cloud-11',
+      requested_amount: 1500,
+      currency: 'EUR',
+      wait_seconds: 30,
+    });
+    await cloudPos('/transaction/confirm', { external_id: 'cloud-11', result_code: 'SUCCESS' });
+    await relayShows('cloud-11', 'CONFIRMED');
+    await linkDown();
+    const local = await localPos('/transaction/confirm', {
+      external_id: 'cloud-11',
+      result_code: 'PRINTER_ERROR',
+    });
+    expect(local.body.transaction.state).toBe('COMMITTED');
+    link.restore();
+    await relayShows('cloud-11', 'COMMITTED');
+    expect(await eventsOf(id)).toContain('COMMITTED');
+    await until('reversed on the reader', () => reversed.has(id));
+    expect(runs.get(id)?.size).toBe(1);
+  });
+
+  it('row 15: a failure confirm of a pair never seen is COMMITTED UNKNOWN, decided by the agent', async () => {
+    const id = pairTransactionId(terminalId, 'cloud-15');
+    const confirmed = await cloudPos('/transaction/confirm', {
+      external_id: 'cloud-15',
+      result_code: 'PRINTER_ERROR',
+    });
+    expect(confirmed.status).toBe(200);
+    expect(confirmed.body.transaction).toMatchObject({ id, state: 'COMMITTED', type: 'UNKNOWN' });
+    expect(agent!.local!.engine.get(terminalId, 'cloud-15')?.txn.state).toBe('COMMITTED');
+    // A refusal is the agent's, answered as the rules word it.
+    const success = await cloudPos('/transaction/confirm', {
+      external_id: 'cloud-15',
+      result_code: 'SUCCESS',
+    });
+    expect([success.status, success.body.error?.code]).toEqual([400, 'INVALID_STATE']);
+    const later = await cloudPos('/transaction/purchase', {
+      external_id: 'cloud-15',
+      requested_amount: 100,
+      currency: 'EUR',
+      wait_seconds: 0,
+    });
+    expect(later.body.transaction?.state ?? later.body.error?.code).not.toBe('PROCESSING');
+    expect(runs.get(id)).toBeUndefined();
   });
 });

@@ -378,4 +378,69 @@ describe('local engine beside the relay', () => {
     ]);
     await t.close();
   });
+
+  it("decides the relay's confirm as its own and answers it in a report; one past its expiry is refused unapplied", async () => {
+    const t = setup();
+    const id = pairTransactionId(TERMINAL, 'order-c');
+    t.engine.create(purchase('order-c'));
+    await new Promise((resolve) => setImmediate(resolve));
+    t.reader.emit('result', {
+      transaction_id: id,
+      phase: 'COMPLETED',
+      result_code: 'SUCCESS',
+      details: { total_amount: 1000 },
+    });
+    const request = { terminal_id: TERMINAL, external_id: 'order-c', result_code: 'SUCCESS' };
+    const now = t.timers.clock.now().getTime();
+    const confirm = (commandId: string, resultCode: string, expiresAt: number) => ({
+      command: {
+        type: 'transaction.confirm' as const,
+        command_id: commandId,
+        transaction_id: id,
+        request: { ...request, result_code: resultCode },
+        expires_at: new Date(expiresAt).toISOString(),
+      },
+    });
+
+    t.executor.handle(confirm('cmd-c1', 'SUCCESS', now + 10_000));
+    expect(t.engine.get(TERMINAL, 'order-c')?.txn.state).toBe('CONFIRMED');
+    const answer = t.journal
+      .pendingReports()
+      .map((row) => row.report)
+      .find((report) => report.type === 'local_transaction' && report.answers !== undefined);
+    expect(answer).toMatchObject({
+      transaction: { id, state: 'CONFIRMED' },
+      answers: { command_id: 'cmd-c1' },
+    });
+
+    // The POS was answered OUTCOME_UNKNOWN at expires_at; a late failure must not reverse.
+    t.executor.handle(confirm('cmd-c2', 'PRINTER_ERROR', now - 1));
+    expect(t.journal.command('cmd-c2')?.outcome).toBe('EXPIRED');
+    expect(t.engine.get(TERMINAL, 'order-c')?.txn.state).toBe('CONFIRMED');
+    expect(t.reader.of('reverse')).toEqual([]);
+
+    // A relay's start for the pair it holds runs nothing and reports the record.
+    const before = t.journal.pendingReports().length;
+    t.executor.handle({
+      command: {
+        type: 'transaction.start',
+        command_id: 'cmd-s',
+        transaction_id: id,
+        external_id: 'order-c',
+        kind: 'PURCHASE',
+        requested_amount: 1000,
+        currency: 'EUR',
+        pause_on_customer_identified: false,
+      },
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(t.reader.of('start')).toHaveLength(1);
+    expect(t.journal.pendingReports().at(-1)?.report).toMatchObject({
+      type: 'local_transaction',
+      transaction: { id, state: 'CONFIRMED' },
+    });
+    expect(t.journal.pendingReports().length).toBe(before + 1);
+    expect(t.relayAcks).toEqual(['cmd-c1', 'cmd-c2', 'cmd-s']);
+    await t.close();
+  });
 });

@@ -15,7 +15,12 @@ import type { Logger } from 'pino';
 import type { Clock, Timers } from '../../common/clock.js';
 import { ApiError } from '../../protocol/api-error.js';
 import type { ConfirmRequest, ContinueRequest } from '../../protocol/api.js';
-import type { TerminalCommand, TransactionReport } from '../../protocol/terminal-link.js';
+import type {
+  ConfirmTransactionCommand,
+  StartTransactionCommand,
+  TerminalCommand,
+  TransactionReport,
+} from '../../protocol/terminal-link.js';
 import type {
   ChangeContext,
   Decide,
@@ -36,6 +41,7 @@ import {
 } from '../../protocol/transaction-rules/state-machine.js';
 import type { CommandOrigin } from '../executor.js';
 import type { Journal } from '../journal.js';
+import { commandRow } from '../reports.js';
 
 /** The owner every local record names: the agent decides for its own terminal alone. */
 export const LOCAL_OWNER = 'local';
@@ -58,6 +64,10 @@ export interface LocalEngineOptions {
   /** Applies a command as the relay's would be (Executor.handle). */
   executor: {
     handle(message: { command: TerminalCommand }, origin: CommandOrigin): void;
+    /** Where the relay's commands this engine decides are taken (Executor.setRelayCommandRule). */
+    setRelayCommandRule?(
+      rule: (message: { command: TerminalCommand }, origin: CommandOrigin) => boolean,
+    ): void;
   };
   clock: Clock;
   timers: Timers;
@@ -96,6 +106,9 @@ export class LocalEngine extends EventEmitter<{ changed: [TransactionRecord] }> 
     // Kept for the journal's life, past stop(): a reader result that lands while the agent
     // stops must still move its record in its own commit.
     this.options.journal.setReportRule((report) => this.onReport(report));
+    this.options.executor.setRelayCommandRule?.((message, origin) =>
+      this.takeRelayCommand(message.command, origin),
+    );
     this.catchUp();
     for (const record of this.options.journal.localDue()) this.arm(record);
   }
@@ -127,6 +140,90 @@ export class LocalEngine extends EventEmitter<{ changed: [TransactionRecord] }> 
         this.options.reported();
       }
     }
+  }
+
+  /**
+   * The relay's commands for a transaction of this terminal, decided here (the cloud path
+   * of docs/local-mode.md): a start becomes a record of this engine, or reports the record
+   * of its pair when there is one; a confirm is decided over the record. False: the
+   * executor's to apply (a repeat, which it acknowledges again, or any other command).
+   */
+  private takeRelayCommand(command: TerminalCommand, origin: CommandOrigin): boolean {
+    if (this.options.journal.command(command.command_id)) return false;
+    if (command.type === 'transaction.start') return this.takeStart(command, origin);
+    if (command.type === 'transaction.confirm') {
+      this.takeConfirm(command, origin);
+      return true;
+    }
+    return false;
+  }
+
+  private takeStart(command: StartTransactionCommand, origin: CommandOrigin): boolean {
+    const { journal, executor, logger } = this.options;
+    const current = journal.localByExternalId(command.external_id);
+    if (current) {
+      // The pair is decided here already (made locally, or started before): not run a
+      // second time; its record is reported, and the relay's record of the start takes it.
+      journal.record({ command: commandRow(command, 'ACCEPTED'), local: current });
+      origin.ack(command.command_id, 'ACCEPTED');
+      logger.info(
+        { transactionId: command.transaction_id, localTransactionId: current.txn.id },
+        'start for a pair decided here: not run, its record reported',
+      );
+      this.options.reported();
+      return true;
+    }
+    // A start from a relay that does not know the terminal is in local mode: the executor's.
+    if (!command.transaction) return false;
+    const { made_locally: _relayMade, ...txn } = command.transaction;
+    const record: TransactionRecord = {
+      txn,
+      accountId: LOCAL_OWNER,
+      ...(txn.original_purchase_id ? { originalId: txn.original_purchase_id } : {}),
+      version: 1,
+    };
+    executor.handle({ command }, { ack: origin.ack, local: record });
+    const stored = journal.localTransaction(txn.id);
+    if (stored) this.changed(stored);
+    return true;
+  }
+
+  /**
+   * A POS's confirm through the relay: decided as a local one, and answered by a report of
+   * the record naming the command (and the refusal, if refused). After `expires_at` the POS
+   * has had its answer (OUTCOME_UNKNOWN) and may have confirmed elsewhere: refused unapplied.
+   */
+  private takeConfirm(command: ConfirmTransactionCommand, origin: CommandOrigin): void {
+    const { journal, clock, logger } = this.options;
+    if (Date.parse(command.expires_at) <= clock.now().getTime()) {
+      journal.record({ command: commandRow(command, 'EXPIRED') });
+      origin.ack(command.command_id, 'EXPIRED');
+      logger.warn(
+        { commandId: command.command_id, expiresAt: command.expires_at },
+        'confirm refused: expired',
+      );
+      return;
+    }
+    let error: { code: string; description: string } | undefined;
+    let record: TransactionRecord | undefined;
+    try {
+      record = this.confirm(command.request);
+    } catch (refused) {
+      if (!(refused instanceof ApiError)) throw refused;
+      error = { code: refused.code, description: refused.message };
+      record = this.get(command.request.terminal_id, command.request.external_id);
+    }
+    journal.record({
+      command: commandRow(command, 'ACCEPTED'),
+      ...(record
+        ? {
+            local: record,
+            answers: { command_id: command.command_id, ...(error ? { error } : {}) },
+          }
+        : {}),
+    });
+    origin.ack(command.command_id, 'ACCEPTED');
+    this.options.reported();
   }
 
   create(create: CreateRequest): TransactionRecord {

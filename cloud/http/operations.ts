@@ -134,8 +134,13 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
     '/transaction/purchase': createAndWait('PURCHASE'),
     '/transaction/refund': createAndWait('REFUND'),
 
+    // A confirm has no wait of its own: a terminal in local mode gets the default wait to answer.
     '/transaction/confirm': async (body: ConfirmRequest, ctx) =>
-      render(await service.confirm(ctx.principal, body), ctx.revision, false),
+      render(
+        await service.confirm(ctx.principal, body, deps.defaultWaitSeconds * 1000, ctx.gone),
+        ctx.revision,
+        false,
+      ),
 
     '/transaction/get': async (body: GetRequest, ctx) => {
       const record = await service.waitWhileProcessing(

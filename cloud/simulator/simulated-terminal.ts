@@ -78,6 +78,9 @@ export class SimulatedTerminal {
         return this.continue(command.transaction_id, command.requested_amount);
       case 'transaction.cancel':
         return this.cancel(command.transaction_id);
+      case 'transaction.confirm':
+        // Only an agent in local mode decides confirms; a simulated terminal has no local mode.
+        return Promise.resolve();
       case 'print':
         this.printed.push(Buffer.byteLength(command.contents, 'base64'));
         return Promise.resolve();

@@ -92,7 +92,10 @@ export interface EventRecord {
 }
 export type NewEvent = Omit<EventRecord, 'position'>;
 
-/** Transactions of an account, newest first (ids are time-ordered), from before `beforeId`. */
+/**
+ * Transactions of an account, newest first by (created_at, id): ids named by their pair
+ * (local mode) are not time-ordered. From after the transaction `beforeId` in that order.
+ */
 export interface TransactionQuery {
   accountId: string;
   terminalId?: string;

@@ -227,4 +227,15 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> 
       CREATE INDEX credentials_by_terminal ON credentials (terminal_id);
     `,
   },
+  {
+    version: 12,
+    sql: `
+      -- Search pages newest first by creation, then id: ids named by their pair (local
+      -- mode) are not time-ordered.
+      ALTER TABLE transactions ADD COLUMN created_at TEXT NOT NULL DEFAULT '';
+      UPDATE transactions SET created_at = json_extract(body, '$.created_at');
+      DROP INDEX transactions_by_account;
+      CREATE INDEX transactions_by_account ON transactions (account_id, created_at, id);
+    `,
+  },
 ];

@@ -88,6 +88,7 @@ export interface TransactionWrite {
   original_id: string | null;
   due_at: string | null;
   version: number;
+  created_at: string;
   body: string;
 }
 
@@ -118,6 +119,7 @@ export function toTransactionWrite(record: TransactionRecord): TransactionWrite 
     original_id: record.originalId ?? null,
     due_at: record.dueAt ?? null,
     version: record.version,
+    created_at: txn.created_at,
     body: JSON.stringify(txn),
   };
 }
@@ -168,10 +170,10 @@ export function sqliteWrites(db: Database.Database) {
       'SELECT id, version FROM transactions WHERE original_id = ? ORDER BY id',
     ),
     upsertTransaction: db.prepare(
-      `INSERT INTO transactions (id, terminal_id, external_id, account_id, state, original_id, due_at, version, body)
-       VALUES (@id, @terminal_id, @external_id, @account_id, @state, @original_id, @due_at, @version, @body)
+      `INSERT INTO transactions (id, terminal_id, external_id, account_id, state, original_id, due_at, version, created_at, body)
+       VALUES (@id, @terminal_id, @external_id, @account_id, @state, @original_id, @due_at, @version, @created_at, @body)
        ON CONFLICT (id) DO UPDATE SET state = excluded.state, due_at = excluded.due_at,
-         version = excluded.version, body = excluded.body`,
+         version = excluded.version, created_at = excluded.created_at, body = excluded.body`,
     ),
     insertCommand: db.prepare<[string, string, string, string]>(
       'INSERT INTO terminal_commands (command_id, terminal_id, body, created_at) VALUES (?, ?, ?, ?)',

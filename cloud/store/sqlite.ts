@@ -102,13 +102,16 @@ export class SqliteStore implements Store {
       unconfirmed: db.prepare<[string], TransactionRow>(
         `SELECT * FROM transactions WHERE terminal_id = ? AND ${IN_UNCONFIRMED_INDEX} ORDER BY id`,
       ),
-      // Each filter applies when given (NULL: any); newest first, as ids are time-ordered.
+      // Each filter applies when given (NULL: any); newest first by (created_at, id),
+      // after the row @before in that order.
       search: db.prepare<[SearchParams], TransactionRow>(
         `SELECT * FROM transactions WHERE account_id = @account
            AND (@terminal IS NULL OR terminal_id = @terminal)
            AND (@external IS NULL OR external_id = @external)
-           AND (@state IS NULL OR state = @state) AND (@before IS NULL OR id < @before)
-         ORDER BY id DESC LIMIT @limit`,
+           AND (@state IS NULL OR state = @state)
+           AND (@before IS NULL OR (created_at, id) <
+                 ((SELECT created_at FROM transactions WHERE id = @before), @before))
+         ORDER BY created_at DESC, id DESC LIMIT @limit`,
       ),
       refunds: db.prepare<[string], TransactionRow>(
         'SELECT * FROM transactions WHERE original_id = ? ORDER BY id',

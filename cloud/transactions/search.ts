@@ -1,8 +1,10 @@
 /**
- * Search of the transactions a credential reaches, newest first. The store filters by
+ * Search of the transactions a credential reaches, newest first by creation time, then
+ * id (ids named by their pair in local mode are not time-ordered). The store filters by
  * account, terminal, external id and state; result and creation time are checked here
  * as rows are read, a bounded number of rows per request, so a rare match costs a few
- * more pages rather than an unbounded scan. The cursor is the id of the last row read.
+ * more pages rather than an unbounded scan. The cursor is the id of the last row read;
+ * the store places it in that order.
  */
 import type { TransactionSearchRequest } from '../../protocol/index.js';
 import type { Principal } from '../accounts/principal.js';

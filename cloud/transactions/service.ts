@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type {
   ConfirmRequest,
   ContinueRequest,
+  LocalTransactionReport,
   TerminalCommand,
   TerminalReport,
   Transaction,
@@ -19,6 +20,9 @@ import type { Clock, Timers } from '../../common/clock.js';
 import type { CommandOutbox } from '../delivery/outbox.js';
 import type { ReportPosition } from '../delivery/report-order.js';
 import { ApiError } from '../errors.js';
+import { ERROR_CATALOGUE, type ErrorCode } from '../../protocol/errors.js';
+import { pairTransactionId } from '../../protocol/transaction-rules/pair-id.js';
+import { systemTimers } from '../../common/clock.js';
 import type { EventFeed } from '../events/event-feed.js';
 import { newCommandId, newEventId, newTransactionId } from '../ids.js';
 import { longPoll, parkingHolder, type ParkedWaits } from '../long-poll.js';
@@ -64,7 +68,17 @@ export interface TransactionServiceDeps {
    * may be checked by a relay that cannot see what this one kept in memory.
    */
   reportsShared?: boolean;
+  /**
+   * Whether the terminal is in local mode (its desired fleet configuration's
+   * `local_api.enabled`): its agent decides its transactions (docs/local-mode.md).
+   */
+  localMode?: (terminalId: string) => Promise<boolean>;
 }
+
+/** A relay's `transaction.confirm` waiting for the agent's answer, by command id. */
+type AgentAnswer =
+  | { record: TransactionRecord | undefined; error?: undefined }
+  | { error: { code: string; description: string } };
 
 /**
  * Transaction keys kept in memory for reports (see keysById), about 2.5 MB: the seconds
@@ -83,6 +97,9 @@ export class TransactionService {
   private readonly events: EventFeed;
   private readonly timers: Timers | undefined;
   private readonly parkedWaits: ParkedWaits | undefined;
+  private readonly localMode: (terminalId: string) => Promise<boolean>;
+  /** Confirms sent to agents in local mode, waiting here for the report that answers them. */
+  private readonly awaitedAnswers = new Map<string, (answer: AgentAnswer) => void>();
   /** Cancelled at shutdown: parked long polls answer the current state at once. */
   private readonly closing = new Cancellation();
   /** What never changes about a terminal: whose it is. */
@@ -108,6 +125,7 @@ export class TransactionService {
     this.events = deps.events;
     this.timers = deps.timers;
     this.parkedWaits = deps.parkedWaits;
+    this.localMode = deps.localMode ?? (() => Promise.resolve(false));
     this.due = new DueScheduler(deps.store, deps.clock, (record) => this.fallDue(record));
   }
 
@@ -148,6 +166,11 @@ export class TransactionService {
 
   private env(): DecisionEnv {
     return { now: this.clock.now(), newTransactionId, newCommandId, settings: this.settings };
+  }
+
+  /** For a terminal in local mode: a new transaction is named by its pair, as its agent names it. */
+  private localEnv(terminalId: string, externalId: string): DecisionEnv {
+    return { ...this.env(), newTransactionId: () => pairTransactionId(terminalId, externalId) };
   }
 
   /** Answers the terminal, or throws `notFound()` when it is outside the principal's reach. */
@@ -256,6 +279,12 @@ export class TransactionService {
         `no purchase ${original.externalId} on terminal ${original.terminalId}`,
       );
     }
+    const local = await this.localMode(request.terminal_id);
+    const decide = decideCreate(
+      create,
+      principal.accountId,
+      local ? this.localEnv(request.terminal_id, request.external_id) : this.env(),
+    );
     return this.change(
       {
         terminalId: request.terminal_id,
@@ -263,11 +292,28 @@ export class TransactionService {
         forCreate: true,
         ...(original ? { original } : {}),
       },
-      decideCreate(create, principal.accountId, this.env()),
+      local ? handedToAgent(decide) : decide,
     );
   }
 
-  confirm(principal: Principal, request: ConfirmRequest): Promise<TransactionRecord> {
+  /**
+   * A confirm; for a terminal in local mode its agent decides it, and the answer is that
+   * decision if it comes back within `waitMs`, else OUTCOME_UNKNOWN (docs/local-mode.md).
+   */
+  async confirm(
+    principal: Principal,
+    request: ConfirmRequest,
+    waitMs = 0,
+    gone = new Cancellation(),
+  ): Promise<TransactionRecord> {
+    await this.checkReach(
+      principal,
+      request.terminal_id,
+      this.terminalNotFound(request.terminal_id),
+    );
+    if (await this.localMode(request.terminal_id)) {
+      return this.confirmOnTerminal(principal, request, waitMs, gone);
+    }
     return this.changeOwn(
       principal,
       request,
@@ -275,7 +321,105 @@ export class TransactionService {
     );
   }
 
-  continue(principal: Principal, request: ContinueRequest): Promise<TransactionRecord> {
+  private async confirmOnTerminal(
+    principal: Principal,
+    request: ConfirmRequest,
+    waitMs: number,
+    gone: Cancellation,
+  ): Promise<TransactionRecord> {
+    const { terminal_id: terminalId, external_id: externalId } = request;
+    const now = this.clock.now();
+    const known = await this.store.getTransaction(terminalId, externalId);
+    const command: TerminalCommand = {
+      type: 'transaction.confirm',
+      command_id: newCommandId(),
+      transaction_id: known?.txn.id ?? pairTransactionId(terminalId, externalId),
+      request,
+      expires_at: new Date(now.getTime() + waitMs).toISOString(),
+    };
+    const unknown = () =>
+      new ApiError(
+        'OUTCOME_UNKNOWN',
+        `terminal ${terminalId} decides this confirm in local mode and did not answer in time; repeat it, here or on the terminal's local API`,
+      );
+    if (waitMs <= 0 || gone.cancelled || this.closing.cancelled) throw unknown();
+    const timers = this.timers ?? systemTimers;
+    // Listening before the command exists: the answer may come back before the commit returns.
+    const answered = new Promise<AgentAnswer | undefined>((resolve) => {
+      // With several relays the answering report may reach another one: a newer record
+      // on which the rules would change nothing is the agent's decision too.
+      const unsubscribe = this.feed.subscribe(terminalId, externalId, (record) => {
+        if (record.version > (known?.version ?? 0) && this.settles(request, record)) {
+          done({ record });
+        }
+      });
+      const timer = timers.setTimeout(() => done(undefined), waitMs);
+      const stop = () => done(undefined);
+      const done = (answer: AgentAnswer | undefined) => {
+        timers.clearTimeout(timer);
+        unsubscribe();
+        this.awaitedAnswers.delete(command.command_id);
+        gone.remove(stop);
+        this.closing.remove(stop);
+        resolve(answer);
+      };
+      gone.add(stop);
+      this.closing.add(stop);
+      this.awaitedAnswers.set(command.command_id, done);
+    });
+    // Committed as any command, so the outbox delivers it; nothing about the transaction
+    // changes here.
+    try {
+      await this.change({ terminalId, externalId }, () => ({
+        commands: [command],
+        result: undefined,
+      }));
+    } catch (error) {
+      this.awaitedAnswers.get(command.command_id)?.({ record: undefined });
+      throw error;
+    }
+    const answer = await answered;
+    if (!answer) throw unknown();
+    if (answer.error) {
+      const code =
+        answer.error.code in ERROR_CATALOGUE ? (answer.error.code as ErrorCode) : 'INVALID_STATE';
+      throw new ApiError(code, answer.error.description);
+    }
+    if (!answer.record || answer.record.accountId !== principal.accountId) throw unknown();
+    return answer.record;
+  }
+
+  /** Whether `record` already holds what `request` asks: the rules would change nothing. */
+  private settles(request: ConfirmRequest, record: TransactionRecord): boolean {
+    try {
+      const decision = decideConfirm(
+        request,
+        record.accountId,
+        this.env(),
+      )({
+        terminalOwner: record.accountId,
+        current: record,
+        active: undefined,
+        unconfirmedCount: 0,
+      });
+      return decision.write === undefined;
+    } catch {
+      return false;
+    }
+  }
+
+  async continue(principal: Principal, request: ContinueRequest): Promise<TransactionRecord> {
+    if (await this.localMode(request.terminal_id)) {
+      await this.checkReach(
+        principal,
+        request.terminal_id,
+        this.terminalNotFound(request.terminal_id),
+      );
+      throw new ApiError(
+        'INVALID_STATE',
+        `terminal ${request.terminal_id} is in local mode; continue transaction ${request.external_id} through the terminal's local API`,
+      );
+    }
     return this.changeOwn(
       principal,
       request,
@@ -438,7 +582,7 @@ export class TransactionService {
       return;
     }
     if (report.type === 'local_transaction') {
-      return this.applyLocalTransaction(terminalId, report.transaction, position);
+      return this.applyLocalTransaction(terminalId, report.transaction, position, report.answers);
     }
     const key = await this.keyOf(report.transaction_id);
     if (!key || key.terminalId !== terminalId) {
@@ -463,6 +607,7 @@ export class TransactionService {
     terminalId: string,
     reported: Transaction,
     position?: ReportPosition,
+    answers?: LocalTransactionReport['answers'],
   ): Promise<void> {
     if (reported.terminal_id !== terminalId) {
       this.logger.warn(
@@ -479,6 +624,13 @@ export class TransactionService {
       { terminalId, externalId: reported.external_id, ...(stored ? { report: stored } : {}) },
       decideMirror(reported),
     );
+    if (answers) {
+      this.awaitedAnswers.get(answers.command_id)?.(
+        answers.error && !mismatch
+          ? { error: answers.error }
+          : { record: mismatch ? undefined : record },
+      );
+    }
     if (mismatch) {
       this.logger.error(
         { terminalId, externalId: reported.external_id, kept: record?.txn.id, mismatch },
@@ -497,4 +649,22 @@ export class TransactionService {
       this.logger.error({ err: error, transactionId: record.txn.id }, 'due transition failed');
     }
   }
+}
+
+/**
+ * A create for a terminal in local mode: its start carries the record as committed, so the
+ * agent holds it whole and decides it from then on; nothing falls due on the relay (the
+ * agent's timers decide, and a start it never ran is reported by it).
+ */
+function handedToAgent(decide: Decide<TransactionRecord>): Decide<TransactionRecord> {
+  return (ctx) => {
+    const decision = decide(ctx);
+    const { write } = decision;
+    if (!write) return decision;
+    const { dueAt: _startTtl, ...kept } = write;
+    const commands = decision.commands?.map((command) =>
+      command.type === 'transaction.start' ? { ...command, transaction: write.txn } : command,
+    );
+    return { ...decision, write: kept, result: kept, ...(commands ? { commands } : {}) };
+  };
 }

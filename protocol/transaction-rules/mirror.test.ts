@@ -48,6 +48,17 @@ describe('decideMirror', () => {
     });
   });
 
+  it('keeps a transaction the relay made unmarked when the agent decides it (local mode’s cloud path)', () => {
+    const current: TransactionRecord = {
+      txn: { ...reported, state: 'PROCESSING' },
+      accountId: 'acct-1',
+      dueAt: '2026-11-21T12:01:00.000Z',
+      version: 1,
+    };
+    const { write } = decideMirror({ ...reported, made_locally: true })(ctx(current));
+    expect(write).toEqual({ txn: reported, accountId: 'acct-1', version: 2 });
+  });
+
   it('records a mismatch and writes nothing when the relay holds the pair as another transaction', () => {
     const current: TransactionRecord = {
       txn: { ...reported, id: 'txn-CLOUD', requested_amount: 999, state: 'PROCESSING' },

@@ -17,8 +17,12 @@ export interface MirrorResult {
 export function decideMirror(reported: Transaction): Decide<MirrorResult> {
   return (ctx) => {
     if (ctx.terminalOwner === undefined) return { result: { record: undefined } };
-    const txn: Transaction = { ...reported, made_locally: true };
     const current = ctx.current;
+    // Marked made locally when the agent made it; a transaction the relay made and the
+    // agent then decided (local mode's cloud path) stays the relay's.
+    const { made_locally: _reportedMark, ...reportedTxn } = reported;
+    const madeHere = current !== undefined && current.txn.made_locally === undefined;
+    const txn: Transaction = madeHere ? reportedTxn : { ...reportedTxn, made_locally: true };
     if (!current) {
       const write: TransactionRecord = {
         txn,

@@ -211,6 +211,17 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }
       CREATE INDEX credentials_by_terminal ON credentials (terminal_id);
     `,
   },
+  {
+    version: 8,
+    sql: `
+      -- Search pages newest first by creation, then id: ids named by their pair (local
+      -- mode) are not time-ordered.
+      ALTER TABLE transactions ADD COLUMN created_at text NOT NULL DEFAULT '';
+      UPDATE transactions SET created_at = body::json->>'created_at';
+      DROP INDEX transactions_by_account;
+      CREATE INDEX transactions_by_account ON transactions (account_id, created_at, id);
+    `,
+  },
 ];
 
 /**

@@ -135,7 +135,7 @@ export function rowsQuery(plan: WritePlan): pg.QueryConfig | undefined {
   if (plan.transaction) {
     const { txn, accountId, originalId, dueAt, version } = plan.transaction;
     rows.parts.push(
-      `txn AS (INSERT INTO transactions (id, terminal_id, external_id, account_id, state, original_id, due_at, version, body)
+      `txn AS (INSERT INTO transactions (id, terminal_id, external_id, account_id, state, original_id, due_at, version, created_at, body)
         VALUES (${[
           $(txn.id),
           $(txn.terminal_id),
@@ -145,10 +145,11 @@ export function rowsQuery(plan: WritePlan): pg.QueryConfig | undefined {
           $(originalId ?? null),
           $(dueAt ?? null),
           $(version, '::integer'),
+          $(txn.created_at),
           $(JSON.stringify(txn)),
         ].join(', ')})
         ON CONFLICT (id) DO UPDATE SET state = excluded.state, due_at = excluded.due_at,
-          version = excluded.version, body = excluded.body)`,
+          version = excluded.version, created_at = excluded.created_at, body = excluded.body)`,
     );
     rows.name += 't';
   }

@@ -313,13 +313,16 @@ export class PostgresStore implements Store {
   }
 
   async searchTransactions(query: TransactionQuery): Promise<TransactionRecord[]> {
-    // Each filter applies when given (NULL: any); newest first, as ids are time-ordered.
+    // Each filter applies when given (NULL: any); newest first by (created_at, id), after
+    // the row $5 in that order.
     const { rows } = await this.pool.query<TransactionRow>({
       name: 'tps_transaction_search',
       text: `SELECT ${TX_COLUMNS} FROM transactions WHERE account_id = $1
                AND ($2::text IS NULL OR terminal_id = $2) AND ($3::text IS NULL OR external_id = $3)
-               AND ($4::text IS NULL OR state = $4) AND ($5::text IS NULL OR id < $5)
-             ORDER BY id DESC LIMIT $6`,
+               AND ($4::text IS NULL OR state = $4)
+               AND ($5::text IS NULL OR (created_at, id) <
+                     ((SELECT created_at FROM transactions WHERE id = $5), $5))
+             ORDER BY created_at DESC, id DESC LIMIT $6`,
       values: [
         query.accountId,
         query.terminalId ?? null,

@@ -185,6 +185,50 @@ export function recordCases(factory: StoreFactory): void {
     await store.close();
   });
 
+  it('searches newest first by creation then id, time-ordered and pair-named ids alike', async () => {
+    const store = await withTerminal(factory);
+    // A pair-named id sorts anywhere among time-ordered ones; creation decides.
+    const rows: Array<[string, string, string]> = [
+      ['o-1', 'txn-01KAAAAAAAAAAAAAAAAAAAAAAA', '2026-11-21T12:00:01.000Z'],
+      ['o-2', 'txn-ZZZZZZZZZZZZZZZZZZZZZZZZZZ', '2026-11-21T12:00:02.000Z'],
+      ['o-3', 'txn-01KBBBBBBBBBBBBBBBBBBBBBBB', '2026-11-21T12:00:03.000Z'],
+      ['o-4', 'txn-0000000000000000000000000A', '2026-11-21T12:00:04.000Z'],
+      ['o-5', 'txn-0000000000000000000000000B', '2026-11-21T12:00:04.000Z'],
+    ];
+    for (const [externalId, id, createdAt] of rows) {
+      const record = transactionRecord('t-1', externalId, id);
+      record.txn.created_at = createdAt;
+      await store.changeTransaction({ terminalId: 't-1', externalId }, () => ({
+        write: record,
+        result: undefined,
+      }));
+    }
+    const page = (beforeId?: string) =>
+      store.searchTransactions({
+        accountId: 'acct-1',
+        limit: 2,
+        ...(beforeId ? { beforeId } : {}),
+      });
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (let i = 0; i < 4; i++) {
+      const rows = await page(cursor);
+      seen.push(...rows.map((r) => r.txn.external_id));
+      if (rows.length < 2) break;
+      cursor = rows.at(-1)!.txn.id;
+    }
+    expect(seen).toEqual(['o-5', 'o-4', 'o-3', 'o-2', 'o-1']);
+    // A record replaced with another creation time (a mirror taking the agent's) moves.
+    const moved = transactionRecord('t-1', 'o-1', rows[0]![1]);
+    moved.txn.created_at = '2026-11-21T12:00:09.000Z';
+    await store.changeTransaction({ terminalId: 't-1', externalId: 'o-1' }, () => ({
+      write: { ...moved, version: 2 },
+      result: undefined,
+    }));
+    expect((await page()).map((r) => r.txn.external_id)).toEqual(['o-1', 'o-5']);
+    await store.close();
+  });
+
   it('keeps agent credentials', async () => {
     const store = await withTerminal(factory);
     expect(await store.findAgentCredential('t-1')).toBeUndefined();
