@@ -161,6 +161,11 @@ const LOCAL_TABLE = `
     due_at         TEXT
   );
   CREATE INDEX IF NOT EXISTS local_transactions_due ON local_transactions (due_at) WHERE due_at IS NOT NULL;
+  -- Read at every local create: without them each read scans what the journal holds, and a
+  -- backlog made with the link down made every payment slower than the one before.
+  CREATE INDEX IF NOT EXISTS local_transactions_state ON local_transactions (state);
+  CREATE INDEX IF NOT EXISTS commands_start_external_id
+    ON commands (json_extract(body, '$.external_id')) WHERE type = 'transaction.start';
 `;
 
 interface TransactionDbRow {
