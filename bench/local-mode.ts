@@ -164,6 +164,21 @@ class LocalBench {
       throw new Error(`terminal/create answered ${created.status}`);
     }
     const terminal = created.body;
+    // The backlog is made with the link cut: the operator's bounds while the relay is out
+    // of reach (docs/local-mode.md) must let it, as an operator who wants it would set them.
+    const bounds = await postJson(pool, '/pos/v1/fleet/config/set', basicAuth(relay.account), {
+      scope: { terminal_id: terminal.terminal_id },
+      config: {
+        local_api: {
+          while_unreachable: {
+            max_pending_count: 10_000,
+            max_pending_total: 1_000_000_000,
+            max_pending_age_seconds: 86_400,
+          },
+        },
+      },
+    });
+    if (bounds.status !== 200) throw new Error(`fleet/config/set answered ${bounds.status}`);
     const broker = new URL(relay.brokerUrl);
     const link = new LinkSwitch({ host: broker.hostname, port: Number(broker.port) });
     const dataDir = fs.mkdtempSync(path.join(fleetTmpDir(), 'tps-bench-local-'));
