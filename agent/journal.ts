@@ -166,6 +166,9 @@ const LOCAL_TABLE = `
   CREATE INDEX IF NOT EXISTS local_transactions_state ON local_transactions (state);
   CREATE INDEX IF NOT EXISTS commands_start_external_id
     ON commands (json_extract(body, '$.external_id')) WHERE type = 'transaction.start';
+  -- A status report replaces the one before (dropStatuses): found without reading the
+  -- reports a backlog holds.
+  CREATE INDEX IF NOT EXISTS outbox_statuses ON outbox (type) WHERE type = 'status';
 `;
 
 interface TransactionDbRow {
