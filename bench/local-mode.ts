@@ -336,6 +336,13 @@ async function measureBacklog(
   bench: LocalBench,
   payments: number,
 ): Promise<BacklogResult> {
+  // What the local window forwarded is acknowledged first: the backlog is this window's
+  // alone, up to the bound's ceiling (max_pending_count, 10,000).
+  await until(
+    'the local window forwarded',
+    () => bench.agent.journal.localBacklog().count === 0,
+    30_000,
+  );
   bench.link.cut();
   await until('the link down', () => !bench.agent.link.connected, 30_000);
   const tenth = Math.max(1, Math.floor(payments / 10));

@@ -101,7 +101,7 @@ const SPEC = {
   'fleet-pos': { env: 'BENCH_FLEET_POS', fallback: 20 },
   'fleet-flows-per-second': { env: 'BENCH_FLEET_FLOWS_PER_SECOND', fallback: 10 },
   'local-payments': { env: 'BENCH_LOCAL_PAYMENTS', fallback: 500 },
-  'local-backlog': { env: 'BENCH_LOCAL_BACKLOG', fallback: 1500 },
+  'local-backlog': { env: 'BENCH_LOCAL_BACKLOG', fallback: 10_000 },
 } as const;
 
 export const USAGE = `Usage: npm run bench -- [options]
