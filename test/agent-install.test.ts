@@ -99,6 +99,8 @@ describe.skipIf(reason !== undefined)('the .deb on a stock Debian 12 (bookworm, 
     fs.mkdirSync(root);
     const unpacked = await run('tar', ['-C', root, '-xf', tar]).done;
     if (unpacked.code !== 0) throw new Error(`tar -x: ${unpacked.stderr}`);
+    // `/` as on any system, whatever mode a cached root was packed with.
+    fs.chmodSync(root, 0o755);
     const keys = generateReleaseKeyPair();
     const keyFile = path.join(work, 'release-key.pem');
     fs.writeFileSync(keyFile, keys.privateKeyPem, { mode: 0o600 });

@@ -53,6 +53,9 @@ export async function debootstrapTar(cache: string, options: string[]): Promise<
   if (fs.existsSync(cache)) return cache;
   fs.mkdirSync(path.dirname(cache), { recursive: true });
   const build = fs.mkdtempSync(`${cache}.build-`);
+  // mkdtemp makes it 0700, and tar keeps that for `.`: a root whose `/` only root may
+  // enter, where the agent's user cannot load libc.
+  fs.chmodSync(build, 0o755);
   try {
     const strap = await run('debootstrap', [...options, 'bookworm', build, DEBIAN_MIRROR]).done;
     if (strap.code !== 0) throw new Error(`debootstrap failed: ${strap.stderr || strap.stdout}`);
