@@ -275,7 +275,15 @@ function identifiers(ctx: ScenarioContext) {
   const yymmdd = `${iso.slice(2, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}`;
   return {
     terminalId: pad36(serial % 36 ** 8, 8),
-    reference: `${serial}-${yymmdd}-${pad(sequence, 6)}`,
+    // Serial, YY, MM, DD, sequence: no group of fewer than 12 digits, and 2-digit groups
+    // between them, so no stretch of the reference reads as a card number
+    // (common/card-numbers.ts) and a receipt that prints it is never masked; as
+    // `serial-YYMMDD-sequence` one terminal in ten printed one that did.
+    reference: [
+      serial % 100_000_000,
+      ...[iso.slice(2, 4), iso.slice(5, 7), iso.slice(8, 10)],
+      pad(sequence % 10_000_000_000, 6),
+    ].join('-'),
     acquirerReference: `${yymmdd}${pad(sequence % 1_000_000, 6)}`,
     acquirerTimestamp: `${yymmdd}${iso.slice(11, 19).replaceAll(':', '')}`,
     authorizationCode: chars(`auth:${serial}:${sequence}:${yymmdd}`, ALPHANUMERIC, 6),
