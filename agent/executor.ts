@@ -159,13 +159,14 @@ export class Executor extends EventEmitter<{ state: [TerminalTransactionState] }
       case 'transaction.cancel':
         return this.cancel(command, origin);
       case 'transaction.confirm':
+      case 'transaction.continue_request':
         // Decided by local mode's engine, which takes it before it reaches here; without
         // local mode nothing decides it, and the relay answers OUTCOME_UNKNOWN.
         this.options.journal.record({ command: commandRow(command, 'ACCEPTED') });
         origin.ack(command.command_id, 'ACCEPTED');
         this.options.logger.warn(
           { commandId: command.command_id },
-          'confirm for local mode while local mode is off: not decided',
+          'request for local mode while local mode is off: not decided',
         );
         return;
       case 'print':

@@ -26,6 +26,8 @@ export const FREE_TEXT = {
     'details.dcc.exchange_rate_provider',
   ],
   status: ['readings.screen_message'],
+  settlement: ['settlement.result_description', 'settlement.receipt_text'],
+  commandRefused: ['error.description'],
   configReport: ['reason'],
   facts: ['agent_version', 'reader.protocol', 'reader.model', 'reader.firmware'],
   updateStatus: ['phase', 'last.result', 'last.reason'],
@@ -82,8 +84,24 @@ function maskAt(value: unknown, segments: readonly string[]): unknown {
   return next === member ? value : { ...value, [key]: next };
 }
 
+/**
+ * A `local_transaction` report carries the whole transaction: the members of a transaction
+ * report's `details` are the transaction's own, under `transaction`.
+ */
+const LOCAL_TRANSACTION_TEXT = FREE_TEXT.transaction.map(
+  (path) => `transaction.${path.replace(/^details\./, '')}`,
+);
+
+const REPORT_TEXT: Record<TerminalReport['type'], readonly string[]> = {
+  transaction: FREE_TEXT.transaction,
+  local_transaction: LOCAL_TRANSACTION_TEXT,
+  status: FREE_TEXT.status,
+  settlement: FREE_TEXT.settlement,
+  command_refused: FREE_TEXT.commandRefused,
+};
+
 export const maskReportText = (report: TerminalReport): Masked<TerminalReport> =>
-  maskFreeText(report, report.type === 'transaction' ? FREE_TEXT.transaction : FREE_TEXT.status);
+  maskFreeText(report, REPORT_TEXT[report.type]);
 
 export const maskConfigReportText = (message: ConfigReportMessage) =>
   maskFreeText(message, FREE_TEXT.configReport);

@@ -21,7 +21,7 @@ import {
   Reference,
   TransactionV1,
 } from './transaction.js';
-import { ConfirmRequest } from './api.js';
+import { ConfirmRequest, ContinueRequest } from './api.js';
 import { SettlementReport } from './settlement.js';
 import { TerminalReadings } from './terminal-status.js';
 
@@ -86,6 +86,23 @@ export const ConfirmTransactionCommand = z.object({
 });
 export type ConfirmTransactionCommand = z.infer<typeof ConfirmTransactionCommand>;
 
+/**
+ * A POS's continue that reached the relay, for a terminal in local mode: decided by its
+ * agent as a confirm is (`transaction.continue` is the reader's continue, which the
+ * agent's decision then gives its reader). Refused after `expires_at` likewise.
+ */
+export const ContinueRequestCommand = z.object({
+  type: z.literal('transaction.continue_request'),
+  command_id: CommandId,
+  transaction_id: TransactionId,
+  request: ContinueRequest,
+  expires_at: TimestampV1,
+});
+export type ContinueRequestCommand = z.infer<typeof ContinueRequestCommand>;
+
+/** The POS's requests a terminal in local mode decides when they reach the relay. */
+export type AgentDecidedCommand = ConfirmTransactionCommand | ContinueRequestCommand;
+
 export const PrintCommand = z.object({
   type: z.literal('print'),
   command_id: CommandId,
@@ -108,6 +125,7 @@ export const TerminalCommand = z.discriminatedUnion('type', [
   ContinueTransactionCommand,
   CancelTransactionCommand,
   ConfirmTransactionCommand,
+  ContinueRequestCommand,
   PrintCommand,
   EndOfDayCommand,
 ]);
@@ -164,6 +182,9 @@ export const StatusReport = z.object({
 });
 export type StatusReport = z.infer<typeof StatusReport>;
 
+/** Why the agent refused a request it decides: an error code of the catalogue, and why. */
+export const AgentRefusal = z.object({ code: z.string().max(63), description: Description });
+
 /**
  * In local mode the agent decides its terminal's transactions (docs/local-mode.md): each
  * change of one is reported as the whole transaction, in the commit that made it, and
@@ -171,24 +192,40 @@ export type StatusReport = z.infer<typeof StatusReport>;
  */
 export const LocalTransactionReport = z.object({
   type: z.literal('local_transaction'),
-  transaction: TransactionV1,
+  /** Its card numbers read in any form, as a transaction report's (ReportedPaymentMethodDetails). */
+  transaction: TransactionV1.extend({
+    payment_method_details: ReportedPaymentMethodDetails.optional(),
+  }),
   /**
-   * The relay's `transaction.confirm` this report answers: the agent's decision is the
+   * The relay's `transaction.confirm` or `transaction.continue_request` this report answers: the agent's decision is the
    * transaction, or the refusal named here (an error code of the catalogue and why).
    */
   answers: z
     .object({
       command_id: CommandId,
-      error: z.object({ code: z.string().max(63), description: Description }).optional(),
+      error: AgentRefusal.optional(),
     })
     .optional(),
 });
 export type LocalTransactionReport = z.infer<typeof LocalTransactionReport>;
+
+/**
+ * The agent's refusal of a relay's `transaction.confirm` or `transaction.continue_request`
+ * for a pair it holds no record of (a `local_transaction` report answers the others), so
+ * the POS hears the refusal rather than OUTCOME_UNKNOWN.
+ */
+export const CommandRefusedReport = z.object({
+  type: z.literal('command_refused'),
+  command_id: CommandId,
+  error: AgentRefusal,
+});
+export type CommandRefusedReport = z.infer<typeof CommandRefusedReport>;
 
 export const TerminalReport = z.discriminatedUnion('type', [
   TransactionReport,
   StatusReport,
   SettlementReport,
   LocalTransactionReport,
+  CommandRefusedReport,
 ]);
 export type TerminalReport = z.infer<typeof TerminalReport>;

@@ -14,6 +14,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loggerOptions } from '../cloud/logging.js';
 import { agentClientId, terminalTopics, type CommandMessage } from '../protocol/index.js';
+import { pairTransactionId } from '../protocol/transaction-rules/pair-id.js';
 import { eventually } from './support/e2e-parts.js';
 import { TEST_ACCOUNT, post, startTestRelay, type TestRelay } from './support/relay.js';
 
@@ -411,5 +412,118 @@ describe('card numbers in the free text an agent sends', () => {
       .filter((e) => e.terminalId === terminal.terminal_id)
       .map((e) => e.kind);
     expect(kinds).toEqual(expect.arrayContaining(['facts', 'config-report', 'diag-reply']));
+  });
+});
+
+describe('card numbers in what an agent in local mode forwards, and in an end-of-day', () => {
+  const localTransaction = (terminalId: string, externalId: string, over: object) => {
+    const at = new Date().toISOString();
+    return {
+      type: 'local_transaction',
+      transaction: {
+        id: pairTransactionId(terminalId, externalId),
+        external_id: externalId,
+        terminal_id: terminalId,
+        type: 'PURCHASE',
+        state: 'AWAITING_CONFIRM',
+        created_at: at,
+        updated_at: at,
+        requested_amount: 1234,
+        authorized_amount: 1234,
+        currency: 'EUR',
+        result_code: 'SUCCESS',
+        made_locally: true,
+        ...over,
+      },
+    };
+  };
+  const get = (terminal: { terminal_id: string }, externalId: string) =>
+    eventually(
+      () =>
+        post(
+          relay.baseUrl,
+          'v1',
+          '/transaction/get',
+          { terminal_id: terminal.terminal_id, external_id: externalId },
+          TEST_ACCOUNT,
+        ),
+      (r) => r.status === 200,
+      { what: `the forwarded ${externalId}` },
+    );
+
+  it('drops a full card number of a forwarded transaction and masks its free text', async () => {
+    const { terminal, publishReport } = await terminalReporting({});
+    await publishReport(
+      localTransaction(terminal.terminal_id, 'local-pan-1', {
+        payment_method_details: card(VISA),
+        receipt_details_customer: `VISA\n${VISA}\n`,
+      }),
+    );
+    await publishReport(
+      localTransaction(terminal.terminal_id, 'local-text-1', {
+        payment_method_details: card(MASKED),
+        receipt_details_merchant: `PAN ${GROUPED}\n`,
+        result_description: `Approved ${MASTERCARD_DOTTED}`,
+      }),
+    );
+    const dropped = await get(terminal, 'local-pan-1');
+    expect(dropped.body.transaction).toMatchObject({ result_code: 'SUCCESS', made_locally: true });
+    expect(dropped.body.transaction.payment_method_details).toEqual({
+      payment_method: 'CARD',
+      card_scheme: 'VISA',
+    });
+    expect(dropped.body.transaction).not.toHaveProperty('receipt_details_customer');
+    const masked = await get(terminal, 'local-text-1');
+    expect(masked.body.transaction).toMatchObject({
+      receipt_details_merchant: `PAN ${GROUPED_MASKED}\n`,
+      result_description: 'Approved 5555.55**.****.4444',
+    });
+    for (const form of FULL_FORMS) expect(storeHolds(form), form).toBe(false);
+    expect(logLines.flatMap(shows)).toEqual([]);
+    const ours = (event: string) =>
+      securityEvents(event).filter((e) => e.terminalId === terminal.terminal_id);
+    expect(ours('unmasked_card_number')).toContainEqual(
+      expect.objectContaining({
+        transactionId: pairTransactionId(terminal.terminal_id, 'local-pan-1'),
+      }),
+    );
+    expect(ours('card_number_in_text')).toContainEqual(
+      expect.objectContaining({
+        fields: ['transaction.result_description', 'transaction.receipt_details_merchant'],
+      }),
+    );
+  });
+
+  it('masks them in an end-of-day receipt and its result description', async () => {
+    const { terminal, publishReport } = await terminalReporting({});
+    const at = new Date().toISOString();
+    await publishReport({
+      type: 'settlement',
+      settlement: {
+        status: 'FAILED',
+        trigger: 'ON_DEMAND',
+        attempt: 1,
+        started_at: at,
+        finished_at: at,
+        result_code: 'UNKNOWN_ERROR',
+        result_description: `card ${AMEX_GROUPED} stuck`,
+        receipt_text: `END OF DAY\n${VISA}\n`,
+      },
+    });
+    const events = await eventually(
+      () =>
+        post(
+          relay.baseUrl,
+          'v1',
+          '/event/list',
+          { filter: { subject: { eq: terminal.terminal_id } } },
+          TEST_ACCOUNT,
+        ),
+      (r) => JSON.stringify(r.body).includes('END OF DAY'),
+      { what: 'the settlement event' },
+    );
+    expect(JSON.stringify(events.body)).toContain('3782-82****-*0005');
+    expect(shows(events.body)).toEqual([]);
+    for (const form of FULL_FORMS) expect(storeHolds(form), form).toBe(false);
   });
 });

@@ -378,6 +378,89 @@ describe('local mode', () => {
     expect(runs.get(id)?.size).toBe(1);
   });
 
+  it('row 12: a cloud continue is decided by the agent, on the paused payment it holds', async () => {
+    const id = pairTransactionId(terminalId, 'cloud-12');
+    const paused = await cloudPos('/transaction/purchase', {
+      external_id: 'cloud-12',
+      requested_amount: 1600,
+      currency: 'EUR',
+      options: { on_customer_identified: { pause: true } },
+      wait_seconds: 30,
+    });
+    expect(paused.body.transaction).toMatchObject({ id, state: 'AWAITING_CONTINUE' });
+    const continued = await cloudPos('/transaction/continue', {
+      external_id: 'cloud-12',
+      requested_amount: 1650,
+      wait_seconds: 30,
+    });
+    expect(continued.status).toBe(200);
+    expect(continued.body.transaction).toMatchObject({
+      id,
+      state: 'AWAITING_CONFIRM',
+      requested_amount: 1650,
+    });
+    expect(agent!.local!.engine.get(terminalId, 'cloud-12')?.txn).toMatchObject({
+      state: 'AWAITING_CONFIRM',
+      requested_amount: 1650,
+    });
+    // Not repeatable: the agent's refusal, worded by the rules.
+    const again = await cloudPos('/transaction/continue', { external_id: 'cloud-12' });
+    expect([again.status, again.body.error?.code]).toEqual([400, 'INVALID_STATE']);
+    expect(runs.get(id)?.size).toBe(1);
+    await cloudPos('/transaction/confirm', { external_id: 'cloud-12', result_code: 'SUCCESS' });
+    await relayShows('cloud-12', 'CONFIRMED');
+  });
+
+  it('row 12: a cloud continue with the link down is OUTCOME_UNKNOWN; the local one is applied, the late one never', async () => {
+    const id = pairTransactionId(terminalId, 'cloud-12b');
+    const paused = await cloudPos('/transaction/purchase', {
+      external_id: 'cloud-12b',
+      requested_amount: 1700,
+      currency: 'EUR',
+      options: { on_customer_identified: { pause: true } },
+      wait_seconds: 30,
+    });
+    expect(paused.body.transaction.state).toBe('AWAITING_CONTINUE');
+    await linkDown();
+    const cloud = cloudPos('/transaction/continue', {
+      external_id: 'cloud-12b',
+      requested_amount: 1800,
+    });
+    // Meanwhile the POS continues locally with another amount.
+    const local = await localPos('/transaction/continue', {
+      external_id: 'cloud-12b',
+      requested_amount: 1750,
+      wait_seconds: 30,
+    });
+    expect(local.body.transaction).toMatchObject({ id, state: 'AWAITING_CONFIRM' });
+    const answered = await cloud;
+    expect([answered.status, answered.body.error?.code]).toEqual([504, 'OUTCOME_UNKNOWN']);
+    const waiting = (await relay.store.pendingCommands()).find(
+      ({ command }) => command.type === 'transaction.continue_request',
+    );
+    expect(waiting).toBeDefined();
+    link.restore();
+    await until(
+      'the late continue refused',
+      () => agent!.journal.command(waiting!.command.command_id)?.outcome === 'EXPIRED',
+    );
+    await relayShows('cloud-12b', 'AWAITING_CONFIRM');
+    const shown = await cloudPos('/transaction/get', { external_id: 'cloud-12b' });
+    expect(shown.body.transaction.requested_amount).toBe(1750);
+    expect(runs.get(id)?.size).toBe(1);
+    await localPos('/transaction/confirm', { external_id: 'cloud-12b', result_code: 'SUCCESS' });
+    // Long: the relay waits its default 25 s for the agent's answer before OUTCOME_UNKNOWN.
+  }, 60_000);
+
+  it('row 15: a success confirm of a pair the terminal never saw is refused by it, at once', async () => {
+    const confirmed = await cloudPos('/transaction/confirm', {
+      external_id: 'cloud-15b',
+      result_code: 'SUCCESS',
+    });
+    expect([confirmed.status, confirmed.body.error?.code]).toEqual([400, 'TRANSACTION_NOT_FOUND']);
+    expect(agent!.local!.engine.get(terminalId, 'cloud-15b')).toBeUndefined();
+  });
+
   it('row 15: a failure confirm of a pair never seen is COMMITTED UNKNOWN, decided by the agent', async () => {
     const id = pairTransactionId(terminalId, 'cloud-15');
     const confirmed = await cloudPos('/transaction/confirm', {

@@ -16,7 +16,7 @@ import type { Clock, Timers } from '../../common/clock.js';
 import { ApiError } from '../../protocol/api-error.js';
 import type { ConfirmRequest, ContinueRequest } from '../../protocol/api.js';
 import type {
-  ConfirmTransactionCommand,
+  AgentDecidedCommand,
   StartTransactionCommand,
   TerminalCommand,
   TransactionReport,
@@ -145,14 +145,14 @@ export class LocalEngine extends EventEmitter<{ changed: [TransactionRecord] }> 
   /**
    * The relay's commands for a transaction of this terminal, decided here (the cloud path
    * of docs/local-mode.md): a start becomes a record of this engine, or reports the record
-   * of its pair when there is one; a confirm is decided over the record. False: the
+   * of its pair when there is one; a confirm or continue is decided over the record. False: the
    * executor's to apply (a repeat, which it acknowledges again, or any other command).
    */
   private takeRelayCommand(command: TerminalCommand, origin: CommandOrigin): boolean {
     if (this.options.journal.command(command.command_id)) return false;
     if (command.type === 'transaction.start') return this.takeStart(command, origin);
-    if (command.type === 'transaction.confirm') {
-      this.takeConfirm(command, origin);
+    if (command.type === 'transaction.confirm' || command.type === 'transaction.continue_request') {
+      this.takePosRequest(command, origin);
       return true;
     }
     return false;
@@ -189,37 +189,43 @@ export class LocalEngine extends EventEmitter<{ changed: [TransactionRecord] }> 
   }
 
   /**
-   * A POS's confirm through the relay: decided as a local one, and answered by a report of
-   * the record naming the command (and the refusal, if refused). After `expires_at` the POS
-   * has had its answer (OUTCOME_UNKNOWN) and may have confirmed elsewhere: refused unapplied.
+   * A POS's confirm or continue through the relay: decided as a local one, and answered by
+   * a report of the record naming the command (and the refusal, if refused). After
+   * `expires_at` the POS has had its answer (OUTCOME_UNKNOWN) and may have repeated it
+   * elsewhere: refused unapplied.
    */
-  private takeConfirm(command: ConfirmTransactionCommand, origin: CommandOrigin): void {
+  private takePosRequest(command: AgentDecidedCommand, origin: CommandOrigin): void {
     const { journal, clock, logger } = this.options;
     if (Date.parse(command.expires_at) <= clock.now().getTime()) {
       journal.record({ command: commandRow(command, 'EXPIRED') });
       origin.ack(command.command_id, 'EXPIRED');
       logger.warn(
-        { commandId: command.command_id, expiresAt: command.expires_at },
-        'confirm refused: expired',
+        { commandId: command.command_id, type: command.type, expiresAt: command.expires_at },
+        'request through the relay refused: expired',
       );
       return;
     }
     let error: { code: string; description: string } | undefined;
     let record: TransactionRecord | undefined;
     try {
-      record = this.confirm(command.request);
+      record =
+        command.type === 'transaction.confirm'
+          ? this.confirm(command.request)
+          : this.continue(command.request);
     } catch (refused) {
       if (!(refused instanceof ApiError)) throw refused;
       error = { code: refused.code, description: refused.message };
       record = this.get(command.request.terminal_id, command.request.external_id);
     }
+    const commandId = command.command_id;
     journal.record({
       command: commandRow(command, 'ACCEPTED'),
       ...(record
-        ? {
-            local: record,
-            answers: { command_id: command.command_id, ...(error ? { error } : {}) },
-          }
+        ? { local: record, answers: { command_id: commandId, ...(error ? { error } : {}) } }
+        : {}),
+      // Refused with no record to report (a pair never seen): the refusal alone.
+      ...(!record && error
+        ? { reports: [{ type: 'command_refused' as const, command_id: commandId, error }] }
         : {}),
     });
     origin.ack(command.command_id, 'ACCEPTED');

@@ -156,7 +156,13 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
 
     '/transaction/continue': async (body: ContinueRequest, ctx) => {
       service.checkParking(ctx.principal, waitMs(body));
-      const continued = await service.continue(ctx.principal, body);
+      // A terminal in local mode gets the default wait to decide it, as a confirm.
+      const continued = await service.continue(
+        ctx.principal,
+        body,
+        deps.defaultWaitSeconds * 1000,
+        ctx.gone,
+      );
       const record = await service.waitWhileProcessing(
         ctx.principal,
         body.terminal_id,

@@ -79,7 +79,8 @@ export class SimulatedTerminal {
       case 'transaction.cancel':
         return this.cancel(command.transaction_id);
       case 'transaction.confirm':
-        // Only an agent in local mode decides confirms; a simulated terminal has no local mode.
+      case 'transaction.continue_request':
+        // Only an agent in local mode decides these; an in-process simulated terminal has none.
         return Promise.resolve();
       case 'print':
         this.printed.push(Buffer.byteLength(command.contents, 'base64'));

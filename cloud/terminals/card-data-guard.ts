@@ -25,6 +25,7 @@ import { maskReportText, type Masked } from '../../protocol/free-text.js';
 import {
   CARD_NUMBER_FIELDS,
   isMaskedCardNumber,
+  type PaymentMethodDetails,
   type TerminalReport,
 } from '../../protocol/index.js';
 
@@ -72,31 +73,55 @@ export class CardDataGuard {
   }
 
   private withoutUnmaskedNumbers(terminalId: string, report: TerminalReport): TerminalReport {
-    if (report.type !== 'transaction') return report;
-    const method = report.details?.payment_method_details;
+    if (report.type === 'transaction') {
+      const kept = this.withoutUnmasked(terminalId, report.details, {
+        transactionId: report.transaction_id,
+        phase: report.phase,
+      });
+      return kept === report.details ? report : { ...report, details: kept };
+    }
+    if (report.type === 'local_transaction') {
+      // The whole transaction an agent in local mode decided: the same members, at its top.
+      const kept = this.withoutUnmasked(terminalId, report.transaction, {
+        transactionId: report.transaction.id,
+        state: report.transaction.state,
+      });
+      return kept === report.transaction ? report : { ...report, transaction: kept! };
+    }
+    return report;
+  }
+
+  /** `holder` without card numbers shown beyond 6 and 4 digits, nor its receipts if it had any. */
+  private withoutUnmasked<
+    T extends {
+      payment_method_details?: PaymentMethodDetails;
+      receipt_details_customer?: string;
+      receipt_details_merchant?: string;
+    },
+  >(terminalId: string, holder: T | undefined, context: Record<string, unknown>): T | undefined {
+    const method = holder?.payment_method_details;
     const unmasked = CARD_NUMBER_FIELDS.filter(
       (field) => method?.[field] !== undefined && !isMaskedCardNumber(method[field]),
     );
-    if (!method || unmasked.length === 0) return report;
+    if (!holder || !method || unmasked.length === 0) return holder;
     const keptMethod = { ...method };
     for (const field of unmasked) delete keptMethod[field];
     const {
       receipt_details_customer: customerReceipt,
       receipt_details_merchant: merchantReceipt,
-      ...details
-    } = report.details!;
+      ...kept
+    } = holder;
     this.onSecurityEvent('unmasked_card_number');
     this.logger.warn(
       {
         security_event: 'unmasked_card_number',
         terminalId,
-        transactionId: report.transaction_id,
-        phase: report.phase,
+        ...context,
         fields: unmasked.map((field) => `payment_method_details.${field}`),
         receiptsDropped: [customerReceipt, merchantReceipt].filter(Boolean).length,
       },
       'security: a terminal reported a card number showing more than its first 6 and last 4 digits; the number and the receipts were dropped, the result applied',
     );
-    return { ...report, details: { ...details, payment_method_details: keptMethod } };
+    return { ...kept, payment_method_details: keptMethod } as T;
   }
 }

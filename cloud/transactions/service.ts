@@ -20,9 +20,7 @@ import type { Clock, Timers } from '../../common/clock.js';
 import type { CommandOutbox } from '../delivery/outbox.js';
 import type { ReportPosition } from '../delivery/report-order.js';
 import { ApiError } from '../errors.js';
-import { ERROR_CATALOGUE, type ErrorCode } from '../../protocol/errors.js';
 import { pairTransactionId } from '../../protocol/transaction-rules/pair-id.js';
-import { systemTimers } from '../../common/clock.js';
 import type { EventFeed } from '../events/event-feed.js';
 import { newCommandId, newEventId, newTransactionId } from '../ids.js';
 import { longPoll, parkingHolder, type ParkedWaits } from '../long-poll.js';
@@ -43,6 +41,7 @@ import {
   type MachineSettings,
 } from '../../protocol/transaction-rules/state-machine.js';
 import { decideMirror } from '../../protocol/transaction-rules/mirror.js';
+import { AgentDecisions } from './agent-decided.js';
 import { DueScheduler } from './due-scheduler.js';
 import { readerRefusal, requiredCapabilities } from './reader-requirements.js';
 import { searchTransactions } from './search.js';
@@ -75,11 +74,6 @@ export interface TransactionServiceDeps {
   localMode?: (terminalId: string) => Promise<boolean>;
 }
 
-/** A relay's `transaction.confirm` waiting for the agent's answer, by command id. */
-type AgentAnswer =
-  | { record: TransactionRecord | undefined; error?: undefined }
-  | { error: { code: string; description: string } };
-
 /**
  * Transaction keys kept in memory for reports (see keysById), about 2.5 MB: the seconds
  * a report takes at full load; older ones are read from the store.
@@ -98,8 +92,8 @@ export class TransactionService {
   private readonly timers: Timers | undefined;
   private readonly parkedWaits: ParkedWaits | undefined;
   private readonly localMode: (terminalId: string) => Promise<boolean>;
-  /** Confirms sent to agents in local mode, waiting here for the report that answers them. */
-  private readonly awaitedAnswers = new Map<string, (answer: AgentAnswer) => void>();
+  /** Confirms and continues of terminals in local mode, decided by their agents. */
+  private readonly agentDecisions: AgentDecisions;
   /** Cancelled at shutdown: parked long polls answer the current state at once. */
   private readonly closing = new Cancellation();
   /** What never changes about a terminal: whose it is. */
@@ -127,6 +121,16 @@ export class TransactionService {
     this.parkedWaits = deps.parkedWaits;
     this.localMode = deps.localMode ?? (() => Promise.resolve(false));
     this.due = new DueScheduler(deps.store, deps.clock, (record) => this.fallDue(record));
+    this.agentDecisions = new AgentDecisions({
+      clock: deps.clock,
+      ...(deps.timers ? { timers: deps.timers } : {}),
+      feed: this.feed,
+      closing: this.closing,
+      env: () => this.env(),
+      read: (terminalId, externalId) => this.store.getTransaction(terminalId, externalId),
+      send: (terminalId, externalId, command) =>
+        this.change({ terminalId, externalId }, () => ({ commands: [command], result: undefined })),
+    });
   }
 
   /** Background work of the leading relay: arms what falls due. */
@@ -312,7 +316,12 @@ export class TransactionService {
       this.terminalNotFound(request.terminal_id),
     );
     if (await this.localMode(request.terminal_id)) {
-      return this.confirmOnTerminal(principal, request, waitMs, gone);
+      return this.agentDecisions.ask(
+        principal,
+        { type: 'transaction.confirm', request },
+        waitMs,
+        gone,
+      );
     }
     return this.changeOwn(
       principal,
@@ -321,103 +330,24 @@ export class TransactionService {
     );
   }
 
-  private async confirmOnTerminal(
+  /** A continue; for a terminal in local mode its agent decides it, as a confirm. */
+  async continue(
     principal: Principal,
-    request: ConfirmRequest,
-    waitMs: number,
-    gone: Cancellation,
+    request: ContinueRequest,
+    waitMs = 0,
+    gone = new Cancellation(),
   ): Promise<TransactionRecord> {
-    const { terminal_id: terminalId, external_id: externalId } = request;
-    const now = this.clock.now();
-    const known = await this.store.getTransaction(terminalId, externalId);
-    const command: TerminalCommand = {
-      type: 'transaction.confirm',
-      command_id: newCommandId(),
-      transaction_id: known?.txn.id ?? pairTransactionId(terminalId, externalId),
-      request,
-      expires_at: new Date(now.getTime() + waitMs).toISOString(),
-    };
-    const unknown = () =>
-      new ApiError(
-        'OUTCOME_UNKNOWN',
-        `terminal ${terminalId} decides this confirm in local mode and did not answer in time; repeat it, here or on the terminal's local API`,
-      );
-    if (waitMs <= 0 || gone.cancelled || this.closing.cancelled) throw unknown();
-    const timers = this.timers ?? systemTimers;
-    // Listening before the command exists: the answer may come back before the commit returns.
-    const answered = new Promise<AgentAnswer | undefined>((resolve) => {
-      // With several relays the answering report may reach another one: a newer record
-      // on which the rules would change nothing is the agent's decision too.
-      const unsubscribe = this.feed.subscribe(terminalId, externalId, (record) => {
-        if (record.version > (known?.version ?? 0) && this.settles(request, record)) {
-          done({ record });
-        }
-      });
-      const timer = timers.setTimeout(() => done(undefined), waitMs);
-      const stop = () => done(undefined);
-      const done = (answer: AgentAnswer | undefined) => {
-        timers.clearTimeout(timer);
-        unsubscribe();
-        this.awaitedAnswers.delete(command.command_id);
-        gone.remove(stop);
-        this.closing.remove(stop);
-        resolve(answer);
-      };
-      gone.add(stop);
-      this.closing.add(stop);
-      this.awaitedAnswers.set(command.command_id, done);
-    });
-    // Committed as any command, so the outbox delivers it; nothing about the transaction
-    // changes here.
-    try {
-      await this.change({ terminalId, externalId }, () => ({
-        commands: [command],
-        result: undefined,
-      }));
-    } catch (error) {
-      this.awaitedAnswers.get(command.command_id)?.({ record: undefined });
-      throw error;
-    }
-    const answer = await answered;
-    if (!answer) throw unknown();
-    if (answer.error) {
-      const code =
-        answer.error.code in ERROR_CATALOGUE ? (answer.error.code as ErrorCode) : 'INVALID_STATE';
-      throw new ApiError(code, answer.error.description);
-    }
-    if (!answer.record || answer.record.accountId !== principal.accountId) throw unknown();
-    return answer.record;
-  }
-
-  /** Whether `record` already holds what `request` asks: the rules would change nothing. */
-  private settles(request: ConfirmRequest, record: TransactionRecord): boolean {
-    try {
-      const decision = decideConfirm(
-        request,
-        record.accountId,
-        this.env(),
-      )({
-        terminalOwner: record.accountId,
-        current: record,
-        active: undefined,
-        unconfirmedCount: 0,
-      });
-      return decision.write === undefined;
-    } catch {
-      return false;
-    }
-  }
-
-  async continue(principal: Principal, request: ContinueRequest): Promise<TransactionRecord> {
+    await this.checkReach(
+      principal,
+      request.terminal_id,
+      this.terminalNotFound(request.terminal_id),
+    );
     if (await this.localMode(request.terminal_id)) {
-      await this.checkReach(
+      return this.agentDecisions.ask(
         principal,
-        request.terminal_id,
-        this.terminalNotFound(request.terminal_id),
-      );
-      throw new ApiError(
-        'INVALID_STATE',
-        `terminal ${request.terminal_id} is in local mode; continue transaction ${request.external_id} through the terminal's local API`,
+        { type: 'transaction.continue_request', request },
+        waitMs,
+        gone,
       );
     }
     return this.changeOwn(
@@ -584,6 +514,13 @@ export class TransactionService {
     if (report.type === 'local_transaction') {
       return this.applyLocalTransaction(terminalId, report.transaction, position, report.answers);
     }
+    if (report.type === 'command_refused') {
+      this.agentDecisions.answer(report.command_id, { error: report.error });
+      if (position) {
+        await this.store.recordReport(terminalId, await this.forStore(terminalId, position));
+      }
+      return;
+    }
     const key = await this.keyOf(report.transaction_id);
     if (!key || key.terminalId !== terminalId) {
       this.logger.warn(
@@ -625,7 +562,8 @@ export class TransactionService {
       decideMirror(reported),
     );
     if (answers) {
-      this.awaitedAnswers.get(answers.command_id)?.(
+      this.agentDecisions.answer(
+        answers.command_id,
         answers.error && !mismatch
           ? { error: answers.error }
           : { record: mismatch ? undefined : record },
