@@ -230,10 +230,13 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       clock,
       logger: partLogger(logger, 'transactions'),
       events: eventFeed,
+      // In force at the agent, not only desired: an agent that has not applied it yet runs a
+      // start as before and decides nothing, so its confirms would go unanswered.
       localMode: async (terminalId) => {
         const terminal = await store.getTerminal(terminalId);
         if (!terminal) return false;
-        return localApiSettings((await fleet.configs.desired(terminal)).config.local_api).enabled;
+        const { desired, in_sync: inForce } = await fleet.configs.view(terminal);
+        return inForce && localApiSettings(desired.config.local_api).enabled;
       },
       settings: {
         maxUnconfirmed: config.maxUnconfirmed,

@@ -188,6 +188,60 @@ describe('local mode from the fleet configuration', () => {
     expect(agent.local?.engine).toBeDefined();
   });
 
+  it('a transaction stays with whoever made it when local mode is turned on or off', async () => {
+    const inForce = () =>
+      until('the configuration in force', async () => {
+        const got = await post(
+          relay.baseUrl,
+          'v1',
+          '/fleet/config/get',
+          { scope: { terminal_id: terminal.terminal_id } },
+          relay.account,
+        );
+        return got.body.terminals?.[0]?.in_sync === true;
+      });
+    const cloudPurchase = (externalId: string) =>
+      cloudPos('/transaction/purchase', {
+        external_id: externalId,
+        requested_amount: 800,
+        currency: 'EUR',
+        wait_seconds: 30,
+      });
+    await inForce();
+    const before = await cloudPurchase('made-before-on');
+    expect(before.body.transaction.state).toBe('AWAITING_CONFIRM');
+    expect(agent.local?.engine.get(terminal.terminal_id, 'made-before-on')).toBeUndefined();
+
+    await setLocalApi({ enabled: true, listen: { host: '127.0.0.1', port } });
+    await until('listening', () => agent.local?.api !== undefined);
+    await inForce();
+    // Made by the relay: confirmed by it, not sent to an agent that holds no record of it.
+    const confirmedBefore = await cloudPos('/transaction/confirm', {
+      external_id: 'made-before-on',
+      result_code: 'SUCCESS',
+    });
+    expect([confirmedBefore.status, confirmedBefore.body.transaction?.state]).toEqual([
+      200,
+      'CONFIRMED',
+    ]);
+    const during = await cloudPurchase('made-while-on');
+    expect(during.body.transaction.state).toBe('AWAITING_CONFIRM');
+    expect(agent.local?.engine.get(terminal.terminal_id, 'made-while-on')).toBeDefined();
+
+    await setLocalApi({ enabled: false, listen: { host: '127.0.0.1', port } });
+    await until('closed', () => agent.local?.api === undefined);
+    await inForce();
+    // Held by the agent: still decided by it, so its record and the relay's agree.
+    const confirmedDuring = await cloudPos('/transaction/confirm', {
+      external_id: 'made-while-on',
+      result_code: 'SUCCESS',
+    });
+    expect(confirmedDuring.body.transaction?.state).toBe('CONFIRMED');
+    expect(agent.local?.engine.get(terminal.terminal_id, 'made-while-on')?.txn.state).toBe(
+      'CONFIRMED',
+    );
+  });
+
   it('refuses a create beyond each bound while the link is down, journals nothing, and takes it once the link is back', async () => {
     await setLocalApi({
       enabled: true,

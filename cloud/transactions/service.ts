@@ -315,7 +315,7 @@ export class TransactionService {
       request.terminal_id,
       this.terminalNotFound(request.terminal_id),
     );
-    if (await this.localMode(request.terminal_id)) {
+    if (await this.decidedByAgent(request.terminal_id, request.external_id)) {
       return this.agentDecisions.ask(
         principal,
         { type: 'transaction.confirm', request },
@@ -342,7 +342,7 @@ export class TransactionService {
       request.terminal_id,
       this.terminalNotFound(request.terminal_id),
     );
-    if (await this.localMode(request.terminal_id)) {
+    if (await this.decidedByAgent(request.terminal_id, request.external_id)) {
       return this.agentDecisions.ask(
         principal,
         { type: 'transaction.continue_request', request },
@@ -355,6 +355,19 @@ export class TransactionService {
       request,
       decideContinue(request, principal.accountId, this.env()),
     );
+  }
+
+  /**
+   * Whether the terminal's agent decides this pair: a transaction made in local mode, on
+   * either path, is named by its pair (pair-id.ts), and stays the agent's when local mode
+   * is turned off (the agent's engine runs while it holds such records); one the relay made
+   * otherwise stays the relay's when local mode is turned on. A pair not seen goes by
+   * whether local mode is in force now.
+   */
+  private async decidedByAgent(terminalId: string, externalId: string): Promise<boolean> {
+    const known = await this.store.getTransaction(terminalId, externalId);
+    if (known) return known.txn.id === pairTransactionId(terminalId, externalId);
+    return this.localMode(terminalId);
   }
 
   /** A change of a transaction of a terminal the principal reaches. */
