@@ -8,10 +8,8 @@ import type { Logger } from 'pino';
 import type {
   ConfirmRequest,
   ContinueRequest,
-  LocalTransactionReport,
   TerminalCommand,
   TerminalReport,
-  Transaction,
   TransactionSearchRequest,
 } from '../../protocol/index.js';
 import type { Principal } from '../accounts/principal.js';
@@ -34,20 +32,17 @@ import {
   decideContinue,
   decideCreate,
   decideDue,
-  decideReport,
   refundableAmount,
   type CreateRequest,
   type DecisionEnv,
   type MachineSettings,
 } from '../../protocol/transaction-rules/state-machine.js';
-import { decideMirror } from '../../protocol/transaction-rules/mirror.js';
 import { AgentDecisions } from './agent-decided.js';
 import { DueScheduler } from './due-scheduler.js';
+import { ReportIntake } from './report-intake.js';
 import { readerRefusal, requiredCapabilities } from './reader-requirements.js';
 import { searchTransactions } from './search.js';
-import { publishReportTaken } from './diagnostics.js';
 import { BoundedMap } from '../../common/bounded-map.js';
-import { UnchangedStatus } from '../terminals/unchanged-status.js';
 
 export interface TransactionServiceDeps {
   store: Store;
@@ -106,12 +101,10 @@ export class TransactionService {
     REMEMBERED_KEYS,
   );
 
-  /** Heartbeats that change nothing, taken without a commit (one relay only). */
-  private readonly unchangedStatus: UnchangedStatus | undefined;
+  private readonly reports: ReportIntake;
 
   constructor(deps: TransactionServiceDeps) {
     this.store = deps.store;
-    this.unchangedStatus = deps.reportsShared ? undefined : new UnchangedStatus(deps.store);
     this.outbox = deps.outbox;
     this.clock = deps.clock;
     this.settings = deps.settings;
@@ -130,6 +123,16 @@ export class TransactionService {
       read: (terminalId, externalId) => this.store.getTransaction(terminalId, externalId),
       send: (terminalId, externalId, command) =>
         this.change({ terminalId, externalId }, () => ({ commands: [command], result: undefined })),
+    });
+    this.reports = new ReportIntake({
+      store: deps.store,
+      events: deps.events,
+      logger: deps.logger,
+      agentDecisions: this.agentDecisions,
+      change: (key, decide) => this.change(key, decide),
+      keyOf: (transactionId) => this.keyOf(transactionId),
+      env: () => this.env(),
+      reportsShared: deps.reportsShared ?? false,
     });
   }
 
@@ -484,110 +487,13 @@ export class TransactionService {
     });
   }
 
-  /** The position to commit with a report (see UnchangedStatus.forStore). */
-  private forStore(terminalId: string, position: ReportPosition): Promise<ReportPosition> {
-    return this.unchangedStatus?.forStore(terminalId, position) ?? Promise.resolve(position);
-  }
-
   /**
-   * Applies what a terminal reports. With its position in the agent's outbox, the
-   * position is recorded in the same commit as the change, or the store refuses the
-   * report with ReportOutOfOrder and nothing changes (the inbox decides what then).
+   * Applies what a terminal reports (report-intake.ts). With its position in the agent's
+   * outbox, the position is recorded in the same commit as the change, or the store
+   * refuses the report with ReportOutOfOrder and nothing changes (the inbox decides).
    */
-  async applyReport(
-    terminalId: string,
-    report: TerminalReport,
-    position?: ReportPosition,
-  ): Promise<void> {
-    publishReportTaken(terminalId, report);
-    if (report.type === 'status') {
-      if (position && (await this.unchangedStatus?.take(terminalId, report.readings, position))) {
-        return;
-      }
-      const event = await this.store.updateTerminalStatus(
-        terminalId,
-        report.readings,
-        report.at,
-        newEventId(),
-        position && (await this.forStore(terminalId, position)),
-      );
-      if (event) this.events.publish([event]);
-      return;
-    }
-    if (report.type === 'settlement') {
-      const event = await this.store.appendSettlement(
-        terminalId,
-        report.settlement,
-        newEventId(),
-        position && (await this.forStore(terminalId, position)),
-      );
-      if (event) this.events.publish([event]);
-      return;
-    }
-    if (report.type === 'local_transaction') {
-      return this.applyLocalTransaction(terminalId, report.transaction, position, report.answers);
-    }
-    if (report.type === 'command_refused') {
-      this.agentDecisions.answer(report.command_id, { error: report.error });
-      if (position) {
-        await this.store.recordReport(terminalId, await this.forStore(terminalId, position));
-      }
-      return;
-    }
-    const key = await this.keyOf(report.transaction_id);
-    if (!key || key.terminalId !== terminalId) {
-      this.logger.warn(
-        { terminalId, transactionId: report.transaction_id },
-        'report for an unknown transaction',
-      );
-      if (position) {
-        await this.store.recordReport(terminalId, await this.forStore(terminalId, position));
-      }
-      return;
-    }
-    const stored = position && (await this.forStore(terminalId, position));
-    await this.change(
-      { terminalId, externalId: key.externalId, ...(stored ? { report: stored } : {}) },
-      decideReport(report, this.env()),
-    );
-  }
-
-  /** A transaction the terminal's agent decides, kept as it reports it (mirror.ts). */
-  private async applyLocalTransaction(
-    terminalId: string,
-    reported: Transaction,
-    position?: ReportPosition,
-    answers?: LocalTransactionReport['answers'],
-  ): Promise<void> {
-    if (reported.terminal_id !== terminalId) {
-      this.logger.warn(
-        { terminalId, transactionId: reported.id },
-        'local transaction of another terminal: not applied',
-      );
-      if (position) {
-        await this.store.recordReport(terminalId, await this.forStore(terminalId, position));
-      }
-      return;
-    }
-    const stored = position && (await this.forStore(terminalId, position));
-    const { mismatch, record } = await this.change(
-      { terminalId, externalId: reported.external_id, ...(stored ? { report: stored } : {}) },
-      decideMirror(reported),
-    );
-    if (answers) {
-      this.agentDecisions.answer(
-        answers.command_id,
-        answers.error && !mismatch
-          ? { error: answers.error }
-          : { record: mismatch ? undefined : record },
-      );
-    }
-    if (mismatch) {
-      this.logger.error(
-        { terminalId, externalId: reported.external_id, kept: record?.txn.id, mismatch },
-        'local transaction mismatch: the pair is another transaction here; not applied',
-      );
-    }
+  applyReport(terminalId: string, report: TerminalReport, position?: ReportPosition) {
+    return this.reports.apply(terminalId, report, position);
   }
 
   private async fallDue(record: TransactionRecord): Promise<void> {
