@@ -82,10 +82,7 @@ export class ReportIntake {
     }
     if (report.type === 'command_refused') {
       this.deps.agentDecisions.answer(report.command_id, { error: report.error });
-      if (position) {
-        await this.deps.store.recordReport(terminalId, await this.forStore(terminalId, position));
-      }
-      return;
+      return this.recordOnly(terminalId, position);
     }
     const key = await this.deps.keyOf(report.transaction_id);
     if (!key || key.terminalId !== terminalId) {
@@ -93,10 +90,7 @@ export class ReportIntake {
         { terminalId, transactionId: report.transaction_id },
         'report for an unknown transaction',
       );
-      if (position) {
-        await this.deps.store.recordReport(terminalId, await this.forStore(terminalId, position));
-      }
-      return;
+      return this.recordOnly(terminalId, position);
     }
     const stored = position && (await this.forStore(terminalId, position));
     await this.deps.change(
@@ -117,10 +111,7 @@ export class ReportIntake {
         { terminalId, transactionId: reported.id },
         'local transaction of another terminal: not applied',
       );
-      if (position) {
-        await this.deps.store.recordReport(terminalId, await this.forStore(terminalId, position));
-      }
-      return;
+      return this.recordOnly(terminalId, position);
     }
     const stored = position && (await this.forStore(terminalId, position));
     const { mismatch, record } = await this.deps.change(
@@ -140,6 +131,13 @@ export class ReportIntake {
         { terminalId, externalId: reported.external_id, kept: record?.txn.id, mismatch },
         'local transaction mismatch: the pair is another transaction here; not applied',
       );
+    }
+  }
+
+  /** A report that changes nothing else: only its position is recorded, if it has one. */
+  private async recordOnly(terminalId: string, position: ReportPosition | undefined) {
+    if (position) {
+      await this.deps.store.recordReport(terminalId, await this.forStore(terminalId, position));
     }
   }
 }

@@ -37,7 +37,7 @@ import {
   type DecisionEnv,
   type MachineSettings,
 } from '../../protocol/transaction-rules/state-machine.js';
-import { AgentDecisions } from './agent-decided.js';
+import { AgentDecisions, type AgentDecidedRequest } from './agent-decided.js';
 import { DueScheduler } from './due-scheduler.js';
 import { ReportIntake } from './report-intake.js';
 import { readerRefusal, requiredCapabilities } from './reader-requirements.js';
@@ -307,57 +307,51 @@ export class TransactionService {
    * A confirm; for a terminal in local mode its agent decides it, and the answer is that
    * decision if it comes back within `waitMs`, else OUTCOME_UNKNOWN (docs/local-mode.md).
    */
-  async confirm(
+  confirm(
     principal: Principal,
     request: ConfirmRequest,
     waitMs = 0,
     gone = new Cancellation(),
   ): Promise<TransactionRecord> {
-    await this.checkReach(
+    return this.decideRequest(
       principal,
-      request.terminal_id,
-      this.terminalNotFound(request.terminal_id),
-    );
-    if (await this.decidedByAgent(request.terminal_id, request.external_id)) {
-      return this.agentDecisions.ask(
-        principal,
-        { type: 'transaction.confirm', request },
-        waitMs,
-        gone,
-      );
-    }
-    return this.changeOwn(
-      principal,
-      request,
+      { type: 'transaction.confirm', request },
       decideConfirm(request, principal.accountId, this.env()),
+      waitMs,
+      gone,
     );
   }
 
   /** A continue; for a terminal in local mode its agent decides it, as a confirm. */
-  async continue(
+  continue(
     principal: Principal,
     request: ContinueRequest,
     waitMs = 0,
     gone = new Cancellation(),
   ): Promise<TransactionRecord> {
-    await this.checkReach(
+    return this.decideRequest(
       principal,
-      request.terminal_id,
-      this.terminalNotFound(request.terminal_id),
-    );
-    if (await this.decidedByAgent(request.terminal_id, request.external_id)) {
-      return this.agentDecisions.ask(
-        principal,
-        { type: 'transaction.continue_request', request },
-        waitMs,
-        gone,
-      );
-    }
-    return this.changeOwn(
-      principal,
-      request,
+      { type: 'transaction.continue_request', request },
       decideContinue(request, principal.accountId, this.env()),
+      waitMs,
+      gone,
     );
+  }
+
+  /** Sends the request to the agent that decides its pair, or decides it here. */
+  private async decideRequest(
+    principal: Principal,
+    asked: AgentDecidedRequest,
+    decide: Decide<TransactionRecord>,
+    waitMs: number,
+    gone: Cancellation,
+  ): Promise<TransactionRecord> {
+    const { terminal_id: terminalId, external_id: externalId } = asked.request;
+    await this.checkReach(principal, terminalId, this.terminalNotFound(terminalId));
+    if (await this.decidedByAgent(terminalId, externalId)) {
+      return this.agentDecisions.ask(principal, asked, waitMs, gone);
+    }
+    return this.changeOwn(principal, asked.request, decide);
   }
 
   /**
