@@ -147,6 +147,17 @@ describe('rollouts to real agents', () => {
     await relay?.kill('SIGTERM');
   });
 
+  /** Each terminal's last update outcome, as `/fleet/facts` shows it. */
+  const lastUpdateOutcomes = async () => {
+    const answer = await post(relay.baseUrl, 'v1', '/fleet/facts', { cohort: COHORT }, ACCOUNT);
+    expect(answer.status).toBe(200);
+    return new Map(
+      (
+        answer.body.terminals as Array<{ terminal_id: string; last_update_outcome: string | null }>
+      ).map((t) => [t.terminal_id, t.last_update_outcome]),
+    );
+  };
+
   it('an unhealthy release: the first wave’s agent rolls back by itself, the rollout pauses, no other agent is ordered', async () => {
     const started = await tps([
       'start',
@@ -175,6 +186,10 @@ describe('rollouts to real agents', () => {
     for (const other of terminals.filter((t) => t !== first)) {
       expect(other.supervisor.exits).toEqual([]);
     }
+    // The fleet facts show each terminal's last update as its agent reported it.
+    expect(await lastUpdateOutcomes()).toEqual(
+      new Map(terminals.map((t) => [t.terminalId, t === first ? 'rolled_back' : null])),
+    );
   }, 60_000);
 
   it('a good release: every agent of the cohort ends on it, wave after wave', async () => {
@@ -197,6 +212,9 @@ describe('rollouts to real agents', () => {
     expect(seen.terminals.every((t) => t.result === 'installed')).toBe(true);
     expect(new Set(seen.terminals.map((t) => t.terminal_id))).toEqual(
       new Set(terminals.map((t) => t.terminalId)),
+    );
+    expect(await lastUpdateOutcomes()).toEqual(
+      new Map(terminals.map((t) => [t.terminalId, 'installed'])),
     );
     // The paused rollout it superseded.
     const list = await tps(['status']);

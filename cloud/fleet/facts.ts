@@ -7,6 +7,7 @@
 import {
   ConfigReportMessage,
   FactsMessage,
+  UpdateStatusMessage,
   type FleetFactsRequest,
   type TerminalFacts,
 } from '../../protocol/index.js';
@@ -53,6 +54,9 @@ function factsOf(
   const parsedConfig = ConfigReportMessage.safeParse(
     reports.find((r) => r.kind === 'config')?.body,
   );
+  const parsedUpdate = UpdateStatusMessage.safeParse(
+    reports.find((r) => r.kind === 'update')?.body,
+  );
   const facts = parsedFacts.success ? parsedFacts.data : undefined;
   const config = parsedConfig.success ? parsedConfig.data : undefined;
   return {
@@ -65,7 +69,7 @@ function factsOf(
     reader_firmware: facts?.reader.firmware ?? null,
     config_version: config?.applied_version ?? null,
     config_status: config?.status ?? null,
-    last_update_outcome: null,
+    last_update_outcome: parsedUpdate.success ? (parsedUpdate.data.last?.result ?? null) : null,
     // Connected: its broker session is alive now (the broker checks it every keepalive).
     // Gone: the status changed last when it went, by its last will or its goodbye.
     last_seen: connected ? now.toISOString() : (terminal.status.updated_at ?? null),

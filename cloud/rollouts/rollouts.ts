@@ -116,11 +116,18 @@ export class Rollouts {
   }
 
   /**
-   * An agent's `update-status`: how its last order ended is kept if a rollout gave that
-   * order to that terminal (the topic names the terminal, and the broker lets an agent
-   * publish on its own topics only). The leader's next check reads it.
+   * An agent's `update-status`, kept as what it last said of its updates (the fleet facts
+   * show its last outcome); how its last order ended is also kept with the rollout if a
+   * rollout gave that order to that terminal (the topic names the terminal, and the broker
+   * lets an agent publish on its own topics only). The leader's next check reads it.
    */
   async statusReported(terminalId: string, status: UpdateStatusMessage): Promise<void> {
+    await this.deps.store.putFleetReport({
+      terminalId,
+      kind: 'update',
+      body: status,
+      receivedAt: this.deps.clock.now().toISOString(),
+    });
     const last = status.last;
     if (!last) return;
     const recorded = await this.deps.store.recordRolloutOutcome(last.order_id, terminalId, {

@@ -59,7 +59,8 @@ export interface ConfigLayerRecord {
 }
 
 /** What a terminal's agent last said of itself on a retained fleet topic. */
-export type FleetReportKind = 'config' | 'facts';
+/** config: its configuration report; facts: what it says of itself; update: its update status. */
+export type FleetReportKind = 'config' | 'facts' | 'update';
 export interface FleetReportRecord {
   terminalId: string;
   kind: FleetReportKind;
