@@ -83,6 +83,19 @@ describe('tps exit codes', () => {
         args: ['bridge', 'monitor', '--protocol', 'opi', 'PORT'],
         says: /--protocol is native or zvt, not 'opi'/,
       },
+      // No relay listens: exit 2 shows nothing was sent (a request would fail with 1).
+      {
+        args: ['fleet', 'config', 'set', '--terminal', 't-1900000001', '--heartbeat-s', 'abc'],
+        says: /not a valid setting: heartbeat_s: .*\n\nUsage: tps fleet config set/,
+      },
+      {
+        args: ['fleet', 'config', 'set', '--account', '--heartbeat-s', '0'],
+        says: /not a valid setting: heartbeat_s: /,
+      },
+      {
+        args: ['fleet', 'config', 'set', '--account', '--local-api', 'maybe'],
+        says: /not a valid setting: local_api.enabled: /,
+      },
     ];
     const runs = await runEach(
       cases.map(({ args, env }) => ({

@@ -5,9 +5,10 @@
 import { readFileSync } from 'node:fs';
 import { UsageError, parseCommandLine } from '../../common/cli.js';
 import { printable, printableJson } from '../../common/terminal-text.js';
+import { describeZodError } from '../../protocol/error-body.js';
 import {
+  FleetConfig,
   FleetConfigResponse,
-  type FleetConfig,
   type ConfigScope,
   type TerminalConfigView,
 } from '../../protocol/index.js';
@@ -122,11 +123,19 @@ export async function runFleetConfig(argv: string[]): Promise<void> {
     throw new UsageError('one of --terminal ID, --cohort cohort-NAME or --account', usage);
   }
   const scope = scopes[0]!;
+  if (action === 'set') {
+    // The settings given, checked with the relay's own schema before anything is sent: a
+    // bad value is a usage error, as on every command.
+    const given = FleetConfig.safeParse(layerFrom(values, {}));
+    if (!given.success) {
+      throw new UsageError(`not a valid setting: ${describeZodError(given.error)}`, usage);
+    }
+  }
   let answer = FleetConfigResponse.parse(
     await callRelay(values, '/fleet/config/get', { scope }, usage),
   );
   if (action === 'set') {
-    // Checked by the relay, which names what it refuses.
+    // The merged layer is checked by the relay too, which names what it refuses.
     const config = layerFrom(values, answer.layer);
     answer = FleetConfigResponse.parse(
       await callRelay(values, '/fleet/config/set', { scope, config }, usage),
