@@ -1,14 +1,15 @@
 /**
  * A TCP relay between an agent and its broker that reads the MQTT packets passing in each
  * direction, so that a test can do to one kind of message what a network or a broker may:
- * hold the agent's publishes to some topics while everything else passes (its reports
- * arrive late, its acknowledgements of commands do not), and hand the agent again a
+ * hold the publishes to some topics in one direction while everything else passes (the
+ * agent's reports arrive late, its acknowledgements of commands do not; or the relay's
+ * commands arrive late, the agent's reports do not), and hand the agent again a
  * message the broker delivered before (a QoS 1 message delivered again, out of order).
  * Packets pass whole and unchanged, in their order, unless held.
  */
 import net from 'node:net';
 
-type Direction = 'toBroker' | 'toAgent';
+export type Direction = 'toBroker' | 'toAgent';
 
 /** One MQTT control packet, its bytes as they came. */
 interface Packet {
@@ -78,14 +79,14 @@ function payloadOf(bytes: Buffer): Buffer {
 interface Connection {
   agent: net.Socket;
   broker: net.Socket;
-  held: Buffer[];
+  held: Array<{ direction: Direction; bytes: Buffer }>;
 }
 
 export class MqttTap {
   private readonly server: net.Server;
   private readonly connections = new Set<Connection>();
-  private holding: ((topic: string) => boolean) | undefined;
-  /** Payloads of the PUBLISH packets the broker handed the agent, by topic, in order. */
+  private holding: { matches: (topic: string) => boolean; direction: Direction } | undefined;
+  /** Payloads of the PUBLISH packets the broker sent towards the agent, by topic, in order. */
   private readonly delivered = new Map<string, Buffer[]>();
 
   constructor(private readonly target: { host: string; port: number }) {
@@ -113,9 +114,12 @@ export class MqttTap {
     return { host: '127.0.0.1', port, url: `mqtt://127.0.0.1:${port}` };
   }
 
-  /** Holds the agent's publishes whose topic `matches` until `release`; the rest passes. */
-  hold(matches: (topic: string) => boolean): void {
-    this.holding = matches;
+  /**
+   * Holds the publishes whose topic `matches` until `release`: the agent's (`toBroker`,
+   * the default) or the broker's to the agent (`toAgent`); everything else passes.
+   */
+  hold(matches: (topic: string) => boolean, direction: Direction = 'toBroker'): void {
+    this.holding = { matches, direction };
   }
 
   /** Sends what was held, in its order, and holds nothing more. Answers how many packets. */
@@ -123,8 +127,8 @@ export class MqttTap {
     this.holding = undefined;
     let sent = 0;
     for (const connection of this.connections) {
-      for (const bytes of connection.held.splice(0)) {
-        connection.broker.write(bytes);
+      for (const { direction, bytes } of connection.held.splice(0)) {
+        (direction === 'toBroker' ? connection.broker : connection.agent).write(bytes);
         sent++;
       }
     }
@@ -138,7 +142,7 @@ export class MqttTap {
     return count;
   }
 
-  /** The payloads the broker handed the agent on `topic`, oldest first. */
+  /** The payloads the broker sent towards the agent on `topic`, oldest first. */
   deliveredOn(topic: string): Buffer[] {
     return [...(this.delivered.get(topic) ?? [])];
   }
@@ -171,11 +175,11 @@ export class MqttTap {
           this.delivered.set(packet.topic, [...seen, Buffer.from(payloadOf(packet.bytes))]);
         }
         if (
-          direction === 'toBroker' &&
           packet.topic !== undefined &&
-          this.holding?.(packet.topic)
+          this.holding?.direction === direction &&
+          this.holding.matches(packet.topic)
         ) {
-          connection.held.push(packet.bytes);
+          connection.held.push({ direction, bytes: packet.bytes });
         } else {
           to.write(packet.bytes);
         }
