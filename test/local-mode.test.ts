@@ -10,10 +10,12 @@ import { startAgent, type RunningAgent } from '../agent/agent.js';
 import { emulatedReader, type EmulatedReader } from '../agent/emulated-reader.js';
 import type { LocalApiAuthenticator } from '../agent/local-api/authenticator.js';
 import { TerminalCreateResponse } from '../protocol/api.js';
+import { terminalTopics } from '../protocol/mqtt.js';
 import type { AgentConfig } from '../agent/config.js';
 import { pairTransactionId } from '../protocol/transaction-rules/pair-id.js';
 import { agentConfig } from './agent-harness.js';
 import { LinkSwitch, until } from './support/link-switch.js';
+import { MqttTap } from './support/mqtt-tap.js';
 import { basicAuth, post, startTestRelay, type TestRelay } from './support/relay.js';
 
 const silent = pino({ level: 'silent' });
@@ -30,6 +32,8 @@ describe('local mode', () => {
   let terminalId: string;
   let cloudPos: (operation: string, body: Record<string, unknown>) => ReturnType<typeof post>;
   let link: LinkSwitch;
+  /** Between the switch and the broker: holds the agent's reports when a test says so. */
+  let tap: MqttTap;
   let config: AgentConfig;
   let emulated: EmulatedReader;
   /** Reader runs per transaction: the sequences of its records, each a charge attempt. */
@@ -64,7 +68,8 @@ describe('local mode', () => {
     const terminal = TerminalCreateResponse.parse(created.body);
     terminalId = terminal.terminal_id;
     const broker = new URL(terminal.agent.broker_url);
-    link = new LinkSwitch({ host: broker.hostname, port: Number(broker.port) });
+    tap = new MqttTap({ host: broker.hostname, port: Number(broker.port) });
+    link = new LinkSwitch(await tap.listen());
     const url = await link.listen();
     config = agentConfig({
       terminal_id: terminalId,
@@ -93,6 +98,7 @@ describe('local mode', () => {
     await until('the link up', () => agent!.link.connected);
   });
   afterEach(async () => {
+    tap.release();
     link.restore();
     if (!agent) await start();
     await until('the link up', () => agent!.link.connected);
@@ -101,6 +107,7 @@ describe('local mode', () => {
     await agent?.stop();
     await emulated?.close();
     await link?.close();
+    await tap?.close();
     await relay?.close();
   });
 
@@ -314,6 +321,94 @@ describe('local mode', () => {
     expect(runs.get(id)?.size).toBe(1);
     await localPos('/transaction/confirm', { external_id: 'cloud-5', result_code: 'SUCCESS' });
   });
+
+  // Row 6 with the POS's repeat on the cloud made while the link is still down: the relay
+  // commits the pair PROCESSING and queues its start, and when the link returns the start
+  // and the agent's forward race. The tap between switch and broker decides the order:
+  // holding the agent's reports (its acknowledgements of commands pass) makes the start
+  // reach the agent before the relay hears of the local create; holding the relay's
+  // commands makes the forward reach the relay before the start reaches the agent.
+  it.each([
+    ['the cloud’s start', 'local-6-start', 'report'],
+    ['the forward', 'local-6-forward', 'cmd'],
+  ] as const)(
+    'row 6, %s first: a local create repeated on the cloud while the link is down is one record, one run',
+    async (_first, externalId, held) => {
+      const id = pairTransactionId(terminalId, externalId);
+      const topics = terminalTopics(terminalId);
+      // Nothing in flight when the link goes: after a reconnect mqtt.js sends again what it
+      // had in flight one message at a time, each once the broker acknowledged the one
+      // before, and only then subscribes and sends anything else; a report in flight, held
+      // at the tap, would hold back everything.
+      await until('the outbox empty', () => agent!.journal.pendingReports().length === 0);
+      await linkDown();
+      const purchase = { external_id: externalId, requested_amount: 1600, currency: 'EUR' };
+      const local = await localPos('/transaction/purchase', { ...purchase, wait_seconds: 30 });
+      expect(local.body.transaction).toMatchObject({
+        id,
+        state: 'AWAITING_CONFIRM',
+        result_code: 'SUCCESS',
+      });
+      // The POS repeats on the cloud: the relay, which has not heard of the pair, commits
+      // it PROCESSING and queues its start.
+      const cloud = await cloudPos('/transaction/purchase', { ...purchase, wait_seconds: 0 });
+      expect(cloud.body.transaction).toMatchObject({ id, state: 'PROCESSING' });
+      const start = (await relay.store.pendingCommands()).find(
+        ({ command }) => command.type === 'transaction.start' && command.transaction_id === id,
+      )!.command;
+      const startOnAgent = () => !!agent!.journal.command(start.command_id);
+      const relayRecord = async () =>
+        (await cloudPos('/transaction/get', { external_id: externalId, wait_seconds: 0 })).body
+          .transaction;
+
+      if (held === 'report') {
+        tap.hold((topic) => topic === topics.report, 'toBroker');
+        link.restore();
+        await until('the start on the agent', startOnAgent);
+        // The start found the pair and ran nothing; the relay has heard nothing yet.
+        expect(agent!.local!.engine.get(terminalId, externalId)?.txn.state).toBe(
+          'AWAITING_CONFIRM',
+        );
+        expect(await relayRecord()).toMatchObject({ id, state: 'PROCESSING' });
+        // Every report of the outbox, the start's included, waits at the tap (the start may
+        // come with the broker's CONNACK, before the reports published on connect got there).
+        await until('the reports held', () => {
+          const waiting = agent!.journal.pendingReports().length;
+          return waiting > 0 && tap.heldCount >= waiting;
+        });
+      } else {
+        tap.hold((topic) => topic === topics.command, 'toAgent');
+        link.restore();
+        await relayShows(externalId, 'AWAITING_CONFIRM');
+        await until('the start held', () => tap.heldCount > 0);
+        expect(startOnAgent()).toBe(false);
+      }
+      tap.release();
+      await until('the start on the agent', startOnAgent);
+
+      await relayShows(externalId, 'AWAITING_CONFIRM');
+      await until('the outbox empty', () => agent!.journal.pendingReports().length === 0);
+      expect(await relayRecord()).toMatchObject({
+        id,
+        // The agent made it, whichever reached the relay first.
+        made_locally: true,
+        state: 'AWAITING_CONFIRM',
+        result_code: 'SUCCESS',
+        created_at: local.body.transaction.created_at,
+      });
+      const confirmed = await localPos('/transaction/confirm', {
+        external_id: externalId,
+        result_code: 'SUCCESS',
+      });
+      expect(confirmed.body.transaction.state).toBe('CONFIRMED');
+      await relayShows(externalId, 'CONFIRMED');
+      await until('the outbox empty', () => agent!.journal.pendingReports().length === 0);
+      const searched = await cloudPos('/transaction/search', { external_id: externalId });
+      expect(searched.body.transactions.map((txn: { id: string }) => txn.id)).toEqual([id]);
+      expect(await eventsOf(id)).toEqual(['PROCESSING', 'AWAITING_CONFIRM', 'CONFIRMED']);
+      expect(runs.get(id)?.size).toBe(1);
+    },
+  );
 
   it('row 9: a cloud confirm with the link down is OUTCOME_UNKNOWN, decided once locally, never late', async () => {
     const id = pairTransactionId(terminalId, 'cloud-9');

@@ -59,6 +59,20 @@ describe('decideMirror', () => {
     expect(write).toEqual({ txn: reported, accountId: 'acct-1', version: 2 });
   });
 
+  it('marks a pair the agent made before the relay’s start reached it, though the relay committed it first', () => {
+    const current: TransactionRecord = {
+      txn: { ...reported, state: 'PROCESSING', created_at: '2026-11-21T12:00:30.000Z' },
+      accountId: 'acct-1',
+      version: 1,
+    };
+    const { write } = decideMirror({ ...reported, made_locally: true })(ctx(current));
+    expect(write).toEqual({
+      txn: { ...reported, made_locally: true },
+      accountId: 'acct-1',
+      version: 2,
+    });
+  });
+
   it('records a mismatch and writes nothing when the relay holds the pair as another transaction', () => {
     const current: TransactionRecord = {
       txn: { ...reported, id: 'txn-CLOUD', requested_amount: 999, state: 'PROCESSING' },

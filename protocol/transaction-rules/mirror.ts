@@ -19,9 +19,16 @@ export function decideMirror(reported: Transaction): Decide<MirrorResult> {
     if (ctx.terminalOwner === undefined) return { result: { record: undefined } };
     const current = ctx.current;
     // Marked made locally when the agent made it; a transaction the relay made and the
-    // agent then decided (local mode's cloud path) stays the relay's.
+    // agent then decided (local mode's cloud path) stays the relay's. The agent's record of
+    // a relay's start is the start's record, creation time included; a pair the agent made
+    // itself before the relay's start reached it (rows 4 and 6) has the agent's own
+    // creation time, and is the agent's whichever reached the relay first, the forward or
+    // the POS's repeat on the cloud (otherwise the mark would follow the order of arrival).
     const { made_locally: _reportedMark, ...reportedTxn } = reported;
-    const madeHere = current !== undefined && current.txn.made_locally === undefined;
+    const madeHere =
+      current !== undefined &&
+      current.txn.made_locally === undefined &&
+      current.txn.created_at === reported.created_at;
     const txn: Transaction = madeHere ? reportedTxn : { ...reportedTxn, made_locally: true };
     if (!current) {
       const write: TransactionRecord = {
