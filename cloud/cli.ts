@@ -89,6 +89,8 @@ function banner(relay: Relay): { shown: string[]; secret: string[] } {
     '',
     `Terminal payment relay listening on ${relay.baseUrl}/v1/ (and /v0/)`,
     `OpenAPI: ${relay.baseUrl}/v1/openapi.json`,
+    // What a newcomer opens first.
+    `Console: ${relay.baseUrl.replace(/\/pos$/, '')}/console/ (sign in with an account or terminal credential)`,
   ];
   const secret: string[] = [];
   const account = relay.bootstrap.accountCredential;

@@ -106,6 +106,8 @@ describe('the start-up banner', () => {
       for (const password of passwords) expect(output).not.toContain(password);
       // The file holds working credentials: the account's creates a simulator.
       const baseUrl = /listening on (https?:\/\/\S+?\/pos)\//.exec(output)![1]!;
+      // The banner names the console (served from that path: test/console-http.test.ts).
+      expect(/Console: (\S+)/.exec(output)?.[1]).toBe(baseUrl.replace(/\/pos$/, '/console/'));
       const created = await post(
         baseUrl,
         'v1',
