@@ -127,7 +127,7 @@ export const api = {
     }),
   purchase: (request: PurchaseRequest) =>
     call<{ transaction: Transaction }>('/transaction/purchase', request),
-  confirm: (terminal_id: string, external_id: string, result_code: 'SUCCESS' | 'ABORTED') =>
+  confirm: (terminal_id: string, external_id: string, result_code: string) =>
     call<{ transaction: Transaction }>('/transaction/confirm', {
       terminal_id,
       external_id,

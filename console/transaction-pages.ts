@@ -136,6 +136,32 @@ export async function transactionPage(
     });
     return button;
   };
+  /** "Reverse payment…", then the question, then the reversal only when confirmed. */
+  const reverseAction = (txn: Transaction) => {
+    const ask = h('button', { type: 'button' }, 'Reverse payment…');
+    const question = h(
+      'div',
+      { role: 'group', 'aria-label': 'Reverse the payment?', hidden: true },
+      h(
+        'p',
+        {},
+        `Reverse ${money(txn.total_amount ?? txn.requested_amount, txn.currency)}? The terminal gives the money back to the customer.`,
+      ),
+      act('Reverse', () => api.confirm(terminalId, externalId, REVERSED_BY_MERCHANT)),
+    );
+    const keep = h('button', { type: 'button' }, 'Keep the payment');
+    question.append(keep);
+    ask.addEventListener('click', () => {
+      ask.hidden = true;
+      question.hidden = false;
+    });
+    keep.addEventListener('click', () => {
+      question.hidden = true;
+      ask.hidden = false;
+      ask.focus();
+    });
+    return h('span', {}, ask, question);
+  };
   const draw = (txn: Transaction) => {
     fill(
       summary,
@@ -152,24 +178,37 @@ export async function transactionPage(
         h('dd', {}, h('a', { href: `#/terminal/${terminalId}` }, terminalId)),
       ),
     );
-    const unconfirmed =
-      txn.state === 'AWAITING_CONFIRM' ||
-      txn.state === 'AWAITING_CONTINUE' ||
-      txn.state === 'PROCESSING';
+    const succeeded = txn.result_code === 'SUCCESS';
+    const running = txn.state === 'PROCESSING' || txn.state === 'AWAITING_CONTINUE';
     fill(
       actions,
       txn.state === 'AWAITING_CONTINUE'
         ? act('Continue', () => api.continue(terminalId, externalId))
         : null,
-      txn.state === 'AWAITING_CONFIRM' && txn.result_code === 'SUCCESS'
+      txn.state === 'AWAITING_CONFIRM' && succeeded
         ? act('Confirm success', () => api.confirm(terminalId, externalId, 'SUCCESS'))
         : null,
-      unconfirmed || txn.state === 'CONFIRMED'
-        ? act('Confirm as failed', () => api.confirm(terminalId, externalId, 'ABORTED'))
+      // A failed payment is confirmed with its own result: a decline stays a decline.
+      txn.state === 'AWAITING_CONFIRM' && !succeeded && txn.result_code
+        ? act(`Confirm the failure (${txn.result_code})`, () =>
+            api.confirm(terminalId, externalId, txn.result_code!),
+          )
+        : null,
+      running ? act('Cancel payment', () => api.confirm(terminalId, externalId, 'ABORTED')) : null,
+      // Reversing gives the customer's money back: asked before anything is sent.
+      succeeded && (txn.state === 'AWAITING_CONFIRM' || txn.state === 'CONFIRMED')
+        ? reverseAction(txn)
         : null,
     );
     fill(
       receipts,
+      reversedAfterReceipts(txn)
+        ? h(
+            'p',
+            { class: 'notice', id: 'reversed-notice' },
+            'Reversed: the receipts below were printed before the reversal and show the payment approved; the customer was not charged.',
+          )
+        : null,
       receiptPaper('Customer receipt', txn.receipt_details_customer),
       receiptPaper('Merchant receipt', txn.receipt_details_merchant),
       !txn.receipt_details_customer && !txn.receipt_details_merchant
@@ -197,6 +236,16 @@ export async function transactionPage(
   }
   return stop;
 }
+
+/** The result the console confirms a reversed success with (docs/console.md). */
+const REVERSED_BY_MERCHANT = 'REVERSED_BY_MERCHANT';
+
+/** A payment that succeeded and was then committed as failed: its receipts say approved. */
+const reversedAfterReceipts = (txn: Transaction) =>
+  txn.state === 'COMMITTED' &&
+  txn.result_code !== 'SUCCESS' &&
+  (txn.authorized_amount ?? 0) > 0 &&
+  Boolean(txn.receipt_details_customer ?? txn.receipt_details_merchant);
 
 /** What each trigger amount does (docs/simulator.md). */
 export const TRIGGERS: ReadonlyArray<[number, string]> = [

@@ -217,6 +217,57 @@ describe.skipIf(!available)(`the console in Chromium (${CHROMIUM})`, () => {
     await page.close();
   }, 60_000);
 
+  /** Pays `trigger` with the default simulator from the Simulators page, to AWAITING_CONFIRM. */
+  const payOnPage = async (page: Page, trigger: string) => {
+    await page.goto(`${origin}/console/#/simulators`);
+    await signIn(page, ACCOUNT);
+    await page.getByRole('heading', { level: 1, name: 'Simulators' }).waitFor();
+    await page.getByLabel('Simulator', { exact: true }).selectOption(simulator.terminal_id);
+    await page.getByLabel('Trigger amount').selectOption(trigger);
+    await page.getByRole('button', { name: 'Pay' }).click();
+    const state = page.locator('#txn-state');
+    await expect.poll(() => state.textContent(), { timeout: 15_000 }).toBe('AWAITING_CONFIRM');
+    return state;
+  };
+  const resultShown = (page: Page) =>
+    page.locator('#summary dt:has-text("Result") + dd').textContent();
+
+  it('confirms a declined payment with its own result, not as ABORTED', async () => {
+    const page = await browser.newPage();
+    const state = await payOnPage(page, '100006');
+    const declined = await resultShown(page);
+    expect(declined).not.toBe('SUCCESS');
+    expect(await page.getByRole('button', { name: /Reverse/ }).count()).toBe(0);
+    await page.getByRole('button', { name: `Confirm the failure (${declined})` }).click();
+    await expect.poll(() => state.textContent()).toBe('COMMITTED');
+    expect(await resultShown(page)).toBe(declined);
+    await page.close();
+  }, 60_000);
+
+  it('asks before reversing a successful payment, and says its receipts were printed before', async () => {
+    const page = await browser.newPage();
+    const state = await payOnPage(page, '100002');
+    await page.getByRole('button', { name: 'Confirm success' }).click();
+    await expect.poll(() => state.textContent()).toBe('CONFIRMED');
+    // One click asks; nothing is sent until the question is answered.
+    await page.getByRole('button', { name: 'Reverse payment…' }).click();
+    const question = page.getByRole('group', { name: 'Reverse the payment?' });
+    await expect.poll(() => question.textContent()).toContain('1000.02 EUR');
+    await page.getByRole('button', { name: 'Keep the payment' }).click();
+    expect(await question.isHidden()).toBe(true);
+    expect(await state.textContent()).toBe('CONFIRMED');
+    expect(await page.locator('#reversed-notice').count()).toBe(0);
+    await page.getByRole('button', { name: 'Reverse payment…' }).click();
+    await page.getByRole('button', { name: 'Reverse', exact: true }).click();
+    await expect.poll(() => state.textContent()).toBe('COMMITTED');
+    expect(await resultShown(page)).toBe('REVERSED_BY_MERCHANT');
+    // The terminal's receipts still say approved: the page says they predate the reversal.
+    expect(await page.getByRole('figure').first().textContent()).toContain('APPROVED');
+    expect(await page.locator('#reversed-notice').textContent()).toContain('not charged');
+    expect(await seriousViolations(page, '10-reversed')).toEqual([]);
+    await page.close();
+  }, 60_000);
+
   it("closes a terminal's day from its page and shows the settlement live", async () => {
     const page = await browser.newPage();
     await page.goto(`${origin}/console/#/terminal/${simulator.terminal_id}`);
