@@ -3,7 +3,7 @@
  * live feed shared by every page. Pages call the API's own operations (api.ts).
  */
 import { currentSession, restoreSession, signIn, signOut, whenSignedOut } from './api.js';
-import { errorText, fill, h } from './dom.js';
+import { announce, errorText, fill, h } from './dom.js';
 import { onConnection, startLive, stopLive } from './live.js';
 import { eventsPage, webhooksPage } from './other-pages.js';
 import { terminalPage, terminalsPage, type Cleanup } from './terminal-pages.js';
@@ -92,6 +92,8 @@ function drawWho() {
 
 function signInPage() {
   nav.hidden = true;
+  // The live region still holds what the signed-in pages said: nothing of it after sign-out.
+  announce('');
   const username = h('input', {
     id: 'username',
     name: 'username',

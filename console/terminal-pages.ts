@@ -71,7 +71,10 @@ export async function terminalsPage(main: HTMLElement): Promise<Cleanup> {
     }
     if (terminals.length === 0) body.append(h('tr', {}, h('td', { colspan: 7 }, 'No terminals.')));
   } catch (error) {
-    main.append(h('p', { role: 'alert' }, errorText(error)));
+    // A terminal that is not there (or not this credential's) has no page to act on: the
+    // router shows "Not available" with the reason, and no test print is offered.
+    stop();
+    throw error;
   }
   return stop;
 }
@@ -231,7 +234,10 @@ export async function terminalPage(main: HTMLElement, terminalId: string): Promi
       statuses.map((e) => historyItem(e.data)),
     );
   } catch (error) {
-    main.append(h('p', { role: 'alert' }, errorText(error)));
+    // A terminal that is not there (or not this credential's) has no page to act on: the
+    // router shows "Not available" with the reason, and no test print is offered.
+    stop();
+    throw error;
   }
   return stop;
 }

@@ -268,6 +268,22 @@ describe.skipIf(!available)(`the console in Chromium (${CHROMIUM})`, () => {
     await page.close();
   }, 60_000);
 
+  it('says nothing of the last transaction after sign-out, and offers no test print for an unknown terminal', async () => {
+    const page = await browser.newPage();
+    await payOnPage(page, '100002');
+    expect(await page.locator('#announce').textContent()).toContain('AWAITING_CONFIRM');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Username').waitFor();
+    expect(await page.locator('#announce').textContent()).toBe('');
+
+    await signIn(page, ACCOUNT);
+    await page.goto(`${origin}/console/#/terminal/t-1999999999`);
+    await page.getByRole('heading', { level: 1, name: 'Not available' }).waitFor();
+    expect(await page.getByRole('alert').textContent()).toContain('t-1999999999');
+    expect(await page.getByRole('button', { name: 'Send a test print' }).count()).toBe(0);
+    await page.close();
+  }, 60_000);
+
   it("closes a terminal's day from its page and shows the settlement live", async () => {
     const page = await browser.newPage();
     await page.goto(`${origin}/console/#/terminal/${simulator.terminal_id}`);
