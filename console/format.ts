@@ -53,3 +53,19 @@ export function fieldTable(txn: Transaction): HTMLElement {
     ),
   );
 }
+
+/**
+ * A time as the person at the screen reads it: local date and time to the second, as the
+ * "Created since" picker takes it, in a <time> that keeps the exact UTC instant (its
+ * datetime, and its title on hover).
+ */
+export function localTime(iso: string | undefined): HTMLElement | string {
+  if (!iso) return '—';
+  const at = new Date(iso);
+  if (Number.isNaN(at.getTime())) return iso;
+  const two = (n: number) => String(n).padStart(2, '0');
+  const text =
+    `${at.getFullYear()}-${two(at.getMonth() + 1)}-${two(at.getDate())} ` +
+    `${two(at.getHours())}:${two(at.getMinutes())}:${two(at.getSeconds())}`;
+  return h('time', { datetime: iso, title: iso }, text);
+}

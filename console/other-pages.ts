@@ -3,6 +3,7 @@ import type { WebhookView } from '../protocol/index.js';
 import { api, isSettlementEvent, isStatusEvent, type CloudEventView } from './api.js';
 import { announce, errorText, field, fill, h } from './dom.js';
 import { onEvent } from './live.js';
+import { localTime } from './format.js';
 import type { Cleanup } from './terminal-pages.js';
 
 const TAIL_KEPT = 200;
@@ -46,7 +47,7 @@ export function eventsPage(main: HTMLElement): Cleanup {
       h(
         'li',
         {},
-        h('time', {}, event.time ?? ''),
+        localTime(event.time),
         ' ',
         h('code', {}, event.type.split('.').pop() ?? event.type),
         ` ${event.subject ?? ''} — ${describe(event)}`,

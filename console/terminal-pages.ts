@@ -2,7 +2,7 @@
 import type { TerminalStatus, Transaction } from '../protocol/index.js';
 import { api, isSettlementEvent, isStatusEvent, type CloudEventView } from './api.js';
 import { announce, errorText, fill, h, money } from './dom.js';
-import { battery, stateBadge, statusBadge, yesNo } from './format.js';
+import { battery, localTime, stateBadge, statusBadge, yesNo } from './format.js';
 import { onEvent } from './live.js';
 import { settlementView } from './settlement-view.js';
 
@@ -91,7 +91,9 @@ export async function subjectEvents(subject: string, max = 500): Promise<CloudEv
   return events;
 }
 
-export function transactionRows(transactions: Transaction[]): HTMLElement {
+/** A table of transactions; `withTerminal` adds each one's terminal (lists of several). */
+export function transactionRows(transactions: Transaction[], withTerminal = false): HTMLElement {
+  const columns = ['External id', 'Type', 'Amount', 'State', 'Result', 'Created'];
   return h(
     'table',
     { class: 'list' },
@@ -101,7 +103,7 @@ export function transactionRows(transactions: Transaction[]): HTMLElement {
       h(
         'tr',
         {},
-        ['External id', 'Type', 'Amount', 'State', 'Result', 'Created'].map((t) =>
+        (withTerminal ? ['Terminal', ...columns] : columns).map((t) =>
           h('th', { scope: 'col' }, t),
         ),
       ),
@@ -112,7 +114,10 @@ export function transactionRows(transactions: Transaction[]): HTMLElement {
       transactions.map((t) =>
         h(
           'tr',
-          {},
+          { 'data-transaction': t.id },
+          withTerminal
+            ? h('td', {}, h('a', { href: `#/terminal/${t.terminal_id}` }, t.terminal_id))
+            : null,
           h(
             'td',
             {},
@@ -126,7 +131,7 @@ export function transactionRows(transactions: Transaction[]): HTMLElement {
           h('td', {}, money(t.requested_amount, t.currency)),
           h('td', {}, stateBadge(t.state)),
           h('td', {}, t.result_code ?? '—'),
-          h('td', {}, t.created_at ?? '—'),
+          h('td', {}, localTime(t.created_at)),
         ),
       ),
     ),
@@ -197,14 +202,15 @@ export async function terminalPage(main: HTMLElement, terminalId: string): Promi
         h('dt', {}, 'Transaction state'),
         h('dd', {}, stateBadge(status.transaction_state)),
         h('dt', {}, 'Updated'),
-        h('dd', {}, status.updated_at ?? '—'),
+        h('dd', {}, localTime(status.updated_at)),
       ),
     );
   const historyItem = (status: TerminalStatus) =>
     h(
       'li',
       {},
-      `${status.updated_at ?? ''} — ${status.connected === false ? 'offline' : 'online'}, ${
+      localTime(status.updated_at),
+      ` — ${status.connected === false ? 'offline' : 'online'}, ${
         status.transaction_state ?? ''
       } ${status.screen_message ? `“${status.screen_message}”` : ''}`,
     );

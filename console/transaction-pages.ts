@@ -2,7 +2,7 @@
 import type { Transaction } from '../protocol/index.js';
 import { api, isTransactionEvent, type CloudEventView, type TerminalView } from './api.js';
 import { announce, errorText, field, fill, h, money } from './dom.js';
-import { fieldTable, receiptPaper, stateBadge } from './format.js';
+import { fieldTable, localTime, receiptPaper, stateBadge } from './format.js';
 import { onEvent } from './live.js';
 import { subjectEvents, transactionRows, type Cleanup } from './terminal-pages.js';
 
@@ -43,9 +43,21 @@ export async function transactionsPage(main: HTMLElement): Promise<Cleanup> {
   let cursor: string | undefined;
 
   const draw = () => {
-    fill(results, found.length ? transactionRows(found) : h('p', {}, 'No transaction matches.'));
+    fill(
+      results,
+      found.length
+        ? transactionRows(found, !terminal.value)
+        : h('p', {}, 'No transaction matches.'),
+    );
     announce(`${found.length} transactions`);
   };
+  /** Whether a transaction is one the search shown asks for (as the relay's search would). */
+  const matches = (txn: Transaction) =>
+    (!terminal.value || txn.terminal_id === terminal.value) &&
+    (!externalId.value || txn.external_id === externalId.value) &&
+    (!state.value || txn.state === state.value) &&
+    (!result.value || txn.result_code === result.value.trim().toUpperCase()) &&
+    (!since.value || Date.parse(txn.created_at) >= new Date(since.value).getTime());
   const load = async (next: boolean) => {
     try {
       const page = await api.search({
@@ -81,8 +93,19 @@ export async function transactionsPage(main: HTMLElement): Promise<Cleanup> {
     void load(false);
   });
   fill(main, h('h1', {}, 'Transactions'), form, results, more);
+  // Live, as the Terminals list is: a shown transaction takes each change, a new one that
+  // matches the search comes first (the list is newest first).
+  const stop = onEvent((event) => {
+    if (!isTransactionEvent(event)) return;
+    const txn = event.data;
+    const at = found.findIndex((shown) => shown.id === txn.id);
+    if (at >= 0) found[at] = txn;
+    else if (matches(txn)) found.unshift(txn);
+    else return;
+    draw();
+  });
   await load(false);
-  return () => undefined;
+  return stop;
 }
 
 function timelineOf(events: CloudEventView[], externalId: string): HTMLElement[] {
@@ -93,7 +116,7 @@ function timelineOf(events: CloudEventView[], externalId: string): HTMLElement[]
       h(
         'li',
         {},
-        h('time', {}, e.time ?? ''),
+        localTime(e.time),
         ' ',
         stateBadge(e.data.state),
         e.data.result_code ? ` ${e.data.result_code}` : '',
