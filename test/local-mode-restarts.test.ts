@@ -321,6 +321,14 @@ describe.skipIf(!pty)(
         result_code: record.result_code,
         reference: record.details?.reference,
       });
+      // A repeat of the create on the cloud path finds the pair: the same transaction, run
+      // nothing.
+      const cloudRepeat = await cloud('/transaction/purchase', { ...purchase, wait_seconds: 0 });
+      expect(cloudRepeat.body.transaction).toMatchObject({
+        id,
+        state: 'AWAITING_CONFIRM',
+        reference: record.details?.reference,
+      });
 
       const confirmed = await local('/transaction/confirm', {
         external_id: 'killed-1',
@@ -340,6 +348,49 @@ describe.skipIf(!pty)(
         state: 'CONFIRMED',
         madeLocally: true,
         reader: memory.get(id)!,
+      });
+    }, 60_000);
+
+    it('killed right after a local confirm was answered: the confirm holds after the restart, forwarded once, nothing reversed', async () => {
+      const purchase = { external_id: 'killed-2', requested_amount: 2600, currency: 'EUR' };
+      const id = pairTransactionId(terminal.terminal_id, 'killed-2');
+      const paid = await local('/transaction/purchase', { ...purchase, wait_seconds: 20 });
+      expect(paid.body.transaction).toMatchObject({ id, state: 'AWAITING_CONFIRM' });
+      const confirmed = await local('/transaction/confirm', {
+        external_id: 'killed-2',
+        result_code: 'SUCCESS',
+      });
+      expect(confirmed.body.transaction.state).toBe('CONFIRMED');
+      await killAgent();
+      await startAgent();
+      const got = await local('/transaction/get', { external_id: 'killed-2' });
+      expect(got.body.transaction).toMatchObject({
+        id,
+        state: 'CONFIRMED',
+        confirmed_at: confirmed.body.transaction.confirmed_at,
+      });
+      await waitFor(
+        'the confirm forwarded',
+        async () =>
+          (await cloud('/transaction/get', { external_id: 'killed-2' })).body?.transaction
+            ?.state === 'CONFIRMED',
+        context,
+      );
+      // A repeat of the confirm, on either path, answers the same decision.
+      for (const onPath of [local, cloud]) {
+        const again = await onPath('/transaction/confirm', {
+          external_id: 'killed-2',
+          result_code: 'SUCCESS',
+        });
+        expect([again.status, again.body.transaction?.state]).toEqual([200, 'CONFIRMED']);
+      }
+      expect(memory.get(id)).toMatchObject({ phase: 'COMPLETED', result_code: 'SUCCESS' });
+      expect(runs.get(id)?.size).toBe(1);
+      await expectRelayShowsOnce(relay.baseUrl, relay.account, cloud, 'killed-2', {
+        terminalId: terminal.terminal_id,
+        state: 'CONFIRMED',
+        madeLocally: true,
+        reader: memory.get(id),
       });
     }, 60_000);
 
