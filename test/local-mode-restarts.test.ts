@@ -28,7 +28,7 @@ import {
 import { openPty, type PtyPair } from '../firmware-bridge/transport/pty.js';
 import type { TerminalCreateResponse } from '../protocol/api.js';
 import { pairTransactionId } from '../protocol/transaction-rules/pair-id.js';
-import { startBrokerDoor, type BrokerDoor } from './support/e2e-broker-door.js';
+import { relayHearsReports, startBrokerDoor, type BrokerDoor } from './support/e2e-broker-door.js';
 import {
   agentJournalText,
   fileText,
@@ -504,7 +504,8 @@ const ACCOUNT = { username: 'local-restarts-account', password: 'local-restarts-
  * What the row 17 tests share: a relay process (`env` read at each start), a terminal in
  * local mode whose agent (`tps agent`, the emulated reader in its process, its memory in a
  * file) reaches the broker through a door (support/e2e-broker-door.ts) that lets it back
- * 200 ms after the broker accepts again, so that it comes back whatever its back-off.
+ * 200 ms after the broker accepts again (or when a gate says), so that it comes back
+ * whatever its back-off.
  */
 function relayBench(name: string) {
   const dir = mkdtempSync(path.join(tmpdir(), `tps-${name}-`));
@@ -543,7 +544,12 @@ function relayBench(name: string) {
     async terminalInLocalMode(
       home: string,
       broker: { host: string; port: number },
-      options: { bounds?: Record<string, number>; readerMs?: number } = {},
+      options: {
+        bounds?: Record<string, number>;
+        readerMs?: number;
+        /** When the door lets the agent through (default: 200 ms after the broker accepts). */
+        gate?: () => Promise<void>;
+      } = {},
     ) {
       const homeDir = path.join(dir, home);
       mkdirSync(homeDir);
@@ -558,7 +564,10 @@ function relayBench(name: string) {
         localPort!,
         options.bounds ?? {},
       );
-      const door = await startBrokerDoor(broker, { holdMs: 200 });
+      const door = await startBrokerDoor(
+        broker,
+        options.gate ? { gate: options.gate } : { holdMs: 200 },
+      );
       bench.doors.push(door);
       const configFile = writeAgentConfig(homeDir, terminal, {
         reader: { emulated: { state_file: 'reader.jsonl', delay_ms: options.readerMs ?? 200 } },
@@ -833,7 +842,22 @@ describe.skipIf(!MOSQUITTO_BINARY)(
 
     it('stopped and started again, the agent restarted meanwhile: each local payment forwarded once', async () => {
       const port = mosquitto!.port;
-      const t = await bench.terminalInLocalMode('broker', { host: '127.0.0.1', port });
+      // The agent comes back once the relay, reconnected to the new broker, hears reports
+      // again: a report published before the relay subscribed is dropped by the broker and
+      // sent again only after the agent's resend period (10-20 s, agent/link.ts), which
+      // would make this test slow, not wrong. Another terminal's credential tells when.
+      const probe = await registerTerminal(bench.baseUrl, ACCOUNT);
+      const relayListens = () =>
+        relayHearsReports(`mqtt://127.0.0.1:${port}`, {
+          terminalId: probe.terminal_id,
+          username: probe.agent.username,
+          password: probe.agent.password,
+        });
+      const t = await bench.terminalInLocalMode(
+        'broker',
+        { host: '127.0.0.1', port },
+        { gate: relayListens },
+      );
       expect(t.terminal.agent.broker_url).toBe(mosquitto!.url);
       await mosquitto!.stop();
       await waitFor(
