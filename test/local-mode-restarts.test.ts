@@ -215,8 +215,9 @@ describe.skipIf(!pty)(
       await agent!.stop('SIGKILL');
     }
 
-    async function startAgent(): Promise<void> {
-      reader.down = false;
+    /** Up with the line to the reader, or (`lineUp: false`) with it still down. */
+    async function startAgent({ lineUp } = { lineUp: true }): Promise<void> {
+      if (lineUp) reader.down = false;
       agent = startAgentProcess(configFile);
       // Up with its local API and the verifiers of the POS credential.
       await waitFor(
@@ -406,9 +407,12 @@ describe.skipIf(!pty)(
       const first = await local('/transaction/purchase', { ...purchase, wait_seconds: 0 });
       expect(first.body.transaction).toMatchObject({ id, state: 'PROCESSING' });
       await killAgent();
-      await startAgent();
+      // Still down while the agent starts: what the dead one wrote and the pty still held
+      // is lost too, as on a pulled cable.
+      await startAgent({ lineUp: false });
+      reader.down = false;
       const repeated = await repeatLocally(purchase);
-      expect(repeated.body.transaction).toMatchObject({
+      expect(repeated.body.transaction, JSON.stringify(repeated.body.transaction)).toMatchObject({
         id,
         state: 'AWAITING_CONFIRM',
         result_code: 'ABORTED',
