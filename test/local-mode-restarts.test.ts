@@ -33,6 +33,7 @@ import {
   agentJournalText,
   fileText,
   freePorts,
+  posFor,
   readerRecord,
   readerRuns,
   registerTerminal,
@@ -106,12 +107,10 @@ function posPaths(
   localPort: number,
   terminal: TerminalCreateResponse,
 ): { cloud: Call; local: Call } {
-  const credential = { username: terminal.username, password: terminal.password };
-  const on =
-    (baseUrl: () => string): Call =>
-    (operation, body) =>
-      post(baseUrl(), 'v1', operation, { terminal_id: terminal.terminal_id, ...body }, credential);
-  return { cloud: on(relayUrl), local: on(() => `http://127.0.0.1:${localPort}/pos`) };
+  return {
+    cloud: posFor(relayUrl, terminal),
+    local: posFor(() => `http://127.0.0.1:${localPort}/pos`, terminal),
+  };
 }
 
 /**
@@ -161,6 +160,24 @@ async function expectRelayShowsOnce(
   // One event per state it went through: PROCESSING, AWAITING_CONFIRM and the POS's decision.
   const through = ['PROCESSING', 'AWAITING_CONFIRM', expected.state];
   expect(states, `events of ${externalId}`).toEqual(through);
+}
+
+/** The POS's create repeated on a path until it leaves PROCESSING; answers the last answer. */
+async function untilDecided(
+  call: Call,
+  purchase: Record<string, unknown>,
+  context: () => string,
+): Promise<ApiResponse> {
+  let answer: ApiResponse | undefined;
+  await waitFor(
+    `${String(purchase.external_id)} to leave PROCESSING`,
+    async () => {
+      answer = await call('/transaction/purchase', { ...purchase, wait_seconds: 2 });
+      return answer.status === 200 && answer.body.transaction.state !== 'PROCESSING';
+    },
+    context,
+  );
+  return answer!;
 }
 
 /**
@@ -271,20 +288,6 @@ describe.skipIf(!pty)(
       rmSync(dir, { recursive: true, force: true });
     });
 
-    /** The POS's create, repeated on the local path until it leaves PROCESSING. */
-    async function repeatLocally(purchase: Record<string, unknown>): Promise<ApiResponse> {
-      let answer: ApiResponse | undefined;
-      await waitFor(
-        `${String(purchase.external_id)} to leave PROCESSING on the local path`,
-        async () => {
-          answer = await local('/transaction/purchase', { ...purchase, wait_seconds: 2 });
-          return answer.status === 200 && answer.body.transaction.state !== 'PROCESSING';
-        },
-        context,
-      );
-      return answer!;
-    }
-
     it('killed while the reader runs a local payment: the reader finishes meanwhile; a repeat on either path answers its result, charged once', async () => {
       const purchase = { external_id: 'killed-1', requested_amount: 2500, currency: 'EUR' };
       const id = pairTransactionId(terminal.terminal_id, 'killed-1');
@@ -302,7 +305,7 @@ describe.skipIf(!pty)(
       expect(record.result_code).toBe('SUCCESS');
 
       await startAgent();
-      const repeated = await repeatLocally(purchase);
+      const repeated = await untilDecided(local, purchase, context);
       expect(repeated.body.transaction).toMatchObject({
         id,
         state: 'AWAITING_CONFIRM',
@@ -411,7 +414,7 @@ describe.skipIf(!pty)(
       // is lost too, as on a pulled cable.
       await startAgent({ lineUp: false });
       reader.down = false;
-      const repeated = await repeatLocally(purchase);
+      const repeated = await untilDecided(local, purchase, context);
       expect(repeated.body.transaction, JSON.stringify(repeated.body.transaction)).toMatchObject({
         id,
         state: 'AWAITING_CONFIRM',
@@ -456,7 +459,7 @@ describe.skipIf(!pty)(
         await new Promise((resolve) => setTimeout(resolve, delay));
         await killAgent();
         await startAgent();
-        const repeated = await repeatLocally(purchase);
+        const repeated = await untilDecided(local, purchase, context);
         const record = memory.get(id);
         const answer = JSON.stringify(repeated.body.transaction);
         if (record?.phase === 'COMPLETED') {
@@ -628,19 +631,8 @@ function relayBench(name: string) {
           expect(confirmed.body.transaction.state).toBe('CONFIRMED');
         },
 
-        /** A create repeated on the local path until it leaves PROCESSING. */
-        async repeatLocally(purchase: Record<string, unknown>): Promise<ApiResponse> {
-          let answer: ApiResponse | undefined;
-          await waitFor(
-            `${String(purchase.external_id)} to leave PROCESSING on the local path`,
-            async () => {
-              answer = await local('/transaction/purchase', { ...purchase, wait_seconds: 2 });
-              return answer.status === 200 && answer.body.transaction.state !== 'PROCESSING';
-            },
-            context,
-          );
-          return answer!;
-        },
+        repeatLocally: (purchase: Record<string, unknown>) =>
+          untilDecided(local, purchase, context),
 
         readerReaches: (externalId: string, phase: string) =>
           waitFor(
