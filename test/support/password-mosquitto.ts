@@ -2,7 +2,8 @@
  * The machine's `mosquitto` run on the files `tps broker mosquitto` writes (a password
  * file and an ACL), on free ports of its own: one listener for agents, one for relays, as
  * `tps broker mosquitto` prints. `reload()` is the operator's SIGHUP after writing the
- * files again.
+ * files again. Also an anonymous one, as .ci/run starts for MQTT_URL, that a test stops
+ * and starts again.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -59,39 +60,100 @@ export async function startPasswordMosquitto(
         '',
       ].join('\n'),
     );
-    let output = '';
-    const child: ChildProcess = spawn(MOSQUITTO_BINARY, ['-c', conf], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const started = await new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => resolve(false), 10_000);
-      child.stderr!.on('data', () => {
-        if (/mosquitto version \S+ running/.test(output)) {
-          clearTimeout(timer);
-          resolve(true);
-        }
-      });
-      child.once('exit', () => {
-        clearTimeout(timer);
-        resolve(false);
-      });
-    });
+    const { child, output, started } = await runMosquitto(conf);
     if (started) {
       return {
         url: `mqtt://127.0.0.1:${port}`,
         relayUrl: `mqtt://127.0.0.1:${relayPort}`,
         reload: () => child.kill('SIGHUP'),
-        output: () => output,
-        stop: async () => {
-          if (child.exitCode !== null || child.signalCode !== null) return;
-          const exited = new Promise((resolve) => child.once('exit', resolve));
-          child.kill('SIGTERM');
-          await exited;
-        },
+        output,
+        stop: () => stopMosquitto(child),
       };
     }
-    child.kill('SIGKILL');
-    if (attempt === 3) throw new Error(`mosquitto did not start:\n${output}`);
+    if (attempt === 3) throw new Error(`mosquitto did not start:\n${output()}`);
   }
+}
+
+/**
+ * A Mosquitto that lets anyone in, configured as .ci/run starts one (Nagle off, nothing
+ * kept across a restart), on `port`, or a free one. A test stops it and starts it again on
+ * the same port: a broker's restart, every session and retained message gone.
+ */
+export interface AnonymousMosquitto {
+  url: string;
+  port: number;
+  output(): string;
+  stop(): Promise<void>;
+}
+
+export async function startAnonymousMosquitto(
+  dir: string,
+  port?: number,
+): Promise<AnonymousMosquitto> {
+  if (!MOSQUITTO_BINARY) throw new Error('no mosquitto binary on this machine');
+  // A port free when asked may be taken before Mosquitto binds it: try another, unless the
+  // caller needs that port (a restart).
+  for (let attempt = 1; ; attempt++) {
+    const listen = port ?? (await freePorts(1))[0]!;
+    const conf = path.join(dir, 'mosquitto-anonymous.conf');
+    fs.writeFileSync(
+      conf,
+      [
+        `listener ${listen} 127.0.0.1`,
+        'allow_anonymous true',
+        'set_tcp_nodelay true',
+        'persistence false',
+        'log_dest stderr',
+        'log_type error',
+        'log_type warning',
+        'log_type notice',
+        'log_type information',
+        '',
+      ].join('\n'),
+    );
+    const { child, output, started } = await runMosquitto(conf);
+    if (started) {
+      return {
+        url: `mqtt://127.0.0.1:${listen}`,
+        port: listen,
+        output,
+        stop: () => stopMosquitto(child),
+      };
+    }
+    if (attempt === 3 || port !== undefined)
+      throw new Error(`mosquitto did not start:\n${output()}`);
+  }
+}
+
+/** Runs `mosquitto -c conf` until it says it runs; one that did not start is killed. */
+async function runMosquitto(
+  conf: string,
+): Promise<{ child: ChildProcess; output: () => string; started: boolean }> {
+  let output = '';
+  const child: ChildProcess = spawn(MOSQUITTO_BINARY!, ['-c', conf], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const started = await new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), 10_000);
+    child.stderr!.on('data', () => {
+      if (/mosquitto version \S+ running/.test(output)) {
+        clearTimeout(timer);
+        resolve(true);
+      }
+    });
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve(false);
+    });
+  });
+  if (!started) child.kill('SIGKILL');
+  return { child, output: () => output, started };
+}
+
+async function stopMosquitto(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
 }
