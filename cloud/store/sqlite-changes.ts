@@ -1,6 +1,6 @@
 /**
  * The SQLite store's transaction changes, decided on the relay's thread on what the store
- * holds and checked again inside their commit (sqlite-writes.ts applyChange): if the
+ * holds and checked again inside their commit (sqlite-transactions.ts applyChange): if the
  * transaction moved in between (a concurrent change), the change is decided again on the
  * new state. The transactions this process wrote or read are kept in memory
  * (KEPT_TRANSACTIONS), so that the steps after a create decide and answer without
@@ -24,7 +24,7 @@ import {
   toTransactionWrite,
   type DecidedOn,
   type LastReportRow,
-} from './sqlite-writes.js';
+} from './sqlite-write-steps.js';
 
 /**
  * Decisions taken again after a conflict before giving up. Changes of one terminal are

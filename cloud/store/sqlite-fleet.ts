@@ -1,10 +1,12 @@
 /**
- * The SQLite store's fleet tables: layers of desired configuration and what agents last
- * said of themselves (Store.putConfigLayer, putFleetReport). Writes run in the writer's
- * shared commit (sqlite-writes.ts); reads on the relay thread's connection.
+ * The SQLite store's fleet (ports/fleet.ts): layers of desired configuration, what agents
+ * last said of themselves and releases here, pairings in sqlite-pairings.ts, rollouts in
+ * sqlite-rollouts.ts. Writes run in the writer's shared commit (sqlite-writes.ts); reads
+ * on the relay thread's connection.
  */
 import type Database from 'better-sqlite3';
-import type { ConfigLayerRecord, FleetReportRecord } from './records.js';
+import type { FleetStore } from './ports/fleet.js';
+import type { ConfigLayerRecord, FleetReportRecord, ReleaseRecord } from './records.js';
 import {
   FLEET_SQL,
   layerValues,
@@ -14,6 +16,10 @@ import {
   type LayerRow,
   type ReportRow,
 } from './fleet-rows.js';
+import { RELEASE_COLUMNS, releaseValues, toRelease, type ReleaseRow } from './rows.js';
+import { pairingReads, type pairingWrites } from './sqlite-pairings.js';
+import { rolloutReads, type rolloutWrites } from './sqlite-rollouts.js';
+import type { QueuesWrites } from './sqlite-write-steps.js';
 
 /** The writes, as operations the writer thread runs. */
 export function fleetWrites(db: Database.Database) {
@@ -27,6 +33,15 @@ export function fleetWrites(db: Database.Database) {
       // A terminal deleted meanwhile: nothing to keep its report for.
       const known = db.prepare('SELECT 1 FROM terminals WHERE id = ?').get(report.terminalId);
       if (known) putReport.run(reportValues(report));
+    },
+    addRelease(r: ReleaseRecord): boolean {
+      const { changes } = db
+        .prepare(
+          `INSERT INTO releases (${RELEASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT DO NOTHING`,
+        )
+        .run(...releaseValues(r));
+      return changes === 1;
     },
   };
 }
@@ -42,6 +57,82 @@ export function fleetReads(db: Database.Database) {
     },
     fleetReports(terminalId: string): FleetReportRecord[] {
       return reports.all(terminalId).map(toFleetReport);
+    },
+  };
+}
+
+type FleetWrites = ReturnType<typeof fleetWrites> &
+  ReturnType<typeof pairingWrites> &
+  ReturnType<typeof rolloutWrites>;
+
+/** The port, its reads here and its writes queued to the writer. */
+export function sqliteFleet(db: Database.Database, writer: QueuesWrites<FleetWrites>): FleetStore {
+  const fleet = fleetReads(db);
+  const pairings = pairingReads(db);
+  const rollouts = rolloutReads(db);
+  return {
+    createPairing: (pairing) => writer.write({ op: 'createPairing', arg: pairing }),
+
+    async findPairing(secretHash) {
+      return pairings.findPairing(secretHash);
+    },
+
+    claimPairing: (code, claim, terminal, event) =>
+      writer.write({ op: 'claimPairing', arg: { code, claim, terminal, event } }),
+
+    collectPairing: (secretHash, agentSecretHash, at) =>
+      writer.write({ op: 'collectPairing', arg: { secretHash, agentSecretHash, at } }),
+
+    addRelease: (release) => writer.write({ op: 'addRelease', arg: release }),
+
+    async findRelease(accountId, version, arch) {
+      const row = db
+        .prepare<[string, string, string], ReleaseRow>(
+          'SELECT * FROM releases WHERE account_id = ? AND version = ? AND arch = ?',
+        )
+        .get(accountId, version, arch);
+      return row ? toRelease(row) : undefined;
+    },
+
+    async listReleases(accountId) {
+      return db
+        .prepare<[string], ReleaseRow>(
+          'SELECT * FROM releases WHERE account_id = ? ORDER BY published_at DESC, version DESC',
+        )
+        .all(accountId)
+        .map(toRelease);
+    },
+
+    putConfigLayer: (layer) => writer.write({ op: 'putConfigLayer', arg: layer }),
+
+    async getConfigLayer(accountId, scope, scopeId) {
+      return fleet.getConfigLayer(accountId, scope, scopeId);
+    },
+
+    putFleetReport: (report) => writer.write({ op: 'putFleetReport', arg: report }),
+
+    async fleetReports(terminalId) {
+      return fleet.fleetReports(terminalId);
+    },
+
+    createRollout: (rollout) => writer.write({ op: 'createRollout', arg: rollout }),
+
+    async getRollout(id) {
+      return rollouts.getRollout(id);
+    },
+
+    async listRollouts(filter) {
+      return rollouts.listRollouts(filter);
+    },
+
+    updateRollout: (rollout, revision) =>
+      writer.write({ op: 'updateRollout', arg: { rollout, revision } }),
+
+    recordRolloutOutcome: (rolloutId, terminalId, outcome) =>
+      writer.write({ op: 'recordRolloutOutcome', arg: { rolloutId, terminalId, ...outcome } }),
+
+    async cohortTerminals(accountId, cohort) {
+      return rollouts.cohortTerminals(accountId, cohort);
     },
   };
 }

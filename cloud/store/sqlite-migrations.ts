@@ -1,4 +1,6 @@
 /** Versioned schema of the SQLite store; each step runs once, in order, in one transaction. */
+import type Database from 'better-sqlite3';
+import { refuseNewerSchema } from '../../common/schema-version.js';
 import { UNCONFIRMED_STATES } from './rows.js';
 
 export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
@@ -239,3 +241,31 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> 
     `,
   },
 ];
+
+/** Brings the store's file up to date, refusing one written by a newer release. */
+export function migrateSqlite(db: Database.Database): void {
+  db.exec(
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)',
+  );
+  const applied = new Set(
+    db
+      .prepare<[], { version: number }>('SELECT version FROM schema_migrations')
+      .all()
+      .map((r) => r.version),
+  );
+  refuseNewerSchema(
+    `the relay store ${db.name}`,
+    Math.max(0, ...applied),
+    Math.max(...SQLITE_MIGRATIONS.map((m) => m.version)),
+  );
+  for (const migration of SQLITE_MIGRATIONS) {
+    if (applied.has(migration.version)) continue;
+    db.transaction(() => {
+      db.exec(migration.sql);
+      db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(
+        migration.version,
+        new Date().toISOString(),
+      );
+    })();
+  }
+}

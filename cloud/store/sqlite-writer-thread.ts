@@ -6,13 +6,8 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { ReportOutOfOrder } from '../delivery/report-order.js';
-import {
-  WriteConflict,
-  commitBatch,
-  openSqliteFile,
-  sqliteWrites,
-  type QueuedWrite,
-} from './sqlite-writes.js';
+import { WriteConflict } from './sqlite-write-steps.js';
+import { commitBatch, openSqliteFile, sqliteWrites, type QueuedWrite } from './sqlite-writes.js';
 import type { ToWriter, WriteFailure, WriteOutcome } from './sqlite-writer.js';
 
 const port = parentPort!;

@@ -15,8 +15,8 @@ import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import { ReportOutOfOrder } from '../delivery/report-order.js';
+import { WriteConflict } from './sqlite-write-steps.js';
 import {
-  WriteConflict,
   commitBatch,
   sqliteWrites,
   type BatchOutcome,

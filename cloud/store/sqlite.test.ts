@@ -7,6 +7,9 @@ import { describe, expect, it, vi } from 'vitest';
 import type { Store } from './store.js';
 import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
 import { SqliteStore } from './sqlite.js';
+import { accountStatements } from './sqlite-accounts.js';
+import { terminalStatements } from './sqlite-terminals.js';
+import { transactionStatements } from './sqlite-transactions.js';
 import type { SqliteWriter } from './sqlite-writer.js';
 import {
   storeConformance,
@@ -400,11 +403,16 @@ describe('SQLite store query plans', () => {
     type Statements = Record<string, Database.Statement>;
     const internals = store as unknown as {
       db: Database.Database;
-      statements: Statements;
       changes: { statements: Statements };
     };
     const { db } = internals;
-    const statements = { ...internals.statements, ...internals.changes.statements };
+    // The statements the ports read with, and those a change decides on.
+    const statements: Statements = {
+      ...accountStatements(db),
+      ...terminalStatements(db),
+      ...transactionStatements(db),
+      ...internals.changes.statements,
+    };
     // Every parameter bound to null: positional ones (?) or named ones (@name).
     const parameters = (sql: string) => {
       const named = [...sql.matchAll(/@(\w+)/g)].map((m) => m[1]!);

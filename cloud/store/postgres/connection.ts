@@ -71,6 +71,9 @@ export async function checkout(pool: pg.Pool, logger: Logger): Promise<pg.PoolCl
   return client;
 }
 
+/** withClient bound to a pool, as the store's ports run their transactions. */
+export type WithClient = <T>(work: (client: pg.PoolClient) => Promise<T>) => Promise<T>;
+
 /** Runs `work` on a connection of the pool; on failure rolls back what it left open. */
 export async function withClient<T>(
   pool: pg.Pool,

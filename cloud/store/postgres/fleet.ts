@@ -1,9 +1,21 @@
 /**
- * The PostgreSQL store's fleet tables (Store.putConfigLayer, putFleetReport): the same
- * statements as SQLite's (../fleet-rows.ts) with PostgreSQL's placeholders.
+ * The PostgreSQL store's fleet (ports/fleet.ts): its tables of desired configuration and
+ * what agents last said here, the same statements as SQLite's (../fleet-rows.ts) with
+ * PostgreSQL's placeholders; pairings, releases and rollouts in their modules.
  */
 import type pg from 'pg';
-import type { ConfigLayerRecord, FleetReportRecord } from '../records.js';
+import type { ChangeNotice } from '../../cluster/change-bus.js';
+import type { FleetStore } from '../ports/fleet.js';
+import type {
+  ConfigLayerRecord,
+  FleetReportRecord,
+  NewEvent,
+  PairingClaimOutcome,
+  PairingRecord,
+  ReleaseRecord,
+  RolloutRecord,
+  TerminalRecord,
+} from '../records.js';
 import {
   FLEET_SQL,
   layerValues,
@@ -13,6 +25,10 @@ import {
   type LayerRow,
   type ReportRow,
 } from '../fleet-rows.js';
+import type { WithClient } from './connection.js';
+import * as pairings from './pairings.js';
+import * as releases from './releases.js';
+import * as rollouts from './rollouts.js';
 
 /** `?` placeholders numbered as PostgreSQL wants them. */
 const numbered = (sql: string) => {
@@ -55,4 +71,116 @@ export async function fleetReports(
 ): Promise<FleetReportRecord[]> {
   const { rows } = await pool.query<ReportRow>(SQL.reports, [terminalId]);
   return rows.map(toFleetReport);
+}
+
+/**
+ * The port. `notice` makes the change bus's notice of a commit, sent inside it (a claim's
+ * event; change-bus.ts).
+ */
+export function postgresFleet(
+  pool: pg.Pool,
+  withClient: WithClient,
+  notice: (change: ChangeNotice) => string,
+): FleetStore {
+  return {
+    createPairing(pairing: PairingRecord): Promise<boolean> {
+      return pairings.createPairing(pool, pairing);
+    },
+
+    findPairing(secretHash: string): Promise<PairingRecord | undefined> {
+      return pairings.findPairing(pool, secretHash);
+    },
+
+    claimPairing(
+      code: string,
+      claim: NonNullable<PairingRecord['claim']>,
+      terminal: TerminalRecord,
+      event: NewEvent,
+    ): Promise<PairingClaimOutcome> {
+      return withClient((client) =>
+        pairings.claimPairing(client, (change) => notice(change), {
+          code,
+          claim,
+          terminal,
+          event,
+        }),
+      );
+    },
+
+    collectPairing(secretHash: string, agentSecretHash: string, at: string): Promise<boolean> {
+      return withClient((client) =>
+        pairings.collectPairing(client, { secretHash, agentSecretHash, at }),
+      );
+    },
+
+    addRelease(release: ReleaseRecord): Promise<boolean> {
+      return releases.addRelease(pool, release);
+    },
+
+    findRelease(
+      accountId: string,
+      version: string,
+      arch: string,
+    ): Promise<ReleaseRecord | undefined> {
+      return releases.findRelease(pool, accountId, version, arch);
+    },
+
+    listReleases(accountId: string): Promise<ReleaseRecord[]> {
+      return releases.listReleases(pool, accountId);
+    },
+
+    putConfigLayer(layer: ConfigLayerRecord): Promise<void> {
+      return putConfigLayer(pool, layer);
+    },
+
+    getConfigLayer(
+      accountId: string,
+      scope: ConfigLayerRecord['scope'],
+      scopeId: string,
+    ): Promise<ConfigLayerRecord | undefined> {
+      return getConfigLayer(pool, accountId, scope, scopeId);
+    },
+
+    putFleetReport(report: FleetReportRecord): Promise<void> {
+      return putFleetReport(pool, report);
+    },
+
+    fleetReports(terminalId: string): Promise<FleetReportRecord[]> {
+      return fleetReports(pool, terminalId);
+    },
+
+    createRollout(rollout: RolloutRecord): Promise<void> {
+      return withClient((client) => rollouts.createRollout(client, rollout));
+    },
+
+    getRollout(id: string): Promise<RolloutRecord | undefined> {
+      return rollouts.getRollout(pool, id);
+    },
+
+    listRollouts(filter: {
+      accountId?: string;
+      state?: RolloutRecord['state'];
+    }): Promise<RolloutRecord[]> {
+      return rollouts.listRollouts(pool, filter);
+    },
+
+    updateRollout(rollout: RolloutRecord, revision: number): Promise<boolean> {
+      return withClient((client) => rollouts.updateRollout(client, rollout, revision));
+    },
+
+    recordRolloutOutcome(
+      rolloutId: string,
+      terminalId: string,
+      outcome: { result: string; reason?: string; at: string },
+    ): Promise<boolean> {
+      return rollouts.recordRolloutOutcome(pool, rolloutId, terminalId, outcome);
+    },
+
+    cohortTerminals(
+      accountId: string,
+      cohort: string,
+    ): Promise<Array<{ id: string; connected: boolean }>> {
+      return rollouts.cohortTerminals(pool, accountId, cohort);
+    },
+  };
 }

@@ -1,34 +1,42 @@
 /**
- * The behaviour every Store must show, as one suite that each implementation's test
- * file runs with its own factory: SQLite (../sqlite.test.ts), PostgreSQL
- * (../postgres/postgres.test.ts) alike. Its cases are in store-conformance-*.ts.
+ * The behaviour every Store must show: one conformance suite per port, each run by every
+ * implementation's test file with its own factory: SQLite (../sqlite.test.ts), PostgreSQL
+ * (../postgres/postgres.test.ts) alike.
+ *
+ *   AccountStore      accounts-conformance.ts
+ *   SettingsStore     settings-conformance.ts
+ *   TerminalStore     terminals-conformance.ts
+ *   TransactionStore  transactions-conformance.ts
+ *   EventStore        events-conformance.ts
+ *   FleetStore        fleet-conformance.ts
+ *
+ * A suite's cases across processes (a second handle on the same data, peer-fixtures.ts)
+ * run when the factory can open one.
  */
 import { describe } from 'vitest';
-import { changeCases } from './store-conformance-changes.js';
-import { fleetCases } from './store-conformance-fleet.js';
-import { pairingCases } from './store-conformance-pairings.js';
-import { peerCases } from './store-conformance-peers.js';
-import { recordCases } from './store-conformance-records.js';
-import { releaseCases } from './store-conformance-releases.js';
-import { rolloutCases } from './store-conformance-rollouts.js';
+import { accountsConformance } from './accounts-conformance.js';
+import { eventsConformance } from './events-conformance.js';
+import { fleetConformance } from './fleet-conformance.js';
+import { settingsConformance } from './settings-conformance.js';
+import { terminalsConformance } from './terminals-conformance.js';
+import { transactionsConformance } from './transactions-conformance.js';
 import type { StoreFactory } from './store-fixtures.js';
 
 export type { StoreFactory } from './store-fixtures.js';
 export { terminalRecord, transactionRecord } from './store-fixtures.js';
 
+/** Every port's suite, by the port it checks. */
+export const PORT_SUITES = {
+  accounts: accountsConformance,
+  settings: settingsConformance,
+  terminals: terminalsConformance,
+  transactions: transactionsConformance,
+  events: eventsConformance,
+  fleet: fleetConformance,
+} satisfies Record<string, (factory: StoreFactory) => void>;
+
 export function storeConformance(name: string, factory: StoreFactory): void {
   describe(`${name} store conformance`, () => {
-    changeCases(factory);
-    recordCases(factory);
-    pairingCases(factory);
-    releaseCases(factory);
-    fleetCases(factory);
-    rolloutCases(factory);
-    if (factory.peer) {
-      const peer = factory.peer;
-      describe('across processes (a second handle on the same data)', () => {
-        peerCases(factory, peer);
-      });
-    }
+    for (const suite of Object.values(PORT_SUITES)) suite(factory);
   });
 }

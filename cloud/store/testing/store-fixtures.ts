@@ -1,4 +1,4 @@
-/** What the store conformance suites (store-conformance*.ts) write and read. */
+/** What the store conformance suites (<port>-conformance.ts) write and read. */
 import type { TerminalCommand } from '../../../protocol/index.js';
 import type { TerminalRecord, TransactionRecord } from '../records.js';
 import type { Store } from '../store.js';

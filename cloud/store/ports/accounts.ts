@@ -1,0 +1,26 @@
+/**
+ * The store's accounts and credentials: an account's POS credentials (a terminal's among
+ * them, with the revision local mode's verifiers follow) and each agent's broker
+ * credential.
+ */
+import type { CredentialRecord, TerminalCredentialSet } from '../records.js';
+
+export interface AccountStore {
+  ensureAccount(accountId: string, createdAt: string): Promise<void>;
+  putCredential(credential: CredentialRecord): Promise<void>;
+  findCredential(username: string): Promise<CredentialRecord | undefined>;
+  /** The account's credentials, its terminals' included. */
+  listCredentials(accountId: string): Promise<CredentialRecord[]>;
+  /** Answers whether there was one. */
+  deleteCredential(username: string): Promise<boolean>;
+  /**
+   * A terminal's POS credentials and their revision, read together: the revision grows in
+   * the commit of every put or delete of one of them (for local mode's verifiers).
+   */
+  terminalCredentials(terminalId: string): Promise<TerminalCredentialSet>;
+
+  putAgentCredential(terminalId: string, secretHash: string, createdAt: string): Promise<void>;
+  findAgentCredential(terminalId: string): Promise<string | undefined>;
+  /** Answers whether there was one. */
+  deleteAgentCredential(terminalId: string): Promise<boolean>;
+}
