@@ -312,7 +312,10 @@ describe('receipts', () => {
         fc.constantFrom(...TRIGGERS, ...PLAIN_AMOUNTS),
         (terminalSerial, sequence, now, requested_amount) => {
           const { details } = run({ requested_amount }, ctx({ terminalSerial, sequence, now }));
-          for (const receipt of [details.receipt_details_customer, details.receipt_details_merchant])
+          for (const receipt of [
+            details.receipt_details_customer,
+            details.receipt_details_merchant,
+          ])
             if (receipt !== undefined) expect(maskCardNumbers(receipt)).toBe(receipt);
         },
       ),
