@@ -12,6 +12,7 @@ import type { Settlement } from '../../protocol/settlement.js';
 import type { ReportPosition } from '../delivery/report-order.js';
 import type { Decide } from '../transactions/change.js';
 import type {
+  AccountRecord,
   ConfigLayerRecord,
   CredentialRecord,
   EventQuery,
@@ -53,6 +54,22 @@ export abstract class PortsStore implements Store {
 
   ensureAccount(accountId: string, createdAt: string) {
     return this.ports.accounts.ensureAccount(accountId, createdAt);
+  }
+
+  createAccount(account: AccountRecord) {
+    return this.ports.accounts.createAccount(account);
+  }
+
+  getAccount(accountId: string) {
+    return this.ports.accounts.getAccount(accountId);
+  }
+
+  listAccounts() {
+    return this.ports.accounts.listAccounts();
+  }
+
+  setAccountDisabled(accountId: string, at: string | undefined) {
+    return this.ports.accounts.setAccountDisabled(accountId, at);
   }
 
   putCredential(credential: CredentialRecord) {

@@ -13,6 +13,17 @@ import type {
 } from '../../protocol/index.js';
 import type { Settlement } from '../../protocol/settlement.js';
 
+/** An account: a merchant's, or the operator's (docs/tenants.md). */
+export interface AccountRecord {
+  id: string;
+  kind: 'merchant' | 'operator';
+  /** What people call it (the merchant's name); absent for accounts made before names. */
+  name?: string;
+  createdAt: string;
+  /** When it was disabled: its credentials are refused until it is enabled again. */
+  disabledAt?: string;
+}
+
 export interface CredentialRecord {
   username: string;
   /** scrypt hash of the secret, never the secret itself. */

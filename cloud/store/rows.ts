@@ -3,6 +3,7 @@
  * bodies as JSON text), and the records made from them.
  */
 import type {
+  AccountRecord,
   CredentialRecord,
   EventRecord,
   PairingClaimOutcome,
@@ -95,6 +96,25 @@ export interface EventRow {
   time: string;
   data: string;
 }
+
+export interface AccountRow {
+  id: string;
+  kind: string;
+  name: string | null;
+  created_at: string;
+  disabled_at: string | null;
+}
+
+export const toAccount = (row: AccountRow): AccountRecord => ({
+  id: row.id,
+  kind: row.kind === 'operator' ? 'operator' : 'merchant',
+  ...(row.name !== null ? { name: row.name } : {}),
+  createdAt: row.created_at,
+  ...(row.disabled_at !== null ? { disabledAt: row.disabled_at } : {}),
+});
+
+/** The columns both stores select for an account. */
+export const ACCOUNT_COLUMNS = 'id, kind, name, created_at, disabled_at';
 
 export interface CredentialRow {
   username: string;

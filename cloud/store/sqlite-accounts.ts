@@ -6,8 +6,14 @@
 import type Database from 'better-sqlite3';
 import type { AccountStore } from './ports/accounts.js';
 import type { SettingsStore } from './ports/settings.js';
-import type { CredentialRecord, TerminalCredentialSet } from './records.js';
-import { toCredential, type CredentialRow } from './rows.js';
+import type { AccountRecord, CredentialRecord, TerminalCredentialSet } from './records.js';
+import {
+  ACCOUNT_COLUMNS,
+  toAccount,
+  toCredential,
+  type AccountRow,
+  type CredentialRow,
+} from './rows.js';
 import type { QueuesWrites, WriteSteps } from './sqlite-write-steps.js';
 
 /** The writes, as operations the writer thread runs. */
@@ -25,6 +31,25 @@ export function accountWrites(db: Database.Database, steps: WriteSteps) {
       db.prepare('INSERT INTO accounts (id, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING').run(
         a.accountId,
         a.createdAt,
+      );
+    },
+
+    createAccount(a: AccountRecord): boolean {
+      return (
+        db
+          .prepare(
+            `INSERT INTO accounts (id, kind, name, created_at, disabled_at) VALUES (?, ?, ?, ?, ?)
+             ON CONFLICT DO NOTHING`,
+          )
+          .run(a.id, a.kind, a.name ?? null, a.createdAt, a.disabledAt ?? null).changes > 0
+      );
+    },
+
+    setAccountDisabled(a: { accountId: string; at: string | undefined }): boolean {
+      return (
+        db
+          .prepare('UPDATE accounts SET disabled_at = ? WHERE id = ?')
+          .run(a.at ?? null, a.accountId).changes > 0
       );
     },
 
@@ -93,6 +118,25 @@ export function sqliteAccounts(
   return {
     ensureAccount: (accountId, createdAt) =>
       writer.write({ op: 'ensureAccount', arg: { accountId, createdAt } }),
+
+    createAccount: (account) => writer.write({ op: 'createAccount', arg: account }),
+
+    async getAccount(accountId) {
+      const row = db
+        .prepare<[string], AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = ?`)
+        .get(accountId);
+      return row ? toAccount(row) : undefined;
+    },
+
+    async listAccounts() {
+      return db
+        .prepare<[], AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts ORDER BY created_at, id`)
+        .all()
+        .map(toAccount);
+    },
+
+    setAccountDisabled: (accountId, at) =>
+      writer.write({ op: 'setAccountDisabled', arg: { accountId, at } }),
 
     putCredential: (record) => writer.write({ op: 'putCredential', arg: record }),
 

@@ -240,6 +240,15 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> 
       CREATE INDEX transactions_by_account ON transactions (account_id, created_at, id);
     `,
   },
+  {
+    version: 13,
+    sql: `
+      -- Many merchants on one relay (docs/tenants.md): the accounts there were are merchants'.
+      ALTER TABLE accounts ADD COLUMN kind TEXT NOT NULL DEFAULT 'merchant';
+      ALTER TABLE accounts ADD COLUMN name TEXT;
+      ALTER TABLE accounts ADD COLUMN disabled_at TEXT;
+    `,
+  },
 ];
 
 /** Brings the store's file up to date, refusing one written by a newer release. */

@@ -198,6 +198,29 @@ describe('SQLite store specifics', () => {
     await store.close();
   });
 
+  it("brings a file of today's accounts (schema version 12) up to date: its account is a merchant's", async () => {
+    const file = tempFile();
+    const old = new Database(file);
+    old.exec(
+      'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)',
+    );
+    for (const { version, sql } of SQLITE_MIGRATIONS.filter((m) => m.version <= 12)) {
+      old.exec(sql);
+      old.prepare('INSERT INTO schema_migrations VALUES (?, ?)').run(version, 'then');
+    }
+    old.exec(`
+      INSERT INTO accounts VALUES ('acct-1', 'then');
+      INSERT INTO credentials VALUES ('acct-user', 'hash', 'acct-1', NULL, 'then');
+    `);
+    old.close();
+    const store = new SqliteStore(file);
+    expect(await store.listAccounts()).toEqual([
+      { id: 'acct-1', kind: 'merchant', createdAt: 'then' },
+    ]);
+    expect(await store.findCredential('acct-user')).toMatchObject({ accountId: 'acct-1' });
+    await store.close();
+  });
+
   it('brings a file of schema version 7 up to date: paired terminals get their name and cohort', async () => {
     const file = tempFile();
     const old = new Database(file);
@@ -383,7 +406,7 @@ describe('SQLite store specifics', () => {
     const file = tempFile();
     await new SqliteStore(file).close();
     const db = new Database(file);
-    db.prepare("INSERT INTO accounts VALUES ('a', 'now')").run();
+    db.prepare("INSERT INTO accounts (id, created_at) VALUES ('a', 'now')").run();
     db.prepare(
       "INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at) VALUES ('t', 'a', 'SIMULATOR', '{}', '{}', 'now')",
     ).run();

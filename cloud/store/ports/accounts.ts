@@ -3,10 +3,17 @@
  * them, with the revision local mode's verifiers follow) and each agent's broker
  * credential.
  */
-import type { CredentialRecord, TerminalCredentialSet } from '../records.js';
+import type { AccountRecord, CredentialRecord, TerminalCredentialSet } from '../records.js';
 
 export interface AccountStore {
   ensureAccount(accountId: string, createdAt: string): Promise<void>;
+  /** Stores a new account; false (and nothing changed) when its id is taken. */
+  createAccount(account: AccountRecord): Promise<boolean>;
+  getAccount(accountId: string): Promise<AccountRecord | undefined>;
+  /** Every account, oldest first. */
+  listAccounts(): Promise<AccountRecord[]>;
+  /** Disables it at `at`, or enables it (`at` undefined); false when there is no such account. */
+  setAccountDisabled(accountId: string, at: string | undefined): Promise<boolean>;
   putCredential(credential: CredentialRecord): Promise<void>;
   findCredential(username: string): Promise<CredentialRecord | undefined>;
   /** The account's credentials, its terminals' included. */

@@ -6,8 +6,14 @@
 import type pg from 'pg';
 import type { AccountStore } from '../ports/accounts.js';
 import type { SettingsStore } from '../ports/settings.js';
-import type { CredentialRecord, TerminalCredentialSet } from '../records.js';
-import { toCredential, type CredentialRow } from '../rows.js';
+import type { AccountRecord, CredentialRecord, TerminalCredentialSet } from '../records.js';
+import {
+  ACCOUNT_COLUMNS,
+  toAccount,
+  toCredential,
+  type AccountRow,
+  type CredentialRow,
+} from '../rows.js';
 import type { WithClient } from './connection.js';
 
 /** A terminal's credential revision grows in the statement that changes one of its credentials. */
@@ -26,6 +32,38 @@ export function postgresAccounts(
         'INSERT INTO accounts (id, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING',
         [accountId, createdAt],
       );
+    },
+
+    async createAccount(a: AccountRecord): Promise<boolean> {
+      const { rowCount } = await pool.query(
+        `INSERT INTO accounts (id, kind, name, created_at, disabled_at) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT DO NOTHING`,
+        [a.id, a.kind, a.name ?? null, a.createdAt, a.disabledAt ?? null],
+      );
+      return (rowCount ?? 0) > 0;
+    },
+
+    async getAccount(accountId: string): Promise<AccountRecord | undefined> {
+      const { rows } = await pool.query<AccountRow>(
+        `SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = $1`,
+        [accountId],
+      );
+      return rows[0] ? toAccount(rows[0]) : undefined;
+    },
+
+    async listAccounts(): Promise<AccountRecord[]> {
+      const { rows } = await pool.query<AccountRow>(
+        `SELECT ${ACCOUNT_COLUMNS} FROM accounts ORDER BY created_at, id`,
+      );
+      return rows.map(toAccount);
+    },
+
+    async setAccountDisabled(accountId: string, at: string | undefined): Promise<boolean> {
+      const { rowCount } = await pool.query('UPDATE accounts SET disabled_at = $1 WHERE id = $2', [
+        at ?? null,
+        accountId,
+      ]);
+      return (rowCount ?? 0) > 0;
     },
 
     async putCredential(c: CredentialRecord): Promise<void> {

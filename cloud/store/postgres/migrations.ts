@@ -222,6 +222,15 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }
       CREATE INDEX transactions_by_account ON transactions (account_id, created_at, id);
     `,
   },
+  {
+    version: 9,
+    sql: `
+      -- Many merchants on one relay (docs/tenants.md): the accounts there were are merchants'.
+      ALTER TABLE accounts ADD COLUMN kind text NOT NULL DEFAULT 'merchant';
+      ALTER TABLE accounts ADD COLUMN name text;
+      ALTER TABLE accounts ADD COLUMN disabled_at text;
+    `,
+  },
 ];
 
 /**

@@ -90,12 +90,37 @@ if (!DATABASE_URL) {
       await store.close();
     });
 
+    it("a database of today's accounts (schema version 8) is brought up to date: its account is a merchant's", async () => {
+      const schema = freshSchema();
+      await admin(url, async (client) => {
+        await client.query(`CREATE SCHEMA ${schema}`);
+        await client.query(`SET search_path = ${schema}`);
+        await client.query(
+          'CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at text NOT NULL)',
+        );
+        for (const { version, sql } of POSTGRES_MIGRATIONS.filter((m) => m.version <= 8)) {
+          await client.query(sql);
+          await client.query('INSERT INTO schema_migrations VALUES ($1, $2)', [version, 'then']);
+        }
+        await client.query("INSERT INTO accounts VALUES ('acct-1', 'then')");
+        await client.query(
+          "INSERT INTO credentials VALUES ('acct-user', 'hash', 'acct-1', NULL, 'then')",
+        );
+      });
+      const store = await open(schema);
+      expect(await store.listAccounts()).toEqual([
+        { id: 'acct-1', kind: 'merchant', createdAt: 'then' },
+      ]);
+      expect(await store.findCredential('acct-user')).toMatchObject({ accountId: 'acct-1' });
+      await store.close();
+    });
+
     it('the database refuses a second transaction for the same pair', async () => {
       const schema = freshSchema();
       await (await open(schema)).close();
       await admin(url, async (client) => {
         await client.query(`SET search_path = ${schema}`);
-        await client.query("INSERT INTO accounts VALUES ('a', 'now')");
+        await client.query("INSERT INTO accounts (id, created_at) VALUES ('a', 'now')");
         await client.query(
           "INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at) VALUES ('t', 'a', 'SIMULATOR', '{}', '{}', 'now')",
         );

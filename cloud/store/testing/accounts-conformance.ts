@@ -8,6 +8,29 @@ import { NOW, withTerminal, type StoreFactory } from './store-fixtures.js';
 
 export function accountsConformance(factory: StoreFactory): void {
   describe('accounts and credentials (AccountStore)', () => {
+    it('creates accounts of each kind once, lists them oldest first, disables and enables one', async () => {
+      const store = await factory.open();
+      const merchant = { id: 'acct-m', kind: 'merchant' as const, name: 'Café', createdAt: NOW };
+      const operator = { id: 'acct-o', kind: 'operator' as const, createdAt: `${NOW}1` };
+      expect(await store.createAccount(merchant)).toBe(true);
+      expect(await store.createAccount(operator)).toBe(true);
+      expect(await store.createAccount({ ...merchant, name: 'Another' })).toBe(false);
+      // Made the way a first start made it before accounts had kinds: a merchant's.
+      await store.ensureAccount('acct-e', `${NOW}2`);
+      expect(await store.listAccounts()).toEqual([
+        merchant,
+        operator,
+        { id: 'acct-e', kind: 'merchant', createdAt: `${NOW}2` },
+      ]);
+      expect(await store.setAccountDisabled('acct-m', `${NOW}3`)).toBe(true);
+      expect(await store.getAccount('acct-m')).toEqual({ ...merchant, disabledAt: `${NOW}3` });
+      expect(await store.setAccountDisabled('acct-m', undefined)).toBe(true);
+      expect(await store.getAccount('acct-m')).toEqual(merchant);
+      expect(await store.setAccountDisabled('acct-none', `${NOW}3`)).toBe(false);
+      expect(await store.getAccount('acct-none')).toBeUndefined();
+      await store.close();
+    });
+
     it("grows a terminal's credential revision with each change of its POS credentials", async () => {
       const store = await withTerminal(factory);
       expect(await store.terminalCredentials('t-1')).toEqual({ revision: 0, credentials: [] });
