@@ -102,6 +102,15 @@ function banner(relay: Relay): { shown: string[]; secret: string[] } {
       `  password ${account.password}`,
     );
   }
+  const operator = relay.bootstrap.operatorCredential;
+  if (operator) {
+    secret.push(
+      '',
+      'Operator credential (shown this once; it creates, lists and disables merchant accounts):',
+      `  username ${operator.username}`,
+      `  password ${operator.password}`,
+    );
+  }
   const sim = relay.bootstrap.simulator;
   if (sim) {
     const auth = `${sim.username}:${sim.password}`;

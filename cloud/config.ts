@@ -22,6 +22,12 @@ export const CloudConfigSchema = z
       .refine((v) => !v.includes(':'), 'must not contain a colon')
       .optional(),
     accountPassword: z.string().min(12, 'must be at least 12 characters').optional(),
+    operatorUsername: z
+      .string()
+      .regex(/^[\x21-\x7e]{3,64}$/, 'must be 3-64 printable characters without spaces or colons')
+      .refine((v) => !v.includes(':'), 'must not contain a colon')
+      .optional(),
+    operatorPassword: z.string().min(12, 'must be at least 12 characters').optional(),
     simulatorDelayMs: z.coerce.number().int().min(0).max(600_000).default(2000),
     simulatorMode: z.enum(['agent', 'in-process']).default('agent'),
     maxUnconfirmed: z.coerce.number().int().min(1).max(10_000).default(10),
@@ -167,6 +173,10 @@ export const CloudConfigSchema = z
     message: 'TPS_ACCOUNT_USERNAME and TPS_ACCOUNT_PASSWORD must be set together',
     path: ['accountUsername'],
   })
+  .refine((c) => (c.operatorUsername === undefined) === (c.operatorPassword === undefined), {
+    message: 'TPS_OPERATOR_USERNAME and TPS_OPERATOR_PASSWORD must be set together',
+    path: ['operatorUsername'],
+  })
   .refine((c) => (c.mqttTlsCert === undefined) === (c.mqttTlsKey === undefined), {
     message: 'TPS_MQTT_TLS_CERT and TPS_MQTT_TLS_KEY must be set together',
     path: ['mqttTlsCert'],
@@ -266,6 +276,16 @@ export const CLOUD_SETTINGS = {
     env: 'TPS_ACCOUNT_PASSWORD',
     flag: 'account-password',
     doc: 'Account API password (at least 12 characters); set together with the username.',
+  },
+  operatorUsername: {
+    env: 'TPS_OPERATOR_USERNAME',
+    flag: 'operator-username',
+    doc: "The operator's API username (it creates and disables merchant accounts); without it one is generated and printed once when the operator's account is made.",
+  },
+  operatorPassword: {
+    env: 'TPS_OPERATOR_PASSWORD',
+    flag: 'operator-password',
+    doc: "The operator's API password (at least 12 characters); set together with the username.",
   },
   simulatorDelayMs: {
     env: 'TPS_SIMULATOR_DELAY_MS',

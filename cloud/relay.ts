@@ -30,6 +30,7 @@ import { EventFeed } from './events/event-feed.js';
 import { EventLog } from './events/event-list.js';
 import { EventRetention } from './events/retention.js';
 import { Webhooks } from './events/webhooks.js';
+import { AccountAdmin } from './accounts/accounts-admin.js';
 import { CredentialAdmin, type CredentialNotice } from './accounts/credentials.js';
 import { RelayAddress } from './http/address.js';
 import { buildHttpServer } from './http/server.js';
@@ -425,6 +426,12 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       changed: credentialChanged,
       posCredentialChanged: (terminalId) => fleet.localCredentials.send(terminalId),
     });
+    const accounts = new AccountAdmin({
+      store,
+      bus,
+      clock,
+      changed: (accountId) => authenticator.accounts.forget(accountId),
+    });
     for (const username of bootstrap.replaced) {
       logger.warn({ username }, 'account credential removed: TPS_ACCOUNT_USERNAME replaces it');
       await bus.announce({ kind: 'credential', type: 'API', username });
@@ -449,6 +456,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
           webhooks: () => webhooks.reconcile(),
           simulator: async (terminalId) => placement.announced(await store.getTerminal(terminalId)),
           credential: credentialChanged,
+          account: (accountId) => authenticator.accounts.forget(accountId),
           pairing: (notice) => pairings.claimed(notice.code),
         },
         logger,
@@ -481,7 +489,11 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       logger,
       authenticator,
       credentials,
-      console: { authenticator, sessions: await ConsoleSessions.open(store) },
+      accounts,
+      console: {
+        authenticator,
+        sessions: await ConsoleSessions.open(store, Date.now, authenticator.accounts),
+      },
       ...(config.trustProxy ? { trustProxy: config.trustProxy } : {}),
       limits: {
         requestTimeoutMs: config.httpRequestTimeoutS * 1000,

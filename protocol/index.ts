@@ -22,3 +22,4 @@ export * from './fleet-diagnostics.js';
 export * from './rollout.js';
 export * from './settlement.js';
 export * from './local-tls.js';
+export * from './accounts.js';

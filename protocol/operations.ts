@@ -37,6 +37,13 @@ import {
 import { FleetEndOfDayRequest, FleetEndOfDayResponse } from './settlement.js';
 import { LocalTrustRequest, LocalTrustResponse } from './local-tls.js';
 import {
+  AccountCreateRequest,
+  AccountCreateResponse,
+  AccountIdRequest,
+  AccountListResponse,
+  AccountResponse,
+} from './accounts.js';
+import {
   CredentialRequest,
   CredentialRevokeResponse,
   CredentialRotateResponse,
@@ -197,6 +204,39 @@ export const OPERATIONS = {
       "Replace the secret of a terminal's API or agent credential; the new one is shown once and the old one stops signing in.",
     request: CredentialRequest,
     response: () => CredentialRotateResponse,
+    errors: [400, 403, 404, ...AUTH, 500],
+  },
+  '/account/create': {
+    summary:
+      "Create a merchant account and its account credential, shown once (the operator's; an extension of this service).",
+    request: AccountCreateRequest,
+    response: () => AccountCreateResponse,
+    errors: [400, 403, ...AUTH, 500],
+  },
+  '/account/list': {
+    summary: "List the relay's accounts (the operator's; an extension of this service).",
+    request: z.strictObject({}),
+    response: () => AccountListResponse,
+    errors: [400, 403, ...AUTH, 500],
+  },
+  '/account/get': {
+    summary: "Read one account (the operator's; an extension of this service).",
+    request: AccountIdRequest,
+    response: () => AccountResponse,
+    errors: [400, 403, 404, ...AUTH, 500],
+  },
+  '/account/disable': {
+    summary:
+      "Disable a merchant account: its credentials, its terminals' POS credentials and its console sessions are refused on every relay at once, its webhooks stop; nothing is deleted (the operator's; an extension of this service).",
+    request: AccountIdRequest,
+    response: () => AccountResponse,
+    errors: [400, 403, 404, ...AUTH, 500],
+  },
+  '/account/enable': {
+    summary:
+      "Enable a disabled merchant account again, with its credentials as they were (the operator's; an extension of this service).",
+    request: AccountIdRequest,
+    response: () => AccountResponse,
     errors: [400, 403, 404, ...AUTH, 500],
   },
   '/fleet/config/set': {

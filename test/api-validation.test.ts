@@ -73,6 +73,11 @@ const REQUIRED_BODY: Record<string, Record<string, unknown>> = {
   '/fleet/facts': {},
   '/fleet/diagnostics': { terminal_id: UNKNOWN_TERMINAL, kind: 'doctor' },
   '/fleet/end-of-day': { terminal_id: UNKNOWN_TERMINAL },
+  '/account/create': { name: 'Validation cafe' },
+  '/account/list': {},
+  '/account/get': { account_id: 'acct-nobody' },
+  '/account/disable': { account_id: 'acct-nobody' },
+  '/account/enable': { account_id: 'acct-nobody' },
 };
 
 type Bad = ReadonlyArray<readonly [value: unknown, why: string]>;
@@ -374,6 +379,17 @@ const FIELD_LIMITS: Record<string, FieldCase[]> = {
     ...cases('terminal_id', [['', 'empty']]),
     ...cases('cohort', [['north', 'without cohort-']]),
   ],
+  '/account/create': [
+    ...cases('name', [
+      ['', 'empty'],
+      ['x'.repeat(65), 'over 64 characters'],
+      ['caf\u00e9', 'not ASCII'],
+    ]),
+  ],
+  '/account/list': [],
+  '/account/get': [...cases('account_id', [['nobody', 'without acct-']])],
+  '/account/disable': [...cases('account_id', [['nobody', 'without acct-']])],
+  '/account/enable': [...cases('account_id', [['nobody', 'without acct-']])],
   '/fleet/diagnostics': [
     ...cases('kind', [['everything', 'an unknown kind']]),
     ...cases('lines', [
@@ -416,6 +432,9 @@ describe('request validation', () => {
     relay = await startTestRelay({ maxUnconfirmed: 10_000 });
     account = relay.account;
   });
+  /** The operator's operations are its own: anyone else is refused (403) before the body. */
+  const credentialFor = (operation: string) =>
+    operation.startsWith('/account/') ? relay.operator : account;
   afterAll(async () => {
     await relay.close();
   });
@@ -432,7 +451,7 @@ describe('request validation', () => {
       '$revision $operation: $name',
       async ({ revision, operation, field, value }) => {
         const body = withField(requiredBody(operation), field, value);
-        const res = await post(relay.baseUrl, revision, operation, body, account);
+        const res = await post(relay.baseUrl, revision, operation, body, credentialFor(operation));
         const error = expectError(res, 400, 'INVALID_REQUEST');
         expect(error.description).toContain(field.join('.'));
         expect(error.description.length).toBeLessThanOrEqual(255);
@@ -445,7 +464,7 @@ describe('request validation', () => {
       '$revision $operation without $field',
       async ({ revision, operation, field }) => {
         const body = withoutField(requiredBody(operation), field);
-        const res = await post(relay.baseUrl, revision, operation, body, account);
+        const res = await post(relay.baseUrl, revision, operation, body, credentialFor(operation));
         const error = expectError(res, 400, 'INVALID_REQUEST');
         expect(error.description).toContain(field);
       },
@@ -631,7 +650,14 @@ describe('request validation', () => {
 
     it('a body that is not JSON answers 400 INVALID_JSON', async () => {
       const wrong = await mismatches(
-        (operation) => sendJsonText(relay.baseUrl, revision, operation, account, '{"terminal_id":'),
+        (operation) =>
+          sendJsonText(
+            relay.baseUrl,
+            revision,
+            operation,
+            credentialFor(operation),
+            '{"terminal_id":',
+          ),
         (res) => res.status === 400 && code(res) === 'INVALID_JSON',
       );
       expect(wrong).toEqual([]);
@@ -641,7 +667,10 @@ describe('request validation', () => {
       const wrong = await mismatches(
         (operation) =>
           send(relay.baseUrl, revision, operation, {
-            headers: { authorization: basicAuth(account), 'content-type': 'text/plain' },
+            headers: {
+              authorization: basicAuth(credentialFor(operation)),
+              'content-type': 'text/plain',
+            },
             body: JSON.stringify(requiredBody(operation)),
           }),
         (res) => res.status === 415 && code(res) === 'UNSUPPORTED_MEDIA_TYPE',
@@ -653,7 +682,10 @@ describe('request validation', () => {
       const wrong = await mismatches(
         (operation) =>
           send(relay.baseUrl, revision, operation, {
-            headers: { authorization: basicAuth(account), 'content-type': 'application/xml' },
+            headers: {
+              authorization: basicAuth(credentialFor(operation)),
+              'content-type': 'application/xml',
+            },
             body: '<purchase/>',
           }),
         (res) => res.status === 415 && code(res) === 'UNSUPPORTED_MEDIA_TYPE',
@@ -663,7 +695,8 @@ describe('request validation', () => {
 
     it('an empty body with application/json answers a 4xx', async () => {
       const wrong = await mismatches(
-        (operation) => sendJsonText(relay.baseUrl, revision, operation, account, ''),
+        (operation) =>
+          sendJsonText(relay.baseUrl, revision, operation, credentialFor(operation), ''),
         (res) => res.status >= 400 && res.status < 500,
       );
       expect(wrong).toEqual([]);
@@ -672,7 +705,8 @@ describe('request validation', () => {
     it('a JSON array, string or number answers 400 INVALID_REQUEST', async () => {
       for (const text of ['[]', '[{"terminal_id":"t-1900000000"}]', '"purchase"', '42']) {
         const wrong = await mismatches(
-          (operation) => sendJsonText(relay.baseUrl, revision, operation, account, text),
+          (operation) =>
+            sendJsonText(relay.baseUrl, revision, operation, credentialFor(operation), text),
           (res) => res.status === 400 && code(res) === 'INVALID_REQUEST',
         );
         expect(wrong, `body ${text}`).toEqual([]);
@@ -686,7 +720,7 @@ describe('request validation', () => {
             relay.baseUrl,
             revision,
             operation,
-            account,
+            credentialFor(operation),
             JSON.stringify({ ...requiredBody(operation), padding: 'x'.repeat(513 * 1024) }),
           ),
         (res) => res.status === 413 && code(res) === 'BODY_TOO_LARGE',

@@ -131,6 +131,11 @@ function validBody(path: OperationPath, terminalId: string): Record<string, unkn
     '/fleet/facts': { terminal_id: terminalId, cohort: 'cohort-front' },
     '/fleet/diagnostics': { terminal_id: terminalId, kind: 'logs', lines: 10, wait_seconds: 1 },
     '/fleet/end-of-day': { terminal_id: terminalId },
+    '/account/create': { name: 'Fuzz cafe' },
+    '/account/list': {},
+    '/account/get': { account_id: 'acct-nobody' },
+    '/account/disable': { account_id: 'acct-nobody' },
+    '/account/enable': { account_id: 'acct-nobody' },
   };
   return bodies[path];
 }

@@ -102,7 +102,9 @@ describe('the start-up banner', () => {
       const text = fs.readFileSync(file!, 'utf8');
       const passwords = [...text.matchAll(/password (\S+)/g)].map((m) => m[1]!);
       const usernames = [...text.matchAll(/username (\S+)/g)].map((m) => m[1]!);
-      expect(passwords).toHaveLength(2);
+      // The account's, the operator's and the simulated terminal's.
+      expect(passwords).toHaveLength(3);
+      expect(text).toContain('Operator credential (shown this once');
       for (const password of passwords) expect(output).not.toContain(password);
       // The file holds working credentials: the account's creates a simulator.
       const baseUrl = /listening on (https?:\/\/\S+?\/pos)\//.exec(output)![1]!;

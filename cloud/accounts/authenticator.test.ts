@@ -45,6 +45,7 @@ describe('Authenticator', () => {
     expect(await auth.authenticate(basic('pos', 'first-password'))).toEqual({
       username: 'pos',
       accountId: 'acct-1',
+      role: 'account',
     });
     await put('second-password');
     // Within the time a read credential is used, the store is not asked again.

@@ -14,7 +14,8 @@ import { BoundedMap } from '../../common/bounded-map.js';
 import { ApiError } from '../errors.js';
 import type { CredentialRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
-import type { Principal } from './principal.js';
+import { principalOf, type Principal } from './principal.js';
+import { AccountStandings } from './standings.js';
 import { VerifiedSecretCache, hashSecret, isSlowHash, verifySecret } from './secrets.js';
 import { HashGate, HashingBusy, type SignInThrottle } from '../../common/sign-in-throttle.js';
 
@@ -42,6 +43,8 @@ export interface AuthenticatorOptions {
 }
 
 export class Authenticator {
+  /** Whose each credential is, and whether that account is disabled. */
+  readonly accounts: AccountStandings;
   private readonly gate: HashGate;
   private readonly cache: VerifiedSecretCache;
   /** Compared against for unknown usernames, so that a miss costs as long as a hit. */
@@ -58,6 +61,7 @@ export class Authenticator {
     private readonly options: AuthenticatorOptions = {},
   ) {
     this.gate = new HashGate(options.maxHashing ?? 2);
+    this.accounts = new AccountStandings(store, now);
     this.cache = new VerifiedSecretCache((secret, stored) =>
       isSlowHash(stored)
         ? this.gate.run(() => verifySecret(secret, stored))
@@ -78,6 +82,7 @@ export class Authenticator {
   forgetAll(): void {
     this.credentials.clear();
     this.cache.clear();
+    this.accounts.forgetAll();
   }
 
   private async credential(username: string): Promise<CredentialRecord | undefined> {
@@ -113,11 +118,10 @@ export class Authenticator {
         : { valid: false, verified: false };
       if (outcome.valid) {
         throttle?.succeeded(username, source);
-        return {
-          username,
-          accountId: credential!.accountId,
-          ...(credential!.terminalId ? { terminalId: credential!.terminalId } : {}),
-        };
+        const account = await this.accounts.of(credential!.accountId);
+        // The right secret of a disabled account: refused, but no guess to count.
+        if (account?.disabledAt) throw unauthorized('this account is disabled');
+        return principalOf(credential!, account);
       }
       if (!(outcome.verified && isSlowHash(credential!.secretHash))) {
         const decoy = await this.decoy;

@@ -23,6 +23,8 @@ export type ChangeNotice =
    * agent's, the sessions it opened end.
    */
   | { kind: 'credential'; type: 'API' | 'AGENT'; username: string }
+  /** An account was disabled or enabled: what is kept of it is read again (docs/tenants.md). */
+  | { kind: 'account'; accountId: string }
   /**
    * A pairing was claimed: its agent's wait parked here reads it again. Without `code`,
    * every pairing wait does.

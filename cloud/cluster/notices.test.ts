@@ -16,6 +16,7 @@ function recorder() {
       },
       simulator: async (id) => void seen.push(`simulator ${id}`),
       credential: async (n) => void seen.push(`credential ${n.type} ${n.username}`),
+      account: (id) => void seen.push(`account ${id}`),
       pairing: (n) => void seen.push(`pairing ${n.code ?? 'all'}`),
     },
     pino({ level: 'silent' }),

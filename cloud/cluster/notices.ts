@@ -19,6 +19,8 @@ export interface NoticeHandlers {
   simulator(terminalId: string): Promise<void>;
   /** A credential was revoked or rotated elsewhere: forget it, end its agent's sessions. */
   credential(notice: ChangeNotice & { kind: 'credential' }): Promise<void>;
+  /** An account was disabled or enabled elsewhere: what is kept of it is read again. */
+  account(accountId: string): void;
   /** A pairing was claimed elsewhere (which, when the notice says): its wait reads again. */
   pairing(notice: ChangeNotice & { kind: 'pairing' }): void;
 }
@@ -49,6 +51,8 @@ export function routeNotices(
         return void settle(handlers.simulator(notice.terminalId), 'simulator not started');
       case 'credential':
         return void settle(handlers.credential(notice), 'could not apply a revoked credential');
+      case 'account':
+        return handlers.account(notice.accountId);
       case 'pairing':
         return handlers.pairing(notice);
       default:

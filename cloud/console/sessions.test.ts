@@ -46,6 +46,7 @@ describe('ConsoleSessions', () => {
       accountId: 'acct-1',
       username: 'pos',
       terminalId: 't-1900000001',
+      role: 'terminal',
     });
     expect(csrfMatches(session, session.csrfToken)).toBe(true);
     expect(csrfMatches(session, 'x')).toBe(false);

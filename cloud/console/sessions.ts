@@ -14,7 +14,8 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import { z } from 'zod';
 import { BoundedMap } from '../../common/bounded-map.js';
 import { ApiError } from '../errors.js';
-import type { Principal } from '../accounts/principal.js';
+import { principalOf, type Principal } from '../accounts/principal.js';
+import { AccountStandings } from '../accounts/standings.js';
 import type { Store } from '../store/store.js';
 
 export const SESSION_COOKIE = 'tps_console';
@@ -51,12 +52,20 @@ export class ConsoleSessions {
     private readonly store: Store,
     private readonly key: Buffer,
     private readonly now: () => number,
+    private readonly accounts: AccountStandings,
   ) {}
 
-  /** The sessions of this store; relays starting at once agree on one key. */
-  static async open(store: Store, now: () => number = Date.now): Promise<ConsoleSessions> {
+  /**
+   * The sessions of this store; relays starting at once agree on one key. `accounts`: the
+   * authenticator's, so that a disabled account's sessions end when its sign-ins do.
+   */
+  static async open(
+    store: Store,
+    now: () => number = Date.now,
+    accounts: AccountStandings = new AccountStandings(store),
+  ): Promise<ConsoleSessions> {
     const key = await store.claimSetting(KEY_SETTING, randomBytes(32).toString('base64url'));
-    return new ConsoleSessions(store, Buffer.from(key, 'base64url'), now);
+    return new ConsoleSessions(store, Buffer.from(key, 'base64url'), now, accounts);
   }
 
   /** A new session's cookie value for a credential that just signed in. */
@@ -71,7 +80,7 @@ export class ConsoleSessions {
     };
     const payload = Buffer.from(JSON.stringify(claims)).toString('base64url');
     const cookie = `${payload}.${this.sign(payload)}`;
-    return { cookie, session: this.sessionOf(claims, credential) };
+    return { cookie, session: await this.sessionOf(claims, credential) };
   }
 
   /** The session a cookie value carries; throws UNAUTHORIZED when it is not one any more. */
@@ -90,7 +99,7 @@ export class ConsoleSessions {
     if (!credential || fingerprint(credential.secretHash) !== claims.f) {
       throw unauthorized('the credential of this session changed; sign in again');
     }
-    return this.sessionOf(claims, credential);
+    return await this.sessionOf(claims, credential);
   }
 
   signOut(cookie: string): void {
@@ -99,17 +108,15 @@ export class ConsoleSessions {
     if (claims.success) this.signedOut.set(claims.data.s, claims.data.e);
   }
 
-  private sessionOf(
+  private async sessionOf(
     claims: SessionClaims,
     credential: { accountId: string; terminalId?: string | undefined },
-  ): ConsoleSession {
+  ): Promise<ConsoleSession> {
+    const account = await this.accounts.of(credential.accountId);
+    if (account?.disabledAt) throw unauthorized('this account is disabled');
     return {
       // The same principal Basic auth gives (authenticator.ts), username included.
-      principal: {
-        accountId: credential.accountId,
-        username: claims.u,
-        ...(credential.terminalId ? { terminalId: credential.terminalId } : {}),
-      },
+      principal: principalOf({ ...credential, username: claims.u }, account),
       csrfToken: this.sign(`csrf:${claims.s}`),
       expiresAt: claims.e,
     };

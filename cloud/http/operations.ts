@@ -5,6 +5,8 @@ import {
   renderTerminalStatus,
   renderTransaction,
   requestedWaitSeconds,
+  type AccountCreateRequest,
+  type AccountIdRequest,
   type ConfirmRequest,
   type ContinueRequest,
   type CredentialRequest,
@@ -33,6 +35,7 @@ import type { FleetConfigs } from '../fleet/configs.js';
 import type { FleetDiagnostics } from '../fleet/diagnostics.js';
 import type { FleetEndOfDay } from '../fleet/end-of-day.js';
 import type { FleetEndOfDayRequest } from '../../protocol/settlement.js';
+import type { AccountAdmin } from '../accounts/accounts-admin.js';
 import type { CredentialAdmin } from '../accounts/credentials.js';
 import type { Cancellation } from '../cancellation.js';
 import { ApiError } from '../errors.js';
@@ -54,6 +57,7 @@ export interface OperationDeps {
   webhooks: Webhooks;
   pairings: Pairings;
   credentials: CredentialAdmin;
+  accounts: AccountAdmin;
   fleet: {
     configs: FleetConfigs;
     diagnostics: FleetDiagnostics;
@@ -262,6 +266,18 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
       deps.credentials.revoke(ctx.principal, body),
     '/credential/rotate': async (body: CredentialRequest, ctx) =>
       deps.credentials.rotate(ctx.principal, body),
+
+    '/account/create': async (body: AccountCreateRequest) => deps.accounts.create(body),
+    '/account/list': async () => ({ accounts: await deps.accounts.list() }),
+    '/account/get': async (body: AccountIdRequest) => ({
+      account: await deps.accounts.get(body.account_id),
+    }),
+    '/account/disable': async (body: AccountIdRequest) => ({
+      account: await deps.accounts.setDisabled(body.account_id, true),
+    }),
+    '/account/enable': async (body: AccountIdRequest) => ({
+      account: await deps.accounts.setDisabled(body.account_id, false),
+    }),
 
     '/terminal/create': async (body: { printer?: boolean; battery?: boolean }, ctx) => {
       if (ctx.principal.terminalId !== undefined) {

@@ -75,7 +75,12 @@ async function downloader(
       // Agent secrets are 192 random bits (cloud/ids.ts): guessing needs no limit here.
       const terminal = await store.getTerminal(terminalId);
       if (terminal && (await verifyAgentSecret(basic.secret, stored))) {
-        return { accountId: terminal.accountId, username: terminalId, terminalId };
+        return {
+          accountId: terminal.accountId,
+          username: terminalId,
+          terminalId,
+          role: 'terminal',
+        };
       }
       throw new ApiError('UNAUTHORIZED', 'wrong username or password');
     }

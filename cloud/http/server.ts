@@ -19,6 +19,7 @@ import { sourceOf } from '../../common/sign-in-throttle.js';
 import { Cancellation } from '../cancellation.js';
 import { RequestLogger } from './request-logger.js';
 import type { Principal } from '../accounts/principal.js';
+import { checkRole } from '../accounts/roles.js';
 import { registerOpsRoutes, type Readiness } from '../ops/ops-routes.js';
 import { registerConsole, sessionPrincipal, type ConsoleOptions } from '../console/routes.js';
 import type { RelayMetrics } from '../ops/metrics.js';
@@ -192,6 +193,7 @@ export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
             );
             throw error;
           }
+          checkRole(path, request.principal.role);
         },
         handler: async (request) => {
           // No body at all is an empty request; `null` and other non-objects are refused.

@@ -15,7 +15,7 @@ import { SqliteStore } from '../store/sqlite.js';
 import { terminalRecord } from '../store/testing/store-fixtures.js';
 import { Rollouts } from './rollouts.js';
 
-const ACCOUNT = { accountId: 'acct-1', username: 'u-1' };
+const ACCOUNT = { accountId: 'acct-1', username: 'u-1', role: 'account' as const };
 const START = Date.parse('2026-11-24T03:00:00.000Z');
 
 describe('rollouts', () => {
@@ -253,7 +253,12 @@ describe('rollouts', () => {
     expect(
       await refusal(
         rollouts.start(
-          { accountId: 'acct-1', username: 't-cohort-north-01', terminalId: 't-cohort-north-01' },
+          {
+            accountId: 'acct-1',
+            username: 't-cohort-north-01',
+            terminalId: 't-cohort-north-01',
+            role: 'terminal',
+          },
           {
             version: '1.4.2',
             cohort: 'cohort-north',
@@ -262,9 +267,9 @@ describe('rollouts', () => {
       ),
     ).toBe('FORBIDDEN');
     const { id } = await rollouts.start(ACCOUNT, { version: '1.4.2', cohort: 'cohort-north' });
-    expect(await refusal(rollouts.get({ accountId: 'acct-2', username: 'u-2' }, id))).toBe(
-      'ROLLOUT_NOT_FOUND',
-    );
+    expect(
+      await refusal(rollouts.get({ accountId: 'acct-2', username: 'u-2', role: 'account' }, id)),
+    ).toBe('ROLLOUT_NOT_FOUND');
     // A report of an order this rollout did not give that terminal changes nothing.
     await report('t-other', id, 'rolled_back');
     await later(0);

@@ -14,11 +14,14 @@ import type { SimulatorCreateResponse } from '../../protocol/index.js';
 export interface TestRelay extends Relay {
   dataDir: string;
   account: { username: string; password: string };
+  /** The operator's credential (docs/tenants.md). */
+  operator: { username: string; password: string };
   /** Creates a simulated terminal through the API with the account credential. */
   newSimulator(): Promise<SimulatorCreateResponse>;
 }
 
 export const TEST_ACCOUNT = { username: 'test-account', password: 'test-account-password' };
+export const TEST_OPERATOR = { username: 'test-operator', password: 'test-operator-password' };
 
 export function tempDataDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'tps-test-'));
@@ -38,6 +41,8 @@ export async function startTestRelay(
       dataDir,
       accountUsername: TEST_ACCOUNT.username,
       accountPassword: TEST_ACCOUNT.password,
+      operatorUsername: TEST_OPERATOR.username,
+      operatorPassword: TEST_OPERATOR.password,
       simulatorDelayMs: 20,
       mqttPort: 0,
       defaultSimulator: false,
@@ -52,6 +57,7 @@ export async function startTestRelay(
   return Object.assign(relay, {
     dataDir,
     account: TEST_ACCOUNT,
+    operator: TEST_OPERATOR,
     async newSimulator() {
       const res = await post(relay.baseUrl, 'v1', '/simulator/create', {}, TEST_ACCOUNT);
       if (res.status !== 200) throw new Error(`simulator/create answered ${res.status}`);

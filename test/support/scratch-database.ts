@@ -34,13 +34,14 @@ export async function createScratchDatabase(
 export function twoRelaysOnOneDatabase(
   serverUrl: string,
   prefix: string,
+  overrides: Parameters<typeof startTestRelay>[0] = {},
 ): { readonly a: TestRelay; readonly b: TestRelay } {
   let database: Awaited<ReturnType<typeof createScratchDatabase>> | undefined;
   const relays: TestRelay[] = [];
   beforeAll(async () => {
     database = await createScratchDatabase(serverUrl, prefix);
-    relays.push(await startTestRelay({ databaseUrl: database.url }));
-    relays.push(await startTestRelay({ databaseUrl: database.url }));
+    relays.push(await startTestRelay({ ...overrides, databaseUrl: database.url }));
+    relays.push(await startTestRelay({ ...overrides, databaseUrl: database.url }));
   });
   afterAll(async () => {
     for (const relay of relays) await relay.close();

@@ -45,6 +45,7 @@ const ChangeSchema = z.discriminatedUnion('kind', [
     type: z.enum(['API', 'AGENT']),
     username: z.string(),
   }),
+  z.object({ kind: z.literal('account'), accountId: z.string() }),
   z.object({ kind: z.literal('pairing'), code: z.string().optional() }),
   z.object({ kind: z.literal('resync') }),
 ]);
