@@ -22,6 +22,7 @@ Commands:
   agent              run the terminal agent (--config FILE); 'agent doctor' checks its setup;
                      'agent pair' pairs a fresh terminal by a code
   fleet              operate the account's terminals: config, diagnostics, releases
+  account            the operator's merchant accounts: create, list, disable, enable
 
 Run 'tps <command> --help' for the options of a command, 'tps --version' for the release.
 `;
@@ -34,6 +35,7 @@ const commands: Record<string, (argv: string[]) => Promise<void>> = {
       ? (await import('../cloud/pairing/claim-cli.js')).runTerminalClaim(argv.slice(1))
       : (await import('../cloud/terminal-cli.js')).runTerminal(argv),
   credential: async (argv) => (await import('../cloud/cli.js')).runCredential(argv),
+  account: async (argv) => (await import('../cloud/account-cli.js')).runAccount(argv),
   broker: async (argv) => (await import('../cloud/broker-cli.js')).runBroker(argv),
   bridge: async (argv) => (await import('../firmware-bridge/cli.js')).runBridge(argv),
   pos: async (argv) => (await import('../client/cli.js')).runPos(argv),

@@ -6,15 +6,32 @@ import { unreachableText } from '../common/network-error.js';
 /** How long a call to the relay may take before the command gives up (docs/cli.md). */
 export const RELAY_CALL_TIMEOUT_MS = 30_000;
 
-const RelayAccess = z.object({
-  baseUrl: z.url().default('http://127.0.0.1:8080/pos'),
-  username: z
-    .string({ error: 'an account username is needed (--username or TPS_ACCOUNT_USERNAME)' })
-    .min(1, 'an account username is needed (--username or TPS_ACCOUNT_USERNAME)'),
-  password: z
-    .string({ error: 'an account password is needed (--password or TPS_ACCOUNT_PASSWORD)' })
-    .min(1, 'an account password is needed (--password or TPS_ACCOUNT_PASSWORD)'),
-});
+/** Which environment variables hold the credential a command signs in with. */
+export interface CredentialEnv {
+  username: string;
+  password: string;
+}
+export const ACCOUNT_ENV: CredentialEnv = {
+  username: 'TPS_ACCOUNT_USERNAME',
+  password: 'TPS_ACCOUNT_PASSWORD',
+};
+export const OPERATOR_ENV: CredentialEnv = {
+  username: 'TPS_OPERATOR_USERNAME',
+  password: 'TPS_OPERATOR_PASSWORD',
+};
+
+const relayAccessSchema = (env: CredentialEnv) => {
+  const who = env === OPERATOR_ENV ? 'an operator' : 'an account';
+  return z.object({
+    baseUrl: z.url().default('http://127.0.0.1:8080/pos'),
+    username: z
+      .string({ error: `${who} username is needed (--username or ${env.username})` })
+      .min(1, `${who} username is needed (--username or ${env.username})`),
+    password: z
+      .string({ error: `${who} password is needed (--password or ${env.password})` })
+      .min(1, `${who} password is needed (--password or ${env.password})`),
+  });
+};
 
 export const accessOptions = {
   json: { type: 'boolean' },
@@ -25,17 +42,19 @@ export const accessOptions = {
 } as const;
 
 /**
- * The relay's address and the account credential, from the options or the environment;
+ * The relay's address and the credential (the account's, or `env`'s), from the options or
+ * the environment;
  * a missing or malformed one is a UsageError (with `usage`).
  */
 export function relayAccess(
   values: { 'base-url'?: string; username?: string; password?: string },
   usage?: string,
+  env: CredentialEnv = ACCOUNT_ENV,
 ) {
-  const parsed = RelayAccess.safeParse({
+  const parsed = relayAccessSchema(env).safeParse({
     baseUrl: values['base-url'] ?? process.env.TPS_BASE_URL,
-    username: values.username ?? process.env.TPS_ACCOUNT_USERNAME,
-    password: values.password ?? process.env.TPS_ACCOUNT_PASSWORD,
+    username: values.username ?? process.env[env.username],
+    password: values.password ?? process.env[env.password],
   });
   if (!parsed.success) {
     throw new UsageError(
@@ -55,8 +74,9 @@ export async function callRelay(
   operation: string,
   body: object | undefined,
   usage?: string,
+  env: CredentialEnv = ACCOUNT_ENV,
 ): Promise<unknown> {
-  const { baseUrl, username, password } = relayAccess(values, usage);
+  const { baseUrl, username, password } = relayAccess(values, usage, env);
   const url = `${baseUrl.replace(/\/$/, '')}/v1${operation}`;
   let response: Response;
   let text: string;

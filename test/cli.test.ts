@@ -181,6 +181,53 @@ describe('tps', () => {
     expect(again.stderr).toMatch(/404.*CREDENTIAL_NOT_FOUND/);
   });
 
+  it('account: the operator creates, lists, disables and enables a merchant account', async () => {
+    const operator = {
+      TPS_OPERATOR_USERNAME: relay.operator.username,
+      TPS_OPERATOR_PASSWORD: relay.operator.password,
+      TPS_BASE_URL: relay.baseUrl,
+    };
+    const created = await run(['account', 'create', 'Cafe Nord'], operator);
+    expect(created.code, created.stderr).toBe(0);
+    const id = /^(acct-\S+)  merchant  Cafe Nord$/m.exec(created.stdout)?.[1];
+    const password = /password (\S+)/.exec(created.stdout)?.[1];
+    const username = /username (\S+)/.exec(created.stdout)?.[1];
+    expect([id, username, password].every(Boolean)).toBe(true);
+    const merchant = { username: username!, password: password! };
+    const terminals = () =>
+      fetch(`${relay.baseUrl}/v1/terminal/list`, {
+        method: 'POST',
+        headers: {
+          authorization: `Basic ${Buffer.from(`${merchant.username}:${merchant.password}`).toString('base64')}`,
+          'content-type': 'application/json',
+        },
+        body: '{}',
+      }).then((r) => r.status);
+    expect(await terminals()).toBe(200);
+
+    const listed = await run(['account', 'list', '--json'], operator);
+    expect(JSON.parse(listed.stdout).accounts).toContainEqual(
+      expect.objectContaining({ account_id: id, name: 'Cafe Nord', kind: 'merchant' }),
+    );
+    const disabled = await run(['account', 'disable', id!], operator);
+    expect(disabled.stdout).toMatch(new RegExp(`^${id}  merchant  Cafe Nord  disabled since `));
+    expect(await terminals()).toBe(401);
+    expect((await run(['account', 'enable', id!], operator)).code).toBe(0);
+    expect(await terminals()).toBe(200);
+    // Given wrongly: nothing sent (exit 2); the account credential is not the operator's (1).
+    expect((await run(['account', 'create'], operator)).code).toBe(2);
+    expect((await run(['account', 'disable', 'nobody'], operator)).code).toBe(2);
+    const notOperator = await run(['account', 'list'], {
+      TPS_OPERATOR_USERNAME: relay.account.username,
+      TPS_OPERATOR_PASSWORD: relay.account.password,
+      TPS_BASE_URL: relay.baseUrl,
+    });
+    expect([notOperator.code, notOperator.stderr]).toEqual([
+      1,
+      expect.stringMatching(/403.*FORBIDDEN/),
+    ]);
+  });
+
   it('prints usage for no command and for --help', async () => {
     const usage = await run([]);
     expect(usage.code).toBe(0);

@@ -24,6 +24,7 @@ export const CLI_COMMANDS: CliCommand[] = [
   { argv: ['terminal', 'create'], page: 'docs/cli.md' },
   { argv: ['terminal', 'claim'], page: 'docs/cli.md' },
   { argv: ['credential', 'revoke'], page: 'docs/cli.md' },
+  { argv: ['account', 'list'], page: 'docs/tenants.md' },
   { argv: ['broker', 'mosquitto'], page: 'docs/broker.md' },
   ...[
     'purchase',
