@@ -189,7 +189,7 @@ describe('tps', () => {
     };
     const created = await run(['account', 'create', 'Cafe Nord'], operator);
     expect(created.code, created.stderr).toBe(0);
-    const id = /^(acct-\S+)  merchant  Cafe Nord$/m.exec(created.stdout)?.[1];
+    const id = /^(acct-\S+) {2}merchant {2}Cafe Nord$/m.exec(created.stdout)?.[1];
     const password = /password (\S+)/.exec(created.stdout)?.[1];
     const username = /username (\S+)/.exec(created.stdout)?.[1];
     expect([id, username, password].every(Boolean)).toBe(true);
