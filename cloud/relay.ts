@@ -426,11 +426,21 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       changed: credentialChanged,
       posCredentialChanged: (terminalId) => fleet.localCredentials.send(terminalId),
     });
+    // An account disabled or enabled, here or on another relay: what is kept of it is read
+    // again, and its webhook receivers stop or go on.
+    const accountChanged = (accountId: string) => {
+      authenticator.accounts.forget(accountId);
+      webhooks
+        .reconcile()
+        .catch((error: unknown) =>
+          logger.warn({ err: error, accountId }, 'could not bring webhook deliveries in line'),
+        );
+    };
     const accounts = new AccountAdmin({
       store,
       bus,
       clock,
-      changed: (accountId) => authenticator.accounts.forget(accountId),
+      changed: (accountId) => accountChanged(accountId),
     });
     for (const username of bootstrap.replaced) {
       logger.warn({ username }, 'account credential removed: TPS_ACCOUNT_USERNAME replaces it');
@@ -456,7 +466,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
           webhooks: () => webhooks.reconcile(),
           simulator: async (terminalId) => placement.announced(await store.getTerminal(terminalId)),
           credential: credentialChanged,
-          account: (accountId) => authenticator.accounts.forget(accountId),
+          account: (accountId) => accountChanged(accountId),
           pairing: (notice) => pairings.claimed(notice.code),
         },
         logger,

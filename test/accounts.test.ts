@@ -5,15 +5,45 @@
  * Every case on SQLite and, with DATABASE_URL, on PostgreSQL; an account disabled on one
  * relay is refused by another at once (by the change bus, not when its cache ages).
  */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccountCreateResponse, AccountListResponse } from '../protocol/index.js';
 import { eventually } from './support/e2e-parts.js';
+import { until } from './support/link-switch.js';
 import { post, startTestRelay, type TestRelay } from './support/relay.js';
 import { createScratchDatabase, twoRelaysOnOneDatabase } from './support/scratch-database.js';
 
 type Credential = { username: string; password: string };
 
 const DATABASE_URL = process.env.DATABASE_URL;
+/** In-process simulators; webhook receivers on loopback, as the tests' receiver is. */
+const RELAY_SETTINGS = {
+  simulatorMode: 'in-process',
+  webhookAllowHttp: true,
+  webhookAllowNetworks: '127.0.0.1/32',
+} as const;
+
+/** A webhook receiver on loopback: `external_id state` of each transaction event, in order. */
+async function startReceiver() {
+  const states: string[] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      // Transaction events only (a terminal's status events carry no state).
+      const { data } = JSON.parse(body) as { data: { external_id?: string; state?: string } };
+      if (data.state) states.push(`${data.external_id} ${data.state}`);
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    states,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
 
 const STORES: Array<{
   name: string;
@@ -22,7 +52,7 @@ const STORES: Array<{
   {
     name: 'SQLite',
     async start() {
-      const relay = await startTestRelay({ simulatorMode: 'in-process' });
+      const relay = await startTestRelay(RELAY_SETTINGS);
       return { relay, stop: () => relay.close() };
     },
   },
@@ -32,10 +62,7 @@ const STORES: Array<{
           name: 'PostgreSQL',
           async start() {
             const database = await createScratchDatabase(DATABASE_URL, 'tps_accounts');
-            const relay = await startTestRelay({
-              simulatorMode: 'in-process',
-              databaseUrl: database.url,
-            });
+            const relay = await startTestRelay({ ...RELAY_SETTINGS, databaseUrl: database.url });
             return {
               relay,
               async stop() {
@@ -140,6 +167,51 @@ describe.each(STORES)('accounts on $name', ({ start }) => {
       await forbidden('/account/create', { name: 'x' }, credential);
       await forbidden('/account/list', {}, credential);
       await forbidden('/account/disable', { account_id: a.account.account_id }, credential);
+    }
+  });
+
+  it("stops a disabled account's webhooks; enabled, they get what waited, from where they stopped", async () => {
+    const a = await merchant('eta');
+    const receiver = await startReceiver();
+    try {
+      const hook = await call(
+        '/webhook/create',
+        { url: receiver.url, filter: { subject: { eq: a.terminal.terminal_id } } },
+        a.credential,
+      );
+      expect(hook.status, JSON.stringify(hook.body)).toBe(200);
+      const pay = (externalId: string, amount: number) =>
+        call(
+          '/transaction/purchase',
+          {
+            terminal_id: a.terminal.terminal_id,
+            external_id: externalId,
+            requested_amount: amount,
+            currency: 'EUR',
+            wait_seconds: 0,
+          },
+          a.terminal,
+        );
+      await pay('eta-2', 1000);
+      await until('delivered', () => receiver.states.includes('eta-2 AWAITING_CONFIRM'));
+      // A payment in flight when the account is disabled: the terminal finishes it (100001:
+      // success after 2 s), its events are kept, but not sent while disabled.
+      expect((await pay('eta-3', 100001)).body.transaction.state).toBe('PROCESSING');
+      await call('/account/disable', { account_id: a.account.account_id }, relay.operator);
+      await until(
+        'the payment finished',
+        async () =>
+          (await relay.store.getTransaction(a.terminal.terminal_id, 'eta-3'))?.txn.state ===
+          'AWAITING_CONFIRM',
+      );
+      // The receiver would have had it by now (it had the first within moments).
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(receiver.states).not.toContain('eta-3 AWAITING_CONFIRM');
+      await call('/account/enable', { account_id: a.account.account_id }, relay.operator);
+      await until('sent once enabled', () => receiver.states.includes('eta-3 AWAITING_CONFIRM'));
+      expect(receiver.states.filter((x) => x === 'eta-3 AWAITING_CONFIRM')).toHaveLength(1);
+    } finally {
+      await receiver.close();
     }
   });
 

@@ -98,12 +98,19 @@ export class Webhooks {
 
   /**
    * Brings the deliverers in line with the stored receivers, after another relay created,
-   * deleted or re-enabled one.
+   * deleted or re-enabled one, or an account was disabled or enabled: a disabled account's
+   * receivers get nothing until it is enabled, then what waited, from where they stopped.
    */
   async reconcile(): Promise<void> {
     if (!this.leading) return;
+    const { store } = this.options;
+    const disabled = new Set(
+      (await store.listAccounts()).filter((a) => a.disabledAt).map((a) => a.id),
+    );
     const enabled = new Set(
-      (await this.options.store.listWebhooks()).filter((h) => h.enabled).map((h) => h.id),
+      (await store.listWebhooks())
+        .filter((h) => h.enabled && !disabled.has(h.accountId))
+        .map((h) => h.id),
     );
     for (const [id, deliverer] of this.deliverers) {
       if (!enabled.has(id)) {
