@@ -506,3 +506,292 @@ describe('local mode', () => {
     expect(runs.get(id)).toBeUndefined();
   });
 });
+
+// The agent's timers and counts, each tested with short settings on an agent of its own: the
+// pause time-out (row 12), refunds counted against a purchase (row 13), the unconfirmed
+// limit (row 14). The relay's own limit is set as the agent's, as in the field (both 10 by
+// default).
+describe('local mode: the agent’s pause time-out, refunds and unconfirmed limit', () => {
+  const LIMIT = 2;
+  let rig: LocalModeRig;
+  let terminalId: string;
+  /** A purchase the relay made and confirmed before local mode was on: the agent holds no record of it. */
+  const MADE_BEFORE = 'made-before-local-mode';
+  const localPos = (operation: string, body: Record<string, unknown>) =>
+    rig.localPos(operation, body);
+  const cloudPos = (operation: string, body: Record<string, unknown>) =>
+    rig.cloudPos(operation, body);
+  const pair = (externalId: string) => ({
+    externalId,
+    id: pairTransactionId(terminalId, externalId),
+  });
+
+  beforeAll(async () => {
+    rig = await startLocalModeRig({
+      relay: { maxUnconfirmed: LIMIT },
+      settings: { pauseTimeoutMs: 1500, maxUnconfirmed: LIMIT },
+    });
+    ({ terminalId } = rig);
+    await rig.start();
+    await until('the link up', () => rig.agent!.link.connected);
+    const before = await cloudPos('/transaction/purchase', {
+      external_id: MADE_BEFORE,
+      requested_amount: 2000,
+      currency: 'EUR',
+      wait_seconds: 30,
+    });
+    expect(before.body.transaction).toMatchObject({
+      state: 'AWAITING_CONFIRM',
+      result_code: 'SUCCESS',
+    });
+    await cloudPos('/transaction/confirm', { external_id: MADE_BEFORE, result_code: 'SUCCESS' });
+    await rig.enableLocalApi();
+  }, 60_000);
+  afterEach(async () => {
+    rig.link.restore();
+    await until('the link up', () => rig.agent!.link.connected);
+    // Nothing left unconfirmed for the next test's count, also after a test that failed.
+    for (const { txn } of rig.agent!.local!.engine.unconfirmed()) {
+      if (txn.state !== 'AWAITING_CONFIRM') continue;
+      await localPos('/transaction/confirm', {
+        external_id: txn.external_id,
+        result_code: txn.result_code === 'SUCCESS' ? 'SUCCESS' : 'ABORTED',
+      });
+    }
+    await until('nothing unconfirmed', () => rig.agent!.local!.engine.unconfirmed().length === 0);
+  });
+  afterAll(async () => {
+    await rig?.close();
+  });
+
+  it('row 12: a pause times out on the agent while the link is down: aborted once, shown once; a later continue is refused', async () => {
+    const paused = pair('pause-timeout');
+    await rig.linkDown();
+    const purchase = await localPos('/transaction/purchase', {
+      external_id: paused.externalId,
+      requested_amount: 1900,
+      currency: 'EUR',
+      options: { on_customer_identified: { pause: true } },
+      wait_seconds: 30,
+    });
+    expect(purchase.status).toBe(200);
+    expect(purchase.body.transaction).toMatchObject({ id: paused.id, state: 'AWAITING_CONTINUE' });
+
+    // The agent's timer decides, with the relay out of reach: aborted, and the reader told.
+    await until('the pause timed out', async () => {
+      const got = await localPos('/transaction/get', { external_id: paused.externalId });
+      return got.body.transaction.state !== 'AWAITING_CONTINUE';
+    });
+    const timedOut = (await localPos('/transaction/get', { external_id: paused.externalId })).body
+      .transaction;
+    expect(timedOut).toMatchObject({
+      id: paused.id,
+      state: 'AWAITING_CONFIRM',
+      result_code: 'ABORTED',
+      result_description: expect.stringContaining('Not continued within'),
+    });
+    await until('cancelled on the reader', () => rig.cancelled.get(paused.id) === 1);
+
+    // A continue after the time-out is refused as the rules say, on either path.
+    const late = await localPos('/transaction/continue', {
+      external_id: paused.externalId,
+      requested_amount: 1950,
+    });
+    expect([late.status, late.body.error?.code]).toEqual([400, 'INVALID_STATE']);
+
+    await rig.linkUp();
+    await rig.relayShows(paused.externalId, 'AWAITING_CONFIRM');
+    const lateCloud = await cloudPos('/transaction/continue', {
+      external_id: paused.externalId,
+      requested_amount: 1950,
+    });
+    expect([lateCloud.status, lateCloud.body.error?.code]).toEqual([400, 'INVALID_STATE']);
+    await until('the outbox empty', () => rig.agent!.journal.pendingReports().length === 0);
+    const shown = (await cloudPos('/transaction/get', { external_id: paused.externalId })).body
+      .transaction;
+    expect(shown).toMatchObject({
+      id: paused.id,
+      made_locally: true,
+      state: 'AWAITING_CONFIRM',
+      result_code: 'ABORTED',
+      requested_amount: 1900,
+      updated_at: timedOut.updated_at,
+    });
+    expect(await rig.eventsOf(paused.id)).toEqual([
+      'PROCESSING',
+      'AWAITING_CONTINUE',
+      'AWAITING_CONFIRM',
+    ]);
+
+    // The POS takes the failure; nothing more reaches the reader.
+    const confirmed = await localPos('/transaction/confirm', {
+      external_id: paused.externalId,
+      result_code: 'ABORTED',
+    });
+    expect(confirmed.body.transaction).toMatchObject({
+      state: 'COMMITTED',
+      result_code: 'ABORTED',
+    });
+    await rig.relayShows(paused.externalId, 'COMMITTED');
+    expect(rig.cancelled.get(paused.id)).toBe(1);
+    expect(rig.runs.get(paused.id)?.size).toBe(1);
+    await rig.checkReaderAndRelay([paused]);
+  });
+
+  it('row 13: local refunds are counted by the agent against the purchase; an original it lacks is ORIGINAL_PURCHASE_NOT_FOUND', async () => {
+    const original = pair('refund-original');
+    const first = pair('refund-1');
+    const rest = pair('refund-rest');
+    const paid = await localPos('/transaction/purchase', {
+      external_id: original.externalId,
+      requested_amount: 1000,
+      currency: 'EUR',
+      wait_seconds: 30,
+    });
+    expect(paid.body.transaction).toMatchObject({
+      state: 'AWAITING_CONFIRM',
+      result_code: 'SUCCESS',
+    });
+    await localPos('/transaction/confirm', {
+      external_id: original.externalId,
+      result_code: 'SUCCESS',
+    });
+
+    // With the relay out of reach the agent alone counts what the purchase can give back.
+    await rig.linkDown();
+    const refund = (externalId: string, amount: number, originalExternalId: string) =>
+      localPos('/transaction/refund', {
+        external_id: externalId,
+        requested_amount: amount,
+        currency: 'EUR',
+        original_purchase_external_id: originalExternalId,
+        wait_seconds: 30,
+      });
+    const refunded = await refund(first.externalId, 600, original.externalId);
+    expect(refunded.status).toBe(200);
+    expect(refunded.body.transaction).toMatchObject({
+      id: first.id,
+      type: 'REFUND',
+      state: 'AWAITING_CONFIRM',
+      result_code: 'SUCCESS',
+      original_purchase_id: original.id,
+      original_purchase_external_id: original.externalId,
+    });
+    await localPos('/transaction/confirm', {
+      external_id: first.externalId,
+      result_code: 'SUCCESS',
+    });
+
+    const beyond = await refund('refund-beyond', 500, original.externalId);
+    expect([beyond.status, beyond.body.error?.code]).toEqual([400, 'REFUND_EXCEEDS_REFUNDABLE']);
+    expect(beyond.body.error.description).toContain('refundable amount 400');
+    expect(rig.agent!.local!.engine.get(terminalId, 'refund-beyond')).toBeUndefined();
+
+    // A purchase the relay made before local mode was on: the relay has it, the agent's
+    // journal does not, and the agent decides.
+    const lacking = await refund('refund-of-unknown', 100, MADE_BEFORE);
+    expect([lacking.status, lacking.body.error?.code]).toEqual([
+      400,
+      'ORIGINAL_PURCHASE_NOT_FOUND',
+    ]);
+    expect(lacking.body.error.description).toContain(`no purchase ${MADE_BEFORE}`);
+    expect(rig.agent!.local!.engine.get(terminalId, 'refund-of-unknown')).toBeUndefined();
+
+    const whole = await refund(rest.externalId, 400, original.externalId);
+    expect(whole.body.transaction).toMatchObject({
+      state: 'AWAITING_CONFIRM',
+      result_code: 'SUCCESS',
+    });
+    await localPos('/transaction/confirm', {
+      external_id: rest.externalId,
+      result_code: 'SUCCESS',
+    });
+    expect(
+      rig.agent!.local!.engine.refundable(
+        rig.agent!.local!.engine.get(terminalId, original.externalId)!,
+      ),
+    ).toBe(0);
+
+    await rig.linkUp();
+    for (const { externalId } of [original, first, rest])
+      await rig.relayShows(externalId, 'CONFIRMED');
+    const shown = await cloudPos('/transaction/get', { external_id: first.externalId });
+    expect(shown.body.transaction).toMatchObject({
+      made_locally: true,
+      type: 'REFUND',
+      original_purchase_id: original.id,
+    });
+    for (const unknown of ['refund-beyond', 'refund-of-unknown']) {
+      expect((await cloudPos('/transaction/get', { external_id: unknown })).status).toBe(404);
+    }
+    for (const { id } of [first, rest]) expect(rig.runs.get(id)?.size).toBe(1);
+    await rig.checkReaderAndRelay([original, first, rest]);
+  });
+
+  it('row 14: the unconfirmed limit counts what was made on both paths', async () => {
+    const cloudMade = pair('limit-cloud');
+    const localMade = pair('limit-local');
+    const made = await cloudPos('/transaction/purchase', {
+      external_id: cloudMade.externalId,
+      requested_amount: 300,
+      currency: 'EUR',
+      wait_seconds: 30,
+    });
+    expect(made.body.transaction).toMatchObject({ id: cloudMade.id, state: 'AWAITING_CONFIRM' });
+    const local = await localPos('/transaction/purchase', {
+      external_id: localMade.externalId,
+      requested_amount: 400,
+      currency: 'EUR',
+      wait_seconds: 30,
+    });
+    expect(local.body.transaction).toMatchObject({ id: localMade.id, state: 'AWAITING_CONFIRM' });
+    expect(rig.agent!.local!.engine.unconfirmed()).toHaveLength(LIMIT);
+
+    const third = await localPos('/transaction/purchase', {
+      external_id: 'limit-local-3',
+      requested_amount: 500,
+      currency: 'EUR',
+      wait_seconds: 30,
+    });
+    expect([third.status, third.body.error?.code]).toEqual([400, 'TOO_MANY_UNCONFIRMED']);
+    expect(third.body.error.description).toContain(`has ${LIMIT} unconfirmed transactions`);
+    expect(rig.agent!.local!.engine.get(terminalId, 'limit-local-3')).toBeUndefined();
+
+    // On the cloud path the refusal is the relay's own count, over its mirror of what the
+    // agent made (hence the wait for the forward): it commits nothing and sends no start.
+    await until('the outbox empty', () => rig.agent!.journal.pendingReports().length === 0);
+    const thirdCloud = await cloudPos('/transaction/purchase', {
+      external_id: 'limit-cloud-3',
+      requested_amount: 500,
+      currency: 'EUR',
+      wait_seconds: 30,
+    });
+    expect([thirdCloud.status, thirdCloud.body.error?.code]).toEqual([400, 'TOO_MANY_UNCONFIRMED']);
+    expect(rig.agent!.local!.engine.get(terminalId, 'limit-cloud-3')).toBeUndefined();
+
+    for (const { externalId } of [cloudMade, localMade]) {
+      const confirmed = await localPos('/transaction/confirm', {
+        external_id: externalId,
+        result_code: 'SUCCESS',
+      });
+      expect(confirmed.body.transaction.state).toBe('CONFIRMED');
+      await rig.relayShows(externalId, 'CONFIRMED');
+    }
+    for (const unknown of ['limit-local-3', 'limit-cloud-3']) {
+      expect((await cloudPos('/transaction/get', { external_id: unknown })).status).toBe(404);
+    }
+    for (const { id } of [cloudMade, localMade]) expect(rig.runs.get(id)?.size).toBe(1);
+    await rig.checkReaderAndRelay([cloudMade, localMade]);
+  });
+
+  // Not built: a relay's start is run by the agent without its count. The relay counts the
+  // cloud path with its own limit (`maxUnconfirmed`) over its mirror, which lags the agent
+  // while the link is down: a cloud create made then is committed PROCESSING and its start
+  // queued, and when the link returns the agent runs it whatever it holds unconfirmed (and
+  // with a relay limit above the agent's, even with the link up). Refusing it on the agent
+  // needs a decided outcome for a pair the relay already answered PROCESSING (the POS cannot
+  // be told TOO_MANY_UNCONFIRMED any more): a design decision, not a fix.
+  it.todo(
+    'row 14: a cloud create queued while the link is down is refused by the agent when it holds the limit unconfirmed',
+  );
+});

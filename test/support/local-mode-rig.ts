@@ -172,6 +172,7 @@ export async function startLocalModeRig(options: LocalModeRigOptions = {}): Prom
     }
   };
 
+  let trusted: { trust: LocalTrust; fetch: typeof fetch } | undefined;
   const rig: LocalModeRig = {
     relay,
     terminal,
@@ -246,14 +247,16 @@ export async function startLocalModeRig(options: LocalModeRigOptions = {}): Prom
 
     async localPos(operation, body, credential = pos) {
       const { trust } = rig;
-      const response = await trustingFetch(trust.ca, trust.serverName)(
-        `${trust.baseUrls[0]}/v1${operation}`,
-        {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: basicAuth(credential) },
-          body: JSON.stringify({ terminal_id: terminalId, ...body }),
-        },
-      );
+      // One dispatcher per trust answer: a new one per request would leave its connection
+      // open, and the local API caps its connections.
+      if (trusted?.trust !== trust) {
+        trusted = { trust, fetch: trustingFetch(trust.ca, trust.serverName) };
+      }
+      const response = await trusted.fetch(`${trust.baseUrls[0]}/v1${operation}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: basicAuth(credential) },
+        body: JSON.stringify({ terminal_id: terminalId, ...body }),
+      });
       return { status: response.status, body: await response.json() };
     },
 
