@@ -10,101 +10,35 @@
  * through a switch the test cuts and a tap that can hand it an old message again.
  */
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAgent, type RunningAgent } from '../agent/agent.js';
 import type { AgentConfig } from '../agent/config.js';
-import { emulatedReader, type EmulatedReader } from '../agent/emulated-reader.js';
 import { LOCAL_CREDENTIALS_FILE } from '../agent/local-api/credentials.js';
-import { trustingFetch } from '../client/local-path.js';
-import type { LocalTrust } from '../client/local-trust.js';
-import { MemoryJournal, PosClient } from '../client/index.js';
-import { TerminalCreateResponse, terminalTopics } from '../protocol/index.js';
+import { terminalTopics } from '../protocol/index.js';
+import type { TerminalCreateResponse } from '../protocol/index.js';
 import { pairTransactionId } from '../protocol/transaction-rules/pair-id.js';
-import { agentConfig } from './agent-harness.js';
-import { LinkSwitch, until } from './support/link-switch.js';
-import { MqttTap } from './support/mqtt-tap.js';
-import { basicAuth, post, startTestRelay, type TestRelay } from './support/relay.js';
-
-interface Credential {
-  username: string;
-  password: string;
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+import { until } from './support/link-switch.js';
+import { startLocalModeRig, type Credential, type LocalModeRig } from './support/local-mode-rig.js';
+import { post, type TestRelay } from './support/relay.js';
 
 describe('local mode: POS credentials on the LAN (row 20)', () => {
+  let rig: LocalModeRig;
   let relay: TestRelay;
   let terminal: TerminalCreateResponse;
   let accountId: string;
-  let link: LinkSwitch;
-  let tap: MqttTap;
   let config: AgentConfig;
-  let emulated: EmulatedReader;
-  let agent: RunningAgent | undefined;
-  let trust: LocalTrust;
-  /** Reader runs per transaction: the sequences of its records, each a charge attempt. */
-  const runs = new Map<string, Set<number>>();
   /** Every pair paid locally, with the transaction's id. */
   const paid = new Map<string, string>();
-  /** The agent's log lines. */
-  const logged: string[] = [];
 
-  const start = async () => {
-    agent = await startAgent(config, {
-      reader: emulated.reader,
-      logger: pino({ level: 'info' }, { write: (line: string) => void logged.push(line) }),
-      tuning: {
-        reconnect: { initialMs: 20, maxMs: 100 },
-        localListenRetry: { initialMs: 20, maxMs: 100 },
-      },
-      localTls: { addresses: () => ({ ip_addresses: ['127.0.0.1'], dns_names: [] }) },
-    });
-    return agent;
-  };
+  const start = () => rig.start();
   const account = (operation: string, body: Record<string, unknown>) =>
-    post(relay.baseUrl, 'v1', operation, body, relay.account);
+    rig.account(operation, body);
   /** A request to the agent's local API over HTTPS, trusting only the relay's answer. */
-  const localPos = async (
-    credential: Credential,
-    operation: string,
-    body: Record<string, unknown>,
-  ) => {
-    const response = await trustingFetch(trust.ca, trust.serverName)(
-      `${trust.baseUrls[0]}/v1${operation}`,
-      {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: basicAuth(credential) },
-        body: JSON.stringify({ terminal_id: terminal.terminal_id, ...body }),
-      },
-    );
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    return { status: response.status, body: (await response.json()) as any };
-  };
-  /** The revision of the set the agent keeps (its file is written before the set is used). */
-  const keptRevision = (): number | undefined => {
-    try {
-      return JSON.parse(fs.readFileSync(path.join(config.data_dir, LOCAL_CREDENTIALS_FILE), 'utf8'))
-        .revision;
-    } catch {
-      return undefined;
-    }
-  };
-  const storeRevision = async () =>
-    (await relay.store.terminalCredentials(terminal.terminal_id)).revision;
-  /** Waits until the agent holds the set the relay's store has now. */
-  const carried = async () => {
-    const revision = await storeRevision();
-    await until(`revision ${revision} on the agent`, () => keptRevision() === revision);
-  };
+  const localPos = (credential: Credential, operation: string, body: Record<string, unknown>) =>
+    rig.localPos(operation, body, credential);
+  const keptRevision = () => rig.keptRevision();
+  const storeRevision = () => rig.storeRevision();
+  const carried = () => rig.carried();
   /** A POS credential issued for the terminal, as a pairing claim issues one. */
   const issue = async (): Promise<Credential> => {
     const issued = await relay.registry.issuePosCredential(
@@ -114,14 +48,8 @@ describe('local mode: POS credentials on the LAN (row 20)', () => {
     );
     return { username: issued.username, password: issued.password };
   };
-  const linkDown = async () => {
-    link.cut();
-    await until('the link down', () => !agent!.link.connected);
-  };
-  const linkUp = async () => {
-    link.restore();
-    await until('the link up', () => agent!.link.connected);
-  };
+  const linkDown = () => rig.linkDown();
+  const linkUp = () => rig.linkUp();
   /** Refused by the agent: 401 with the spec's error object. */
   const expectRefused = async (credential: Credential) => {
     const answer = await localPos(credential, '/terminal/status', {});
@@ -157,86 +85,24 @@ describe('local mode: POS credentials on the LAN (row 20)', () => {
    */
   const checkReaderAndRelay = async () => {
     for (const [externalId, id] of paid) {
-      expect(runs.get(id)?.size, externalId).toBe(1);
-      await until(`${externalId} confirmed on the relay`, async () => {
-        const got = await account('/transaction/get', {
-          terminal_id: terminal.terminal_id,
-          external_id: externalId,
-        });
-        return got.body?.transaction?.state === 'CONFIRMED';
-      });
-      const got = await account('/transaction/get', {
-        terminal_id: terminal.terminal_id,
-        external_id: externalId,
-      });
-      expect(got.body.transaction).toMatchObject({ id, result_code: 'SUCCESS' });
-      const found = await account('/transaction/search', {
-        terminal_id: terminal.terminal_id,
-        external_id: externalId,
-      });
-      expect(found.body.transactions.map((t: { id: string }) => t.id)).toEqual([id]);
+      expect(rig.runs.get(id)?.size, externalId).toBe(1);
+      await rig.relayShows(externalId, 'CONFIRMED');
     }
+    await rig.checkReaderAndRelay([...paid].map(([externalId, id]) => ({ externalId, id })));
   };
 
   beforeAll(async () => {
-    relay = await startTestRelay();
-    const created = await account('/terminal/create', {});
-    terminal = TerminalCreateResponse.parse(created.body);
+    // Its log says when it read a set of verifiers, and what it did with it.
+    rig = await startLocalModeRig({ tap: true, logLevel: 'info' });
+    ({ relay, terminal, config } = rig);
     accountId = (await relay.store.getTerminal(terminal.terminal_id))!.accountId;
-    const broker = new URL(terminal.agent.broker_url);
-    tap = new MqttTap({ host: broker.hostname, port: Number(broker.port) });
-    const tapped = await tap.listen();
-    link = new LinkSwitch({ host: tapped.host, port: tapped.port });
-    config = agentConfig({
-      terminal_id: terminal.terminal_id,
-      // Its log says when it read a set of verifiers, and what it did with it.
-      log_level: 'info',
-      broker: {
-        url: await link.listen(),
-        username: terminal.agent.username,
-        password: terminal.agent.password,
-      },
-    });
-    emulated = emulatedReader({ delayMs: 20 });
-    emulated.firmware.on('record', (record) => {
-      if (record.sequence === 0) return;
-      const seen = runs.get(record.transaction_id) ?? new Set<number>();
-      runs.set(record.transaction_id, seen.add(record.sequence));
-    });
     await start();
-    await until('the link up', () => agent!.link.connected);
-
+    await until('the link up', () => rig.agent!.link.connected);
     // The fleet turns the local API on; the POS asks the relay what to trust.
-    const port = await freePort();
-    const set = await account('/fleet/config/set', {
-      scope: { terminal_id: terminal.terminal_id },
-      config: { local_api: { enabled: true, listen: { host: '127.0.0.1', port } } },
-    });
-    expect(set.status).toBe(200);
-    await until('listening', () => agent!.local?.api !== undefined);
-    const client = new PosClient({
-      baseUrl: relay.baseUrl,
-      username: terminal.username,
-      password: terminal.password,
-      terminalId: terminal.terminal_id,
-      journal: new MemoryJournal(),
-    });
-    try {
-      await until('the trust answer names the port', async () => {
-        trust = await client.api.localTrust(terminal.terminal_id);
-        return trust.port === port;
-      });
-    } finally {
-      await client.close();
-    }
-    await carried();
+    await rig.enableLocalApi();
   }, 60_000);
   afterAll(async () => {
-    await agent?.stop();
-    await emulated?.close();
-    await link?.close();
-    await tap?.close();
-    await relay?.close();
+    await rig?.close();
   });
 
   it('signs in the terminal’s POS credential, never the account credential', async () => {
@@ -322,15 +188,15 @@ describe('local mode: POS credentials on the LAN (row 20)', () => {
     await carried();
     // The set as the broker handed it to the agent, with the credential about to be revoked.
     const topic = terminalTopics(terminal.terminal_id).localCredentials;
-    const older = tap.deliveredOn(topic).at(-1)!;
+    const older = rig.tap!.deliveredOn(topic).at(-1)!;
     expect(JSON.parse(older.toString()).revision).toBe(keptRevision());
 
     await linkDown();
-    await agent!.stop();
-    agent = undefined;
+    await rig.agent!.stop();
+    rig.agent = undefined;
     await start();
-    await until('listening again', () => agent!.local?.api !== undefined);
-    expect(agent!.link.connected).toBe(false);
+    await until('listening again', () => rig.agent!.local?.api !== undefined);
+    expect(rig.agent!.link.connected).toBe(false);
     // What the agent kept, after the restart and before any link: both sign in.
     await pay(kept, 'cred-restarted-1', 1000);
     await pay(toRevoke, 'cred-restarted-2', 1100);
@@ -343,10 +209,10 @@ describe('local mode: POS credentials on the LAN (row 20)', () => {
 
     // The older set, delivered again (as QoS 1 may, out of order), is ignored.
     const revision = keptRevision();
-    const heard = logged.length;
-    tap.deliver(topic, older);
+    const heard = rig.logged.length;
+    rig.tap!.deliver(topic, older);
     await until('the old set read', () =>
-      logged.slice(heard).some((line) => /POS credential verifiers (kept|ignored)/.test(line)),
+      rig.logged.slice(heard).some((line) => /POS credential verifiers (kept|ignored)/.test(line)),
     );
     expect(keptRevision()).toBe(revision);
     await expectRefused(toRevoke);

@@ -11,12 +11,10 @@ import net from 'node:net';
 import path from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startAgent, type RunningAgent } from '../agent/agent.js';
-import { emulatedReader, type EmulatedReader } from '../agent/emulated-reader.js';
+import type { RunningAgent } from '../agent/agent.js';
 import { MemoryJournal, PosClient } from '../client/index.js';
 import type { LocalTrust } from '../client/local-trust.js';
-import { trustingFetch } from '../client/local-path.js';
-import { SimulatorCreateResponse, TerminalCreateResponse } from '../protocol/api.js';
+import { SimulatorCreateResponse, type TerminalCreateResponse } from '../protocol/api.js';
 import { runSimulator } from '../cloud/cli.js';
 import { localDnsName } from '../protocol/index.js';
 import { UpdateConfig } from '../agent/config.js';
@@ -24,28 +22,15 @@ import { Updater } from '../agent/updater.js';
 import { systemClock, systemTimers } from '../common/clock.js';
 import { generateReleaseKeyPair } from '../common/release-signature.js';
 import type { UpdateStatusMessage } from '../protocol/update.js';
-import { agentConfig, tempDir } from './agent-harness.js';
+import { tempDir } from './agent-harness.js';
 import { buildRelease, installFirst, serveArchives } from './support/agent-releases.js';
-import { LinkSwitch, until } from './support/link-switch.js';
-import {
-  basicAuth,
-  post,
-  startTestRelay,
-  type ApiResponse,
-  type TestRelay,
-} from './support/relay.js';
+import { until, type LinkSwitch } from './support/link-switch.js';
+import { freePort, startLocalModeRig, type LocalModeRig } from './support/local-mode-rig.js';
+import { post, type TestRelay } from './support/relay.js';
 
 /** The agent's clock: a test moves it alone to age what waits to be forwarded. */
 let offsetMs = 0;
 const agentClock = { now: () => new Date(Date.now() + offsetMs) };
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** Whether something accepts TCP connections on the port. */
 function listening(port: number): Promise<boolean> {
@@ -57,42 +42,24 @@ function listening(port: number): Promise<boolean> {
 }
 
 describe('local mode from the fleet configuration', () => {
+  let rig: LocalModeRig;
   let relay: TestRelay;
   let terminal: TerminalCreateResponse;
   let pos: { username: string; password: string };
   let link: LinkSwitch;
-  let emulated: EmulatedReader;
   let agent: RunningAgent;
   let port: number;
   let trust: LocalTrust;
   /** The agent's log lines. */
-  const logged: string[] = [];
+  let logged: string[];
 
-  const setLocalApi = async (localApi: Record<string, unknown>) => {
-    const set = await post(
-      relay.baseUrl,
-      'v1',
-      '/fleet/config/set',
-      { scope: { terminal_id: terminal.terminal_id }, config: { local_api: localApi } },
-      relay.account,
-    );
-    expect(set.status).toBe(200);
-  };
+  const setLocalApi = (localApi: Record<string, unknown>) => rig.setLocalApi(localApi);
   const cloudPos = (operation: string, body: Record<string, unknown>) =>
-    post(relay.baseUrl, 'v1', operation, { terminal_id: terminal.terminal_id, ...body }, pos);
+    rig.cloudPos(operation, body);
   /** A request to the agent over HTTPS, trusting only the relay's answer. */
-  const localPos = async (operation: string, body: Record<string, unknown>) => {
-    const fetchLocal = trustingFetch(trust.ca, trust.serverName);
-    const response = await fetchLocal(`${trust.baseUrls[0]}/v1${operation}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: basicAuth(pos) },
-      body: JSON.stringify({ terminal_id: terminal.terminal_id, ...body }),
-    });
-    const answer: Pick<ApiResponse, 'status' | 'body'> = {
-      status: response.status,
-      body: await response.json(),
-    };
-    return answer;
+  const localPos = (operation: string, body: Record<string, unknown>) => {
+    rig.trust = trust;
+    return rig.localPos(operation, body);
   };
   const purchase = (externalId: string, amount: number) =>
     localPos('/transaction/purchase', {
@@ -103,38 +70,13 @@ describe('local mode from the fleet configuration', () => {
     });
 
   beforeAll(async () => {
-    relay = await startTestRelay();
-    const created = await post(relay.baseUrl, 'v1', '/terminal/create', {}, relay.account);
-    terminal = TerminalCreateResponse.parse(created.body);
-    pos = { username: terminal.username, password: terminal.password };
-    const broker = new URL(terminal.agent.broker_url);
-    link = new LinkSwitch({ host: broker.hostname, port: Number(broker.port) });
-    const url = await link.listen();
-    emulated = emulatedReader({ delayMs: 20 });
-    agent = await startAgent(
-      agentConfig({
-        terminal_id: terminal.terminal_id,
-        broker: { url, username: terminal.agent.username, password: terminal.agent.password },
-      }),
-      {
-        reader: emulated.reader,
-        logger: pino({ level: 'info' }, { write: (line: string) => void logged.push(line) }),
-        clock: agentClock,
-        tuning: {
-          reconnect: { initialMs: 20, maxMs: 100 },
-          localListenRetry: { initialMs: 20, maxMs: 100 },
-        },
-        localTls: { addresses: () => ({ ip_addresses: ['127.0.0.1'], dns_names: [] }) },
-      },
-    );
+    rig = await startLocalModeRig({ clock: agentClock, logLevel: 'info' });
+    ({ relay, terminal, pos, link, port, logged } = rig);
+    agent = await rig.start();
     await until('the link up', () => agent.link.connected);
-    port = await freePort();
   });
   afterAll(async () => {
-    await agent?.stop();
-    await emulated?.close();
-    await link?.close();
-    await relay?.close();
+    await rig?.close();
   });
 
   it('turns on from the fleet: a POS pays over HTTPS with the relay’s trust answer; off closes the port', async () => {
@@ -189,17 +131,7 @@ describe('local mode from the fleet configuration', () => {
   });
 
   it('a transaction stays with whoever made it when local mode is turned on or off', async () => {
-    const inForce = () =>
-      until('the configuration in force', async () => {
-        const got = await post(
-          relay.baseUrl,
-          'v1',
-          '/fleet/config/get',
-          { scope: { terminal_id: terminal.terminal_id } },
-          relay.account,
-        );
-        return got.body.terminals?.[0]?.in_sync === true;
-      });
+    const inForce = () => rig.inForce();
     const cloudPurchase = (externalId: string) =>
       cloudPos('/transaction/purchase', {
         external_id: externalId,

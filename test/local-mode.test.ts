@@ -1,133 +1,62 @@
 /**
- * Local mode end to end (docs/local-mode.md): the real relay with its embedded broker, an
- * agent in local mode with the emulated card reader, the POS over real HTTP to the
- * agent's local API. The agent's link to the broker runs through a switch the test cuts
- * and restores, so "the link is down" is a real lost TCP connection.
+ * Local mode end to end (docs/local-mode.md, "The cases"): the real relay with its embedded
+ * broker, an agent with the emulated card reader whose local API the fleet configuration
+ * turns on, the POS over HTTPS to it, trusting only the relay's trust answer and signing in
+ * with the terminal's POS credential (the cloud path's, checked by the verifiers the relay
+ * delivered). The agent's link to the broker runs through a switch the test cuts and
+ * restores, so "the link is down" is a real lost TCP connection.
  */
-import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startAgent, type RunningAgent } from '../agent/agent.js';
-import { emulatedReader, type EmulatedReader } from '../agent/emulated-reader.js';
-import type { LocalApiAuthenticator } from '../agent/local-api/authenticator.js';
-import { TerminalCreateResponse } from '../protocol/api.js';
 import { terminalTopics } from '../protocol/mqtt.js';
-import type { AgentConfig } from '../agent/config.js';
 import { pairTransactionId } from '../protocol/transaction-rules/pair-id.js';
-import { agentConfig } from './agent-harness.js';
-import { LinkSwitch, until } from './support/link-switch.js';
-import { MqttTap } from './support/mqtt-tap.js';
-import { basicAuth, post, startTestRelay, type TestRelay } from './support/relay.js';
-
-const silent = pino({ level: 'silent' });
-const POS = { username: 'pos-local', password: 'pos-local-secret' };
-const fixedCredential: LocalApiAuthenticator = {
-  check: async (authorization) =>
-    authorization === basicAuth(POS)
-      ? { ok: true, username: POS.username }
-      : { ok: false, status: 401 },
-};
+import { until } from './support/link-switch.js';
+import { startLocalModeRig, type LocalModeRig } from './support/local-mode-rig.js';
+import type { LinkSwitch } from './support/link-switch.js';
+import type { MqttTap } from './support/mqtt-tap.js';
+import type { TestRelay } from './support/relay.js';
 
 describe('local mode', () => {
+  let rig: LocalModeRig;
   let relay: TestRelay;
   let terminalId: string;
-  let cloudPos: (operation: string, body: Record<string, unknown>) => ReturnType<typeof post>;
   let link: LinkSwitch;
   /** Between the switch and the broker: holds the agent's reports when a test says so. */
   let tap: MqttTap;
-  let config: AgentConfig;
-  let emulated: EmulatedReader;
   /** Reader runs per transaction: the sequences of its records, each a charge attempt. */
-  const runs = new Map<string, Set<number>>();
+  let runs: Map<string, Set<number>>;
   /** Transactions the reader reversed. */
-  const reversed = new Set<string>();
-  let agent: RunningAgent | undefined;
-
-  const start = async () => {
-    agent = await startAgent(config, {
-      reader: emulated.reader,
-      logger: silent,
-      tuning: { reconnect: { initialMs: 20, maxMs: 100 } },
-      localMode: {
-        api: { host: '127.0.0.1', port: 0, tls: undefined, authenticator: fixedCredential },
-      },
-    });
-    return agent;
-  };
+  let reversed: Set<string>;
+  const start = () => rig.start();
   const localPos = (operation: string, body: Record<string, unknown>) =>
-    post(
-      agent!.local!.api!.url + '/pos',
-      'v1',
-      operation,
-      { terminal_id: terminalId, ...body },
-      POS,
-    );
+    rig.localPos(operation, body);
+  const cloudPos = (operation: string, body: Record<string, unknown>) =>
+    rig.cloudPos(operation, body);
 
   beforeAll(async () => {
-    relay = await startTestRelay();
-    const created = await post(relay.baseUrl, 'v1', '/terminal/create', {}, relay.account);
-    const terminal = TerminalCreateResponse.parse(created.body);
-    terminalId = terminal.terminal_id;
-    const broker = new URL(terminal.agent.broker_url);
-    tap = new MqttTap({ host: broker.hostname, port: Number(broker.port) });
-    link = new LinkSwitch(await tap.listen());
-    const url = await link.listen();
-    config = agentConfig({
-      terminal_id: terminalId,
-      broker: { url, username: terminal.agent.username, password: terminal.agent.password },
-    });
-    emulated = emulatedReader({ delayMs: 20 });
-    emulated.firmware.on('record', (record) => {
-      if (record.result_code === 'REVERSED') reversed.add(record.transaction_id);
-      if (record.sequence === 0) return;
-      const seen = runs.get(record.transaction_id) ?? new Set<number>();
-      runs.set(record.transaction_id, seen.add(record.sequence));
-    });
-    // The relay knows the terminal is in local mode from its fleet configuration.
-    const configured = await post(
-      relay.baseUrl,
-      'v1',
-      '/fleet/config/set',
-      { scope: { terminal_id: terminalId }, config: { local_api: { enabled: true } } },
-      relay.account,
-    );
-    expect(configured.status).toBe(200);
-    const credential = { username: terminal.username, password: terminal.password };
-    cloudPos = (operation, body) =>
-      post(relay.baseUrl, 'v1', operation, { terminal_id: terminalId, ...body }, credential);
+    rig = await startLocalModeRig({ tap: true });
+    ({ relay, terminalId, link, runs, reversed } = rig);
+    tap = rig.tap!;
     await start();
-    await until('the link up', () => agent!.link.connected);
-  });
+    await until('the link up', () => rig.agent!.link.connected);
+    // The fleet turns local mode on: the relay sends the terminal's creates to its agent,
+    // and the agent listens over HTTPS with the certificate the relay signed.
+    await rig.enableLocalApi();
+  }, 60_000);
   afterEach(async () => {
     tap.release();
     link.restore();
-    if (!agent) await start();
-    await until('the link up', () => agent!.link.connected);
+    if (!rig.agent) await start();
+    await until('the link up', () => rig.agent!.link.connected);
   });
   afterAll(async () => {
-    await agent?.stop();
-    await emulated?.close();
-    await link?.close();
-    await tap?.close();
-    await relay?.close();
+    await rig?.close();
   });
 
-  const eventsOf = async (transactionId: string) => {
-    const answer = await post(
-      relay.baseUrl,
-      'v1',
-      '/event/list',
-      { filter: { terminal_id: terminalId }, limit: 1000 },
-      relay.account,
-    );
-    expect(answer.status).toBe(200);
-    return (answer.body.events as Array<{ data: { id: string; state: string } }>)
-      .filter((event) => event.data?.id === transactionId)
-      .map((event) => event.data.state);
-  };
+  const eventsOf = (transactionId: string) => rig.eventsOf(transactionId);
 
   it('pays locally with the link down, then the relay shows it once, made locally, events once', async () => {
     link.cut();
-    await until('the link down', () => !agent!.link.connected);
+    await until('the link down', () => !rig.agent!.link.connected);
     const id = pairTransactionId(terminalId, 'local-1');
 
     const paid = await localPos('/transaction/purchase', {
@@ -155,7 +84,7 @@ describe('local mode', () => {
       const got = await cloudPos('/transaction/get', { external_id: 'local-1' });
       return got.body?.transaction?.state === 'CONFIRMED';
     });
-    await until('the outbox empty', () => agent!.journal.pendingReports().length === 0);
+    await until('the outbox empty', () => rig.agent!.journal.pendingReports().length === 0);
     const mirrored = (await cloudPos('/transaction/get', { external_id: 'local-1' })).body
       .transaction;
     expect(mirrored).toMatchObject({
@@ -197,7 +126,7 @@ describe('local mode', () => {
       state: 'COMMITTED',
       result_code: 'PRINTER_ERROR',
     });
-    expect(agent!.local!.engine.get(terminalId, 'local-1')?.txn.state).toBe('COMMITTED');
+    expect(rig.agent!.local!.engine.get(terminalId, 'local-1')?.txn.state).toBe('COMMITTED');
     await until('reversed on the reader', () => reversed.has(id));
   });
 
@@ -226,7 +155,7 @@ describe('local mode', () => {
 
   it('forwards once what waited when the agent restarted', async () => {
     link.cut();
-    await until('the link down', () => !agent!.link.connected);
+    await until('the link down', () => !rig.agent!.link.connected);
     const id = pairTransactionId(terminalId, 'local-3');
     const paid = await localPos('/transaction/purchase', {
       external_id: 'local-3',
@@ -236,10 +165,10 @@ describe('local mode', () => {
     });
     expect(paid.body.transaction.state).toBe('AWAITING_CONFIRM');
     await localPos('/transaction/confirm', { external_id: 'local-3', result_code: 'SUCCESS' });
-    const waiting = agent!.journal.pendingReports().length;
+    const waiting = rig.agent!.journal.pendingReports().length;
     expect(waiting).toBeGreaterThanOrEqual(3);
-    await agent!.stop();
-    agent = undefined;
+    await rig.agent!.stop();
+    rig.agent = undefined;
 
     link.restore();
     await start();
@@ -247,7 +176,7 @@ describe('local mode', () => {
       const got = await cloudPos('/transaction/get', { external_id: 'local-3' });
       return got.body?.transaction?.state === 'CONFIRMED';
     });
-    await until('the outbox empty', () => agent!.journal.pendingReports().length === 0);
+    await until('the outbox empty', () => rig.agent!.journal.pendingReports().length === 0);
     expect(await eventsOf(id)).toEqual(['PROCESSING', 'AWAITING_CONFIRM', 'CONFIRMED']);
     expect(runs.get(id)?.size).toBe(1);
     // The record answers on the local path after the restart too.
@@ -255,15 +184,8 @@ describe('local mode', () => {
     expect(local.body.transaction).toMatchObject({ id, state: 'CONFIRMED' });
   });
 
-  const linkDown = async () => {
-    link.cut();
-    await until('the link down', () => !agent!.link.connected);
-  };
-  const relayShows = (externalId: string, state: string) =>
-    until(`${externalId} ${state} on the relay`, async () => {
-      const got = await cloudPos('/transaction/get', { external_id: externalId });
-      return got.body?.transaction?.state === state;
-    });
+  const linkDown = () => rig.linkDown();
+  const relayShows = (externalId: string, state: string) => rig.relayShows(externalId, state);
 
   it('row 1: a cloud create is named by the pair, held by the agent, confirmed by it', async () => {
     const id = pairTransactionId(terminalId, 'cloud-1');
@@ -275,7 +197,7 @@ describe('local mode', () => {
     });
     expect(paid.body.transaction).toMatchObject({ id, state: 'AWAITING_CONFIRM' });
     expect(paid.body.transaction.made_locally).toBeUndefined();
-    expect(agent!.local!.engine.get(terminalId, 'cloud-1')?.txn).toMatchObject({
+    expect(rig.agent!.local!.engine.get(terminalId, 'cloud-1')?.txn).toMatchObject({
       id,
       state: 'AWAITING_CONFIRM',
     });
@@ -284,7 +206,7 @@ describe('local mode', () => {
       result_code: 'SUCCESS',
     });
     expect([confirmed.status, confirmed.body.transaction.state]).toEqual([200, 'CONFIRMED']);
-    expect(agent!.local!.engine.get(terminalId, 'cloud-1')?.txn.state).toBe('CONFIRMED');
+    expect(rig.agent!.local!.engine.get(terminalId, 'cloud-1')?.txn.state).toBe('CONFIRMED');
     expect(runs.get(id)?.size).toBe(1);
   });
 
@@ -299,7 +221,7 @@ describe('local mode', () => {
     link.restore();
     // The late start finds the pair and runs nothing; the relay's record takes the agent's state.
     await relayShows('cloud-4', 'AWAITING_CONFIRM');
-    await until('the outbox empty', () => agent!.journal.pendingReports().length === 0);
+    await until('the outbox empty', () => rig.agent!.journal.pendingReports().length === 0);
     expect(runs.get(id)?.size).toBe(1);
     await localPos('/transaction/confirm', { external_id: 'cloud-4', result_code: 'SUCCESS' });
   });
@@ -309,7 +231,10 @@ describe('local mode', () => {
     const purchase = { external_id: 'cloud-5', requested_amount: 1300, currency: 'EUR' };
     const cloud = await cloudPos('/transaction/purchase', { ...purchase, wait_seconds: 0 });
     expect(cloud.body.transaction.id).toBe(id);
-    await until('the start on the agent', () => !!agent!.local!.engine.get(terminalId, 'cloud-5'));
+    await until(
+      'the start on the agent',
+      () => !!rig.agent!.local!.engine.get(terminalId, 'cloud-5'),
+    );
     await linkDown();
     const local = await localPos('/transaction/purchase', { ...purchase, wait_seconds: 30 });
     expect(local.status).toBe(200);
@@ -340,7 +265,7 @@ describe('local mode', () => {
       // had in flight one message at a time, each once the broker acknowledged the one
       // before, and only then subscribes and sends anything else; a report in flight, held
       // at the tap, would hold back everything.
-      await until('the outbox empty', () => agent!.journal.pendingReports().length === 0);
+      await until('the outbox empty', () => rig.agent!.journal.pendingReports().length === 0);
       await linkDown();
       const purchase = { external_id: externalId, requested_amount: 1600, currency: 'EUR' };
       const local = await localPos('/transaction/purchase', { ...purchase, wait_seconds: 30 });
@@ -356,7 +281,7 @@ describe('local mode', () => {
       const start = (await relay.store.pendingCommands()).find(
         ({ command }) => command.type === 'transaction.start' && command.transaction_id === id,
       )!.command;
-      const startOnAgent = () => !!agent!.journal.command(start.command_id);
+      const startOnAgent = () => !!rig.agent!.journal.command(start.command_id);
       const relayRecord = async () =>
         (await cloudPos('/transaction/get', { external_id: externalId, wait_seconds: 0 })).body
           .transaction;
@@ -366,14 +291,14 @@ describe('local mode', () => {
         link.restore();
         await until('the start on the agent', startOnAgent);
         // The start found the pair and ran nothing; the relay has heard nothing yet.
-        expect(agent!.local!.engine.get(terminalId, externalId)?.txn.state).toBe(
+        expect(rig.agent!.local!.engine.get(terminalId, externalId)?.txn.state).toBe(
           'AWAITING_CONFIRM',
         );
         expect(await relayRecord()).toMatchObject({ id, state: 'PROCESSING' });
         // Every report of the outbox, the start's included, waits at the tap (the start may
         // come with the broker's CONNACK, before the reports published on connect got there).
         await until('the reports held', () => {
-          const waiting = agent!.journal.pendingReports().length;
+          const waiting = rig.agent!.journal.pendingReports().length;
           return waiting > 0 && tap.heldCount >= waiting;
         });
       } else {
@@ -387,7 +312,7 @@ describe('local mode', () => {
       await until('the start on the agent', startOnAgent);
 
       await relayShows(externalId, 'AWAITING_CONFIRM');
-      await until('the outbox empty', () => agent!.journal.pendingReports().length === 0);
+      await until('the outbox empty', () => rig.agent!.journal.pendingReports().length === 0);
       expect(await relayRecord()).toMatchObject({
         id,
         // The agent made it, whichever reached the relay first.
@@ -402,7 +327,7 @@ describe('local mode', () => {
       });
       expect(confirmed.body.transaction.state).toBe('CONFIRMED');
       await relayShows(externalId, 'CONFIRMED');
-      await until('the outbox empty', () => agent!.journal.pendingReports().length === 0);
+      await until('the outbox empty', () => rig.agent!.journal.pendingReports().length === 0);
       const searched = await cloudPos('/transaction/search', { external_id: externalId });
       expect(searched.body.transactions.map((txn: { id: string }) => txn.id)).toEqual([id]);
       expect(await eventsOf(id)).toEqual(['PROCESSING', 'AWAITING_CONFIRM', 'CONFIRMED']);
@@ -440,11 +365,11 @@ describe('local mode', () => {
     // (applied, it would reverse the payment within the grace period).
     await until(
       'the late confirm refused',
-      () => agent!.journal.command(waiting!.command.command_id)?.outcome === 'EXPIRED',
+      () => rig.agent!.journal.command(waiting!.command.command_id)?.outcome === 'EXPIRED',
     );
     await relayShows('cloud-9', 'CONFIRMED');
-    await until('the outbox empty', () => agent!.journal.pendingReports().length === 0);
-    expect(agent!.local!.engine.get(terminalId, 'cloud-9')?.txn.state).toBe('CONFIRMED');
+    await until('the outbox empty', () => rig.agent!.journal.pendingReports().length === 0);
+    expect(rig.agent!.local!.engine.get(terminalId, 'cloud-9')?.txn.state).toBe('CONFIRMED');
     expect(reversed.has(id)).toBe(false);
     expect(runs.get(id)?.size).toBe(1);
     // Long: the relay waits its default 25 s for the agent's answer before OUTCOME_UNKNOWN.
@@ -494,7 +419,7 @@ describe('local mode', () => {
       state: 'AWAITING_CONFIRM',
       requested_amount: 1650,
     });
-    expect(agent!.local!.engine.get(terminalId, 'cloud-12')?.txn).toMatchObject({
+    expect(rig.agent!.local!.engine.get(terminalId, 'cloud-12')?.txn).toMatchObject({
       state: 'AWAITING_CONFIRM',
       requested_amount: 1650,
     });
@@ -537,7 +462,7 @@ describe('local mode', () => {
     link.restore();
     await until(
       'the late continue refused',
-      () => agent!.journal.command(waiting!.command.command_id)?.outcome === 'EXPIRED',
+      () => rig.agent!.journal.command(waiting!.command.command_id)?.outcome === 'EXPIRED',
     );
     await relayShows('cloud-12b', 'AWAITING_CONFIRM');
     const shown = await cloudPos('/transaction/get', { external_id: 'cloud-12b' });
@@ -553,7 +478,7 @@ describe('local mode', () => {
       result_code: 'SUCCESS',
     });
     expect([confirmed.status, confirmed.body.error?.code]).toEqual([400, 'TRANSACTION_NOT_FOUND']);
-    expect(agent!.local!.engine.get(terminalId, 'cloud-15b')).toBeUndefined();
+    expect(rig.agent!.local!.engine.get(terminalId, 'cloud-15b')).toBeUndefined();
   });
 
   it('row 15: a failure confirm of a pair never seen is COMMITTED UNKNOWN, decided by the agent', async () => {
@@ -564,7 +489,7 @@ describe('local mode', () => {
     });
     expect(confirmed.status).toBe(200);
     expect(confirmed.body.transaction).toMatchObject({ id, state: 'COMMITTED', type: 'UNKNOWN' });
-    expect(agent!.local!.engine.get(terminalId, 'cloud-15')?.txn.state).toBe('COMMITTED');
+    expect(rig.agent!.local!.engine.get(terminalId, 'cloud-15')?.txn.state).toBe('COMMITTED');
     // A refusal is the agent's, answered as the rules word it.
     const success = await cloudPos('/transaction/confirm', {
       external_id: 'cloud-15',
@@ -580,4 +505,293 @@ describe('local mode', () => {
     expect(later.body.transaction?.state ?? later.body.error?.code).not.toBe('PROCESSING');
     expect(runs.get(id)).toBeUndefined();
   });
+});
+
+// The agent's timers and counts, each tested with short settings on an agent of its own: the
+// pause time-out (row 12), refunds counted against a purchase (row 13), the unconfirmed
+// limit (row 14). The relay's own limit is set as the agent's, as in the field (both 10 by
+// default).
+describe('local mode: the agent’s pause time-out, refunds and unconfirmed limit', () => {
+  const LIMIT = 2;
+  let rig: LocalModeRig;
+  let terminalId: string;
+  /** A purchase the relay made and confirmed before local mode was on: the agent holds no record of it. */
+  const MADE_BEFORE = 'made-before-local-mode';
+  const localPos = (operation: string, body: Record<string, unknown>) =>
+    rig.localPos(operation, body);
+  const cloudPos = (operation: string, body: Record<string, unknown>) =>
+    rig.cloudPos(operation, body);
+  const pair = (externalId: string) => ({
+    externalId,
+    id: pairTransactionId(terminalId, externalId),
+  });
+
+  beforeAll(async () => {
+    rig = await startLocalModeRig({
+      relay: { maxUnconfirmed: LIMIT },
+      settings: { pauseTimeoutMs: 1500, maxUnconfirmed: LIMIT },
+    });
+    ({ terminalId } = rig);
+    await rig.start();
+    await until('the link up', () => rig.agent!.link.connected);
+    const before = await cloudPos('/transaction/purchase', {
+      external_id: MADE_BEFORE,
+      requested_amount: 2000,
+      currency: 'EUR',
+      wait_seconds: 30,
+    });
+    expect(before.body.transaction).toMatchObject({
+      state: 'AWAITING_CONFIRM',
+      result_code: 'SUCCESS',
+    });
+    await cloudPos('/transaction/confirm', { external_id: MADE_BEFORE, result_code: 'SUCCESS' });
+    await rig.enableLocalApi();
+  }, 60_000);
+  afterEach(async () => {
+    rig.link.restore();
+    await until('the link up', () => rig.agent!.link.connected);
+    // Nothing left unconfirmed for the next test's count, also after a test that failed.
+    for (const { txn } of rig.agent!.local!.engine.unconfirmed()) {
+      if (txn.state !== 'AWAITING_CONFIRM') continue;
+      await localPos('/transaction/confirm', {
+        external_id: txn.external_id,
+        result_code: txn.result_code === 'SUCCESS' ? 'SUCCESS' : 'ABORTED',
+      });
+    }
+    await until('nothing unconfirmed', () => rig.agent!.local!.engine.unconfirmed().length === 0);
+  });
+  afterAll(async () => {
+    await rig?.close();
+  });
+
+  it('row 12: a pause times out on the agent while the link is down: aborted once, shown once; a later continue is refused', async () => {
+    const paused = pair('pause-timeout');
+    await rig.linkDown();
+    const purchase = await localPos('/transaction/purchase', {
+      external_id: paused.externalId,
+      requested_amount: 1900,
+      currency: 'EUR',
+      options: { on_customer_identified: { pause: true } },
+      wait_seconds: 30,
+    });
+    expect(purchase.status).toBe(200);
+    expect(purchase.body.transaction).toMatchObject({ id: paused.id, state: 'AWAITING_CONTINUE' });
+
+    // The agent's timer decides, with the relay out of reach: aborted, and the reader told.
+    await until('the pause timed out', async () => {
+      const got = await localPos('/transaction/get', { external_id: paused.externalId });
+      return got.body.transaction.state !== 'AWAITING_CONTINUE';
+    });
+    const timedOut = (await localPos('/transaction/get', { external_id: paused.externalId })).body
+      .transaction;
+    expect(timedOut).toMatchObject({
+      id: paused.id,
+      state: 'AWAITING_CONFIRM',
+      result_code: 'ABORTED',
+      result_description: expect.stringContaining('Not continued within'),
+    });
+    await until('cancelled on the reader', () => rig.cancelled.get(paused.id) === 1);
+
+    // A continue after the time-out is refused as the rules say, on either path.
+    const late = await localPos('/transaction/continue', {
+      external_id: paused.externalId,
+      requested_amount: 1950,
+    });
+    expect([late.status, late.body.error?.code]).toEqual([400, 'INVALID_STATE']);
+
+    await rig.linkUp();
+    await rig.relayShows(paused.externalId, 'AWAITING_CONFIRM');
+    const lateCloud = await cloudPos('/transaction/continue', {
+      external_id: paused.externalId,
+      requested_amount: 1950,
+    });
+    expect([lateCloud.status, lateCloud.body.error?.code]).toEqual([400, 'INVALID_STATE']);
+    await until('the outbox empty', () => rig.agent!.journal.pendingReports().length === 0);
+    const shown = (await cloudPos('/transaction/get', { external_id: paused.externalId })).body
+      .transaction;
+    expect(shown).toMatchObject({
+      id: paused.id,
+      made_locally: true,
+      state: 'AWAITING_CONFIRM',
+      result_code: 'ABORTED',
+      requested_amount: 1900,
+      updated_at: timedOut.updated_at,
+    });
+    expect(await rig.eventsOf(paused.id)).toEqual([
+      'PROCESSING',
+      'AWAITING_CONTINUE',
+      'AWAITING_CONFIRM',
+    ]);
+
+    // The POS takes the failure; nothing more reaches the reader.
+    const confirmed = await localPos('/transaction/confirm', {
+      external_id: paused.externalId,
+      result_code: 'ABORTED',
+    });
+    expect(confirmed.body.transaction).toMatchObject({
+      state: 'COMMITTED',
+      result_code: 'ABORTED',
+    });
+    await rig.relayShows(paused.externalId, 'COMMITTED');
+    expect(rig.cancelled.get(paused.id)).toBe(1);
+    expect(rig.runs.get(paused.id)?.size).toBe(1);
+    await rig.checkReaderAndRelay([paused]);
+  });
+
+  it('row 13: local refunds are counted by the agent against the purchase; an original it lacks is ORIGINAL_PURCHASE_NOT_FOUND', async () => {
+    const original = pair('refund-original');
+    const first = pair('refund-1');
+    const rest = pair('refund-rest');
+    const paid = await localPos('/transaction/purchase', {
+      external_id: original.externalId,
+      requested_amount: 1000,
+      currency: 'EUR',
+      wait_seconds: 30,
+    });
+    expect(paid.body.transaction).toMatchObject({
+      state: 'AWAITING_CONFIRM',
+      result_code: 'SUCCESS',
+    });
+    await localPos('/transaction/confirm', {
+      external_id: original.externalId,
+      result_code: 'SUCCESS',
+    });
+
+    // With the relay out of reach the agent alone counts what the purchase can give back.
+    await rig.linkDown();
+    const refund = (externalId: string, amount: number, originalExternalId: string) =>
+      localPos('/transaction/refund', {
+        external_id: externalId,
+        requested_amount: amount,
+        currency: 'EUR',
+        original_purchase_external_id: originalExternalId,
+        wait_seconds: 30,
+      });
+    const refunded = await refund(first.externalId, 600, original.externalId);
+    expect(refunded.status).toBe(200);
+    expect(refunded.body.transaction).toMatchObject({
+      id: first.id,
+      type: 'REFUND',
+      state: 'AWAITING_CONFIRM',
+      result_code: 'SUCCESS',
+      original_purchase_id: original.id,
+      original_purchase_external_id: original.externalId,
+    });
+    await localPos('/transaction/confirm', {
+      external_id: first.externalId,
+      result_code: 'SUCCESS',
+    });
+
+    const beyond = await refund('refund-beyond', 500, original.externalId);
+    expect([beyond.status, beyond.body.error?.code]).toEqual([400, 'REFUND_EXCEEDS_REFUNDABLE']);
+    expect(beyond.body.error.description).toContain('refundable amount 400');
+    expect(rig.agent!.local!.engine.get(terminalId, 'refund-beyond')).toBeUndefined();
+
+    // A purchase the relay made before local mode was on: the relay has it, the agent's
+    // journal does not, and the agent decides.
+    const lacking = await refund('refund-of-unknown', 100, MADE_BEFORE);
+    expect([lacking.status, lacking.body.error?.code]).toEqual([
+      400,
+      'ORIGINAL_PURCHASE_NOT_FOUND',
+    ]);
+    expect(lacking.body.error.description).toContain(`no purchase ${MADE_BEFORE}`);
+    expect(rig.agent!.local!.engine.get(terminalId, 'refund-of-unknown')).toBeUndefined();
+
+    const whole = await refund(rest.externalId, 400, original.externalId);
+    expect(whole.body.transaction).toMatchObject({
+      state: 'AWAITING_CONFIRM',
+      result_code: 'SUCCESS',
+    });
+    await localPos('/transaction/confirm', {
+      external_id: rest.externalId,
+      result_code: 'SUCCESS',
+    });
+    expect(
+      rig.agent!.local!.engine.refundable(
+        rig.agent!.local!.engine.get(terminalId, original.externalId)!,
+      ),
+    ).toBe(0);
+
+    await rig.linkUp();
+    for (const { externalId } of [original, first, rest])
+      await rig.relayShows(externalId, 'CONFIRMED');
+    const shown = await cloudPos('/transaction/get', { external_id: first.externalId });
+    expect(shown.body.transaction).toMatchObject({
+      made_locally: true,
+      type: 'REFUND',
+      original_purchase_id: original.id,
+    });
+    for (const unknown of ['refund-beyond', 'refund-of-unknown']) {
+      expect((await cloudPos('/transaction/get', { external_id: unknown })).status).toBe(404);
+    }
+    for (const { id } of [first, rest]) expect(rig.runs.get(id)?.size).toBe(1);
+    await rig.checkReaderAndRelay([original, first, rest]);
+  });
+
+  it('row 14: the unconfirmed limit counts what was made on both paths', async () => {
+    const cloudMade = pair('limit-cloud');
+    const localMade = pair('limit-local');
+    const made = await cloudPos('/transaction/purchase', {
+      external_id: cloudMade.externalId,
+      requested_amount: 300,
+      currency: 'EUR',
+      wait_seconds: 30,
+    });
+    expect(made.body.transaction).toMatchObject({ id: cloudMade.id, state: 'AWAITING_CONFIRM' });
+    const local = await localPos('/transaction/purchase', {
+      external_id: localMade.externalId,
+      requested_amount: 400,
+      currency: 'EUR',
+      wait_seconds: 30,
+    });
+    expect(local.body.transaction).toMatchObject({ id: localMade.id, state: 'AWAITING_CONFIRM' });
+    expect(rig.agent!.local!.engine.unconfirmed()).toHaveLength(LIMIT);
+
+    const third = await localPos('/transaction/purchase', {
+      external_id: 'limit-local-3',
+      requested_amount: 500,
+      currency: 'EUR',
+      wait_seconds: 30,
+    });
+    expect([third.status, third.body.error?.code]).toEqual([400, 'TOO_MANY_UNCONFIRMED']);
+    expect(third.body.error.description).toContain(`has ${LIMIT} unconfirmed transactions`);
+    expect(rig.agent!.local!.engine.get(terminalId, 'limit-local-3')).toBeUndefined();
+
+    // On the cloud path the refusal is the relay's own count, over its mirror of what the
+    // agent made (hence the wait for the forward): it commits nothing and sends no start.
+    await until('the outbox empty', () => rig.agent!.journal.pendingReports().length === 0);
+    const thirdCloud = await cloudPos('/transaction/purchase', {
+      external_id: 'limit-cloud-3',
+      requested_amount: 500,
+      currency: 'EUR',
+      wait_seconds: 30,
+    });
+    expect([thirdCloud.status, thirdCloud.body.error?.code]).toEqual([400, 'TOO_MANY_UNCONFIRMED']);
+    expect(rig.agent!.local!.engine.get(terminalId, 'limit-cloud-3')).toBeUndefined();
+
+    for (const { externalId } of [cloudMade, localMade]) {
+      const confirmed = await localPos('/transaction/confirm', {
+        external_id: externalId,
+        result_code: 'SUCCESS',
+      });
+      expect(confirmed.body.transaction.state).toBe('CONFIRMED');
+      await rig.relayShows(externalId, 'CONFIRMED');
+    }
+    for (const unknown of ['limit-local-3', 'limit-cloud-3']) {
+      expect((await cloudPos('/transaction/get', { external_id: unknown })).status).toBe(404);
+    }
+    for (const { id } of [cloudMade, localMade]) expect(rig.runs.get(id)?.size).toBe(1);
+    await rig.checkReaderAndRelay([cloudMade, localMade]);
+  });
+
+  // Not built: a relay's start is run by the agent without its count. The relay counts the
+  // cloud path with its own limit (`maxUnconfirmed`) over its mirror, which lags the agent
+  // while the link is down: a cloud create made then is committed PROCESSING and its start
+  // queued, and when the link returns the agent runs it whatever it holds unconfirmed (and
+  // with a relay limit above the agent's, even with the link up). Refusing it on the agent
+  // needs a decided outcome for a pair the relay already answered PROCESSING (the POS cannot
+  // be told TOO_MANY_UNCONFIRMED any more): a design decision, not a fix.
+  it.todo(
+    'row 14: a cloud create queued while the link is down is refused by the agent when it holds the limit unconfirmed',
+  );
 });
