@@ -784,14 +784,44 @@ describe('local mode: the agent’s pause time-out, refunds and unconfirmed limi
     await rig.checkReaderAndRelay([cloudMade, localMade]);
   });
 
-  // Not built: a relay's start is run by the agent without its count. The relay counts the
-  // cloud path with its own limit (`maxUnconfirmed`) over its mirror, which lags the agent
-  // while the link is down: a cloud create made then is committed PROCESSING and its start
-  // queued, and when the link returns the agent runs it whatever it holds unconfirmed (and
-  // with a relay limit above the agent's, even with the link up). Refusing it on the agent
-  // needs a decided outcome for a pair the relay already answered PROCESSING (the POS cannot
-  // be told TOO_MANY_UNCONFIRMED any more): a design decision, not a fix.
-  it.todo(
-    'row 14: a cloud create queued while the link is down is refused by the agent when it holds the limit unconfirmed',
-  );
+  it('row 14: a cloud create queued while the link is down is not run when the agent holds the limit', async () => {
+    const heldLocally = [pair('limit-held-1'), pair('limit-held-2')];
+    const queued = pair('limit-queued');
+    await rig.linkDown();
+    for (const [n, { externalId }] of heldLocally.entries()) {
+      const paid = await localPos('/transaction/purchase', {
+        external_id: externalId,
+        requested_amount: 600 + n,
+        currency: 'EUR',
+        wait_seconds: 30,
+      });
+      expect(paid.body.transaction.state).toBe('AWAITING_CONFIRM');
+    }
+    // The relay knows nothing of them yet: it commits the create and queues its start.
+    const cloud = await cloudPos('/transaction/purchase', {
+      external_id: queued.externalId,
+      requested_amount: 700,
+      currency: 'EUR',
+      wait_seconds: 0,
+    });
+    expect(cloud.body.transaction).toMatchObject({ id: queued.id, state: 'PROCESSING' });
+    await rig.linkUp();
+    // The agent counts it with what it holds: not run, ended as failed before the reader.
+    await rig.relayShows(queued.externalId, 'AWAITING_CONFIRM');
+    const shown = (await cloudPos('/transaction/get', { external_id: queued.externalId })).body
+      .transaction;
+    expect(shown).toMatchObject({ result_code: 'TOO_MANY_UNCONFIRMED' });
+    expect(rig.runs.get(queued.id)).toBeUndefined();
+    const failed = await cloudPos('/transaction/confirm', {
+      external_id: queued.externalId,
+      result_code: 'TOO_MANY_UNCONFIRMED',
+    });
+    expect(failed.body.transaction?.state).toBe('COMMITTED');
+    for (const { externalId } of heldLocally) {
+      await localPos('/transaction/confirm', { external_id: externalId, result_code: 'SUCCESS' });
+      await rig.relayShows(externalId, 'CONFIRMED');
+    }
+    for (const { id } of heldLocally) expect(rig.runs.get(id)?.size).toBe(1);
+    await rig.checkReaderAndRelay([...heldLocally, queued]);
+  });
 });

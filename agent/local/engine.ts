@@ -182,6 +182,32 @@ export class LocalEngine extends EventEmitter<{ changed: [TransactionRecord] }> 
       ...(txn.original_purchase_id ? { originalId: txn.original_purchase_id } : {}),
       version: 1,
     };
+    const unconfirmed = journal.localInStates(UNCONFIRMED).length;
+    if (unconfirmed >= this.options.settings.maxUnconfirmed) {
+      // The limit counts both paths here: a start the relay committed (it answered the POS
+      // already) is not run, and ends as a payment that failed before the reader, for the
+      // POS to confirm as such, as a start that never reached the reader does.
+      const refused = decideReport(
+        {
+          type: 'transaction',
+          transaction_id: txn.id,
+          phase: 'CANCELLED',
+          result_code: 'TOO_MANY_UNCONFIRMED',
+          result_description: `Not run: the terminal holds ${unconfirmed} unconfirmed transactions, its limit`,
+        },
+        this.env(command.external_id),
+      )({ terminalOwner: LOCAL_OWNER, current: record, active: undefined, unconfirmedCount: 0 });
+      journal.record({ command: commandRow(command, 'ACCEPTED'), local: refused.write ?? record });
+      origin.ack(command.command_id, 'ACCEPTED');
+      logger.warn(
+        { transactionId: txn.id, unconfirmed },
+        'start through the relay not run: too many unconfirmed transactions',
+      );
+      this.options.reported();
+      const stored = journal.localTransaction(txn.id);
+      if (stored) this.changed(stored);
+      return true;
+    }
     executor.handle({ command }, { ack: origin.ack, local: record });
     const stored = journal.localTransaction(txn.id);
     if (stored) this.changed(stored);
