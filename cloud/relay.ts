@@ -440,7 +440,19 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       store,
       bus,
       clock,
-      changed: (accountId) => accountChanged(accountId),
+      changed: (accountId) => {
+        accountChanged(accountId);
+        // From the relay that committed the change, as for a credential's (the broker is
+        // shared): its terminals' agents in local mode get their new set of verifiers.
+        registry
+          .listTerminals(accountId)
+          .then((terminals) => {
+            for (const terminal of terminals) fleet.localCredentials.send(terminal.id);
+          })
+          .catch((error: unknown) =>
+            logger.error({ err: error, accountId }, 'POS verifiers not sent'),
+          );
+      },
     });
     for (const username of bootstrap.replaced) {
       logger.warn({ username }, 'account credential removed: TPS_ACCOUNT_USERNAME replaces it');

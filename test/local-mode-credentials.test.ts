@@ -153,6 +153,21 @@ describe('local mode: POS credentials on the LAN (row 20)', () => {
     await checkReaderAndRelay();
   });
 
+  it("refuses a disabled account's POS credentials once the link carried it; enabled, they pay again", async () => {
+    const issued = await issue();
+    await carried();
+    await pay(issued, 'cred-before-disable', 850);
+    const operator = (operation: string, body: Record<string, unknown>) =>
+      post(relay.baseUrl, 'v1', operation, body, relay.operator);
+    expect((await operator('/account/disable', { account_id: accountId })).status).toBe(200);
+    await carried();
+    await expectRefused(issued);
+    expect((await operator('/account/enable', { account_id: accountId })).status).toBe(200);
+    await carried();
+    await pay(issued, 'cred-after-enable', 860);
+    await checkReaderAndRelay();
+  });
+
   it('while the link is down a revocation is not known yet: the credential pays until the link is back', async () => {
     const issued = await issue();
     await carried();

@@ -4,8 +4,9 @@
  * topic: the whole set with the store's revision of it, whenever the agent comes online,
  * its configuration is sent, or one of its POS credentials is issued, rotated or revoked
  * (from the relay that committed the change: the broker is shared). Only a terminal whose
- * effective configuration turns local mode on gets verifiers; any other gets the empty
- * set, so a terminal that turns it off drops what it held (docs/security.md).
+ * effective configuration turns local mode on gets verifiers; any other, or one of a
+ * disabled account, gets the empty set, so a terminal that turns it off (or whose account
+ * is disabled) drops what it held (docs/security.md).
  */
 import type { Logger } from 'pino';
 import {
@@ -31,11 +32,11 @@ export class LocalCredentialDelivery {
   async message(terminalId: string, config?: FleetConfig): Promise<LocalCredentialsMessage> {
     const { store, configs, logger } = this.options;
     const set = await store.terminalCredentials(terminalId);
-    if (config === undefined) {
-      const terminal = await store.getTerminal(terminalId);
-      config = terminal ? (await configs.desired(terminal)).config : {};
-    }
-    if (!localApiSettings(config.local_api).enabled)
+    const terminal = await store.getTerminal(terminalId);
+    if (config === undefined) config = terminal ? (await configs.desired(terminal)).config : {};
+    // A disabled account's terminals take no payment on the LAN either (docs/tenants.md).
+    const disabled = terminal && (await store.getAccount(terminal.accountId))?.disabledAt;
+    if (!localApiSettings(config.local_api).enabled || disabled)
       return { revision: set.revision, credentials: [] };
     const credentials = [];
     for (const { username, secretHash } of set.credentials) {

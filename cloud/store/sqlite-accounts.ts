@@ -46,11 +46,17 @@ export function accountWrites(db: Database.Database, steps: WriteSteps) {
     },
 
     setAccountDisabled(a: { accountId: string; at: string | undefined }): boolean {
-      return (
+      const changed =
         db
           .prepare('UPDATE accounts SET disabled_at = ? WHERE id = ?')
-          .run(a.at ?? null, a.accountId).changes > 0
-      );
+          .run(a.at ?? null, a.accountId).changes > 0;
+      // Its terminals' POS credential sets change with it (local mode's verifiers, store.ts).
+      db.prepare(
+        `INSERT INTO terminal_credential_revisions (terminal_id, revision)
+           SELECT id, 1 FROM terminals WHERE account_id = ?
+         ON CONFLICT (terminal_id) DO UPDATE SET revision = revision + 1`,
+      ).run(a.accountId);
+      return changed;
     },
 
     putCredential(c: CredentialRecord): void {

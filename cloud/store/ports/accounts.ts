@@ -12,7 +12,11 @@ export interface AccountStore {
   getAccount(accountId: string): Promise<AccountRecord | undefined>;
   /** Every account, oldest first. */
   listAccounts(): Promise<AccountRecord[]>;
-  /** Disables it at `at`, or enables it (`at` undefined); false when there is no such account. */
+  /**
+   * Disables it at `at`, or enables it (`at` undefined); false when there is no such
+   * account. Its terminals' credential revisions grow in the same commit: what an agent in
+   * local mode may verify changes with it.
+   */
   setAccountDisabled(accountId: string, at: string | undefined): Promise<boolean>;
   putCredential(credential: CredentialRecord): Promise<void>;
   findCredential(username: string): Promise<CredentialRecord | undefined>;

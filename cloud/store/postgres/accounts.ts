@@ -59,11 +59,17 @@ export function postgresAccounts(
     },
 
     async setAccountDisabled(accountId: string, at: string | undefined): Promise<boolean> {
-      const { rowCount } = await pool.query('UPDATE accounts SET disabled_at = $1 WHERE id = $2', [
-        at ?? null,
-        accountId,
-      ]);
-      return (rowCount ?? 0) > 0;
+      // One statement: the account and its terminals' POS credential revisions (local
+      // mode's verifiers, store.ts) change together.
+      const { rows } = await pool.query<{ changed: string }>(
+        `WITH changed AS (UPDATE accounts SET disabled_at = $1 WHERE id = $2 RETURNING id),
+         bumped AS (${BUMP_CREDENTIAL_REVISION}
+           SELECT t.id, 1 FROM terminals t JOIN changed ON t.account_id = changed.id
+           ${ON_CREDENTIAL_REVISION} RETURNING 1)
+         SELECT (SELECT count(*) FROM changed) AS changed, (SELECT count(*) FROM bumped) AS bumped`,
+        [at ?? null, accountId],
+      );
+      return Number(rows[0]?.changed ?? 0) > 0;
     },
 
     async putCredential(c: CredentialRecord): Promise<void> {

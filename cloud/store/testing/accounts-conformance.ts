@@ -27,6 +27,16 @@ export function accountsConformance(factory: StoreFactory): void {
       expect(await store.setAccountDisabled('acct-m', undefined)).toBe(true);
       expect(await store.getAccount('acct-m')).toEqual(merchant);
       expect(await store.setAccountDisabled('acct-none', `${NOW}3`)).toBe(false);
+      await store.close();
+    });
+
+    it("grows its terminals' credential revisions when an account is disabled or enabled", async () => {
+      const store = await withTerminal(factory);
+      const before = (await store.terminalCredentials('t-1')).revision;
+      expect(await store.setAccountDisabled('acct-1', NOW)).toBe(true);
+      expect((await store.terminalCredentials('t-1')).revision).toBe(before + 1);
+      expect(await store.setAccountDisabled('acct-1', undefined)).toBe(true);
+      expect((await store.terminalCredentials('t-1')).revision).toBe(before + 2);
       expect(await store.getAccount('acct-none')).toBeUndefined();
       await store.close();
     });
