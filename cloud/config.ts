@@ -145,6 +145,7 @@ export const CloudConfigSchema = z
       .optional(),
     /** Long polls and event waits one credential may have parked at once (docs/security.md). */
     maxParkedPerCredential: z.coerce.number().int().min(1).max(1_000).default(500),
+    maxParkedPerAccount: z.coerce.number().int().min(1).max(100_000).default(2_000),
     /** At most the relay's ceiling (cloud/fleet/diagnostics.ts, WAITING_CEILING). */
     diagnosticsPerAccount: z.coerce.number().int().min(1).max(1_000).default(20),
     httpRequestTimeoutS: seconds.min(1).max(600).default(30),
@@ -533,6 +534,11 @@ export const CLOUD_SETTINGS = {
     env: 'TPS_MAX_PARKED_PER_CREDENTIAL',
     flag: 'max-parked-per-credential',
     doc: 'Long polls and event waits one credential may have waiting at once (at most 1000); more are refused 429 with Retry-After.',
+  },
+  maxParkedPerAccount: {
+    env: 'TPS_MAX_PARKED_PER_ACCOUNT',
+    flag: 'max-parked-per-account',
+    doc: "Long polls and event waits all the credentials of one account (its terminals' included) may have waiting at once (at most 100000); more are refused 429 with Retry-After, so one merchant cannot take the relay's sockets from the others.",
   },
   diagnosticsPerAccount: {
     env: 'TPS_DIAGNOSTICS_PER_ACCOUNT',

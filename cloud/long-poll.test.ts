@@ -137,6 +137,27 @@ describe('ParkedWaits', () => {
     expect(waits.count('b')).toBe(0);
   });
 
+  it("caps all the holders of one account together: its terminals' credentials too", async () => {
+    const timers = new ManualTimers();
+    const waits = new ParkedWaits(2, 'this credential', 3);
+    const parked = [
+      park(waits, 'acct-1', timers),
+      park(waits, 'acct-1/t-1', timers),
+      park(waits, 'acct-1/t-2', timers),
+    ];
+    await expect(park(waits, 'acct-1/t-3', timers)).rejects.toMatchObject({
+      code: 'TOO_MANY_REQUESTS',
+      message: expect.stringContaining("this credential's account already has 3"),
+    });
+    // Another account is not held back by this one.
+    void park(waits, 'acct-2/t-9', timers);
+    expect(waits.count('acct-2/t-9')).toBe(1);
+    timers.advance(1000);
+    await Promise.all(parked);
+    expect(waits.accountCount('acct-1/t-1')).toBe(0);
+    expect(waits.accountCount('acct-2')).toBe(0);
+  });
+
   it('answers at once, not 429, when asked to after a change the request made', async () => {
     const timers = new ManualTimers();
     const waits = new ParkedWaits(1);

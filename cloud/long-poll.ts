@@ -53,15 +53,20 @@ export function parkingHolder(principal: Principal): string {
 /**
  * The waits each holder has parked, capped: every parked wait holds a socket, a timer and
  * a subscription for up to 180 s, so one credential must not hold them without bound.
- * Beyond the cap a wait is refused 429 TOO_MANY_REQUESTS before it parks.
+ * With `maxPerAccount`, all the holders of one account (its account credentials and each
+ * of its terminals', `acct-…/t-…`) are capped together too, so one merchant with many
+ * terminals cannot take what the relay has for the others (docs/tenants.md). Beyond a cap
+ * a wait is refused 429 TOO_MANY_REQUESTS before it parks.
  */
 export class ParkedWaits {
   private readonly parked = new Map<string, number>();
+  private readonly perAccount = new Map<string, number>();
 
   constructor(
     readonly maxPerHolder = DEFAULT_MAX_PARKED_PER_CREDENTIAL,
     /** Who a holder is, in the refusal: a credential, or a client's address. */
     private readonly holderIs = 'this credential',
+    readonly maxPerAccount = Number.POSITIVE_INFINITY,
   ) {}
 
   /** Waits `holder` has parked now. */
@@ -69,22 +74,31 @@ export class ParkedWaits {
     return this.parked.get(holder) ?? 0;
   }
 
+  /** Waits all the holders of `holder`'s account have parked now. */
+  accountCount(holder: string): number {
+    return this.perAccount.get(accountOf(holder)) ?? 0;
+  }
+
   /** Throws 429 TOO_MANY_REQUESTS, with Retry-After, when `holder` has no wait left. */
   check(holder: string): void {
     const count = this.count(holder);
-    if (count >= this.maxPerHolder) {
+    const refuse = (what: string, n: number) => {
       throw new ApiError(
         'TOO_MANY_REQUESTS',
-        `${this.holderIs} already has ${count} requests waiting; answer them or wait less`,
+        `${what} already has ${n} requests waiting; answer them or wait less`,
         { 'Retry-After': '1' },
       );
-    }
+    };
+    if (count >= this.maxPerHolder) refuse(this.holderIs, count);
+    const ofAccount = this.accountCount(holder);
+    if (ofAccount >= this.maxPerAccount) refuse("this credential's account", ofAccount);
   }
 
   /** Counts one more wait for `holder`, or throws 429. */
   take(holder: string): void {
     this.check(holder);
     this.parked.set(holder, this.count(holder) + 1);
+    this.perAccount.set(accountOf(holder), this.accountCount(holder) + 1);
   }
 
   /** Lets go of one wait `holder` took. */
@@ -92,8 +106,14 @@ export class ParkedWaits {
     const left = this.count(holder) - 1;
     if (left > 0) this.parked.set(holder, left);
     else this.parked.delete(holder);
+    const leftOfAccount = this.accountCount(holder) - 1;
+    if (leftOfAccount > 0) this.perAccount.set(accountOf(holder), leftOfAccount);
+    else this.perAccount.delete(accountOf(holder));
   }
 }
+
+/** The account part of a holder (parkingHolder): `acct-…`, or the whole of another holder. */
+const accountOf = (holder: string) => holder.split('/', 1)[0]!;
 
 /**
  * Parks until `watch` settles the poll, the time runs out or a cancellation ends it.

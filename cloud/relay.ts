@@ -137,7 +137,11 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
 
     // Events, their log and who is told of them.
     const eventFeed = new EventFeed();
-    const parkedWaits = new ParkedWaits(config.maxParkedPerCredential);
+    const parkedWaits = new ParkedWaits(
+      config.maxParkedPerCredential,
+      'this credential',
+      config.maxParkedPerAccount,
+    );
     const events = new EventLog({
       store,
       parkedWaits,
