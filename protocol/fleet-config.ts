@@ -7,6 +7,7 @@
  * back what it did with that version.
  */
 import { z } from 'zod';
+import { AccountId } from './accounts.js';
 import { CohortId } from './events.js';
 import { TerminalId, TimestampV1 } from './fields.js';
 import { LocalApiConfig, mergeLocalApi } from './local-api.js';
@@ -147,13 +148,19 @@ export const ConfigScope = z.union([
 export type ConfigScope = z.infer<typeof ConfigScope>;
 
 export const FleetConfigSetRequest = z.object({
+  /** The account acted for: the operator names one; an account's own credential may name itself. */
+  account_id: AccountId.optional(),
   scope: ConfigScope,
   /** The whole layer: fields left out are no longer set at this level ({} clears it). */
   config: FleetConfig,
 });
 export type FleetConfigSetRequest = z.infer<typeof FleetConfigSetRequest>;
 
-export const FleetConfigGetRequest = z.object({ scope: ConfigScope });
+export const FleetConfigGetRequest = z.object({
+  /** The account acted for: the operator names one; an account's own credential may name itself. */
+  account_id: AccountId.optional(),
+  scope: ConfigScope,
+});
 export type FleetConfigGetRequest = z.infer<typeof FleetConfigGetRequest>;
 
 /** A terminal's desired configuration, what its agent reported, and whether they agree. */

@@ -5,6 +5,7 @@
  * over MQTT with a correlation id; a reply fits one agent message (DIAGNOSTIC_REPLY_BYTES).
  */
 import { z } from 'zod';
+import { AccountId } from './accounts.js';
 import { CohortId } from './events.js';
 import { TerminalId, TimestampV1 } from './fields.js';
 import { ConfigApplyStatus, FleetConfigVersion } from './fleet-config.js';
@@ -87,6 +88,8 @@ export type DiagnosticReplyMessage = z.infer<typeof DiagnosticReplyMessage>;
 
 /** `/fleet/diagnostics`: one request to one terminal, answered within `wait_seconds`. */
 export const DiagnosticsRequest = z.object({
+  /** The account acted for: the operator names one; an account's own credential may name itself. */
+  account_id: AccountId.optional(),
   terminal_id: TerminalId,
   kind: DiagnosticKind,
   lines: z.int().min(1).max(DIAGNOSTIC_LOG_LINES).optional(),
@@ -106,6 +109,8 @@ export type DiagnosticsResponse = z.infer<typeof DiagnosticsResponse>;
 
 /** `/fleet/facts`: one terminal, a cohort, or (neither) every terminal of the account. */
 export const FleetFactsRequest = z.object({
+  /** The account acted for: the operator names one; an account's own credential may name itself. */
+  account_id: AccountId.optional(),
   terminal_id: TerminalId.optional(),
   cohort: CohortId.optional(),
 });

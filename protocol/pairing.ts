@@ -6,6 +6,7 @@
  * it asks and in clear (over HTTPS) when it collects.
  */
 import { z } from 'zod';
+import { AccountId } from './accounts.js';
 import { CohortId } from './events.js';
 import { TerminalId, WaitSeconds } from './fields.js';
 
@@ -70,6 +71,8 @@ export const PairingWaitResponse = z.discriminatedUnion('state', [
 export type PairingWaitResponse = z.infer<typeof PairingWaitResponse>;
 
 export const TerminalClaimRequest = z.object({
+  /** The account acted for: the operator names one; an account's own credential may name itself. */
+  account_id: AccountId.optional(),
   code: PairingCode,
   name: TerminalName.optional(),
   cohort: CohortId.optional(),

@@ -5,6 +5,7 @@
  * terminal answered; the relay turns each report into a TerminalSettlement event.
  */
 import { z } from 'zod';
+import { AccountId } from './accounts.js';
 import {
   Amount,
   Currency,
@@ -89,6 +90,8 @@ export type TerminalSettlement = z.infer<typeof TerminalSettlement>;
 /** `POST /fleet/end-of-day`: one terminal or a cohort, exactly one of the two. */
 export const FleetEndOfDayRequest = z
   .strictObject({
+    /** The account acted for: the operator names one; an account's own credential may name itself. */
+    account_id: AccountId.optional(),
     terminal_id: TerminalId.optional(),
     cohort: z
       .string()

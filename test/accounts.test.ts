@@ -140,6 +140,35 @@ describe.each(STORES)('accounts on $name', ({ start }) => {
     expect(accounts.filter((x) => x.kind === 'operator')).toHaveLength(1);
   });
 
+  it("the operator sees and configures the fleet of the account it names, and no other's", async () => {
+    const a = await merchant('theta');
+    const b = await merchant('iota');
+    const facts = await call('/fleet/facts', { account_id: a.account.account_id }, relay.operator);
+    expect(facts.status).toBe(200);
+    expect(facts.body.terminals.map((t: { terminal_id: string }) => t.terminal_id)).toEqual([
+      a.terminal.terminal_id,
+    ]);
+    const named = await call(
+      '/fleet/config/set',
+      { account_id: a.account.account_id, scope: { account: true }, config: { heartbeat_s: 45 } },
+      relay.operator,
+    );
+    expect(named.status).toBe(200);
+    const layer = async (credential: Credential) =>
+      (await call('/fleet/config/get', { scope: { account: true } }, credential)).body.layer;
+    expect(await layer(a.credential)).toEqual({ heartbeat_s: 45 });
+    expect(await layer(b.credential)).toEqual({});
+    // The operator names the account; a merchant naming another's finds nothing.
+    const unnamed = await call('/fleet/facts', {}, relay.operator);
+    expect([unnamed.status, unnamed.body.error?.code]).toEqual([400, 'INVALID_REQUEST']);
+    const unknown = await call('/fleet/facts', { account_id: 'acct-nobody' }, relay.operator);
+    expect([unknown.status, unknown.body.error?.code]).toEqual([404, 'NOT_FOUND']);
+    const crossed = await call('/fleet/facts', { account_id: a.account.account_id }, b.credential);
+    expect([crossed.status, crossed.body.error?.code]).toEqual([404, 'NOT_FOUND']);
+    const own = await call('/fleet/facts', { account_id: b.account.account_id }, b.credential);
+    expect(own.status).toBe(200);
+  });
+
   it('refuses each role what is not its own (403), with the error object', async () => {
     const a = await merchant('gamma');
     const forbidden = async (operation: string, body: unknown, credential: Credential) => {

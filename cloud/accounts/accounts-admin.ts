@@ -82,6 +82,11 @@ export class AccountAdmin {
     });
   }
 
+  /** Whether a merchant account of that id exists: what the operator may act for. */
+  async isMerchant(accountId: string): Promise<boolean> {
+    return (await this.options.store.getAccount(accountId))?.kind === 'merchant';
+  }
+
   private async find(accountId: string): Promise<AccountRecord> {
     const account = await this.options.store.getAccount(accountId);
     if (!account) throw new ApiError('NOT_FOUND', `no account ${accountId}`);

@@ -5,7 +5,7 @@
  */
 import type { OperationPath } from '../../protocol/index.js';
 import { ApiError } from '../errors.js';
-import type { Role } from './principal.js';
+import type { Principal, Role } from './principal.js';
 
 /** The operator's operations; no other role calls them. */
 const OPERATOR_OPERATIONS: ReadonlySet<string> = new Set<OperationPath>([
@@ -16,10 +16,20 @@ const OPERATOR_OPERATIONS: ReadonlySet<string> = new Set<OperationPath>([
   '/account/enable',
 ]);
 
+/** The fleet operations the operator calls for an account it names (`account_id`). */
+const NAMING_OPERATIONS: ReadonlySet<string> = new Set<OperationPath>([
+  '/fleet/facts',
+  '/fleet/config/get',
+  '/fleet/config/set',
+  '/fleet/diagnostics',
+  '/fleet/end-of-day',
+  '/terminal/claim',
+]);
+
 /**
- * Refuses (403) an operation the role does not call. The operator calls its own alone so
- * far: it sees no payment, event or webhook of an account, and its fleet operations that
- * name an account are not built yet (docs/tenants.md).
+ * Refuses (403) an operation the role does not call. The operator calls its own, and the
+ * fleet operations for an account it names; it sees no payment, event or webhook of an
+ * account (docs/tenants.md).
  */
 export function checkRole(path: string, role: Role): void {
   if (OPERATOR_OPERATIONS.has(path)) {
@@ -28,10 +38,36 @@ export function checkRole(path: string, role: Role): void {
     }
     return;
   }
-  if (role === 'operator') {
+  if (role === 'operator' && !NAMING_OPERATIONS.has(path)) {
     throw new ApiError(
       'FORBIDDEN',
       `an operator credential does not call ${path}: it is a merchant account's operation`,
     );
   }
+}
+
+/**
+ * The principal a fleet operation acts as: the operator as the account it names (refused
+ * 400 when it names none), an account credential as itself (naming another account is as
+ * naming one that does not exist: 404, nothing of it confirmed).
+ */
+export async function actingFor(
+  principal: Principal,
+  accountId: string | undefined,
+  exists: (accountId: string) => Promise<boolean>,
+): Promise<Principal> {
+  if (principal.role === 'operator') {
+    if (accountId === undefined) {
+      throw new ApiError(
+        'INVALID_REQUEST',
+        'account_id: the operator names the account it acts for',
+      );
+    }
+    if (!(await exists(accountId))) throw new ApiError('NOT_FOUND', `no account ${accountId}`);
+    return { ...principal, accountId };
+  }
+  if (accountId !== undefined && accountId !== principal.accountId) {
+    throw new ApiError('NOT_FOUND', `no account ${accountId}`);
+  }
+  return principal;
 }

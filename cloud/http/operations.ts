@@ -36,6 +36,7 @@ import type { FleetDiagnostics } from '../fleet/diagnostics.js';
 import type { FleetEndOfDay } from '../fleet/end-of-day.js';
 import type { FleetEndOfDayRequest } from '../../protocol/settlement.js';
 import type { AccountAdmin } from '../accounts/accounts-admin.js';
+import { actingFor } from '../accounts/roles.js';
 import type { CredentialAdmin } from '../accounts/credentials.js';
 import type { Cancellation } from '../cancellation.js';
 import { ApiError } from '../errors.js';
@@ -99,6 +100,8 @@ function webhookIn(revision: Revision, webhook: WebhookView): WebhookView {
 
 export function operationHandlers(deps: OperationDeps): Record<OperationPath, Handler> {
   const { service } = deps;
+  const acting = (ctx: OperationContext, body: { account_id?: string | undefined }) =>
+    actingFor(ctx.principal, body.account_id, (id) => deps.accounts.isMerchant(id));
 
   const render = async (
     record: TransactionRecord,
@@ -297,20 +300,21 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
       };
     },
 
+    // The operator acts for the account it names; an account credential for its own.
     '/terminal/claim': async (body: TerminalClaimRequest, ctx) =>
-      deps.pairings.claim(ctx.principal, body),
+      deps.pairings.claim(await acting(ctx, body), body),
 
     '/fleet/config/set': async (body: FleetConfigSetRequest, ctx) =>
-      deps.fleet.configs.set(ctx.principal, body.scope, body.config),
+      deps.fleet.configs.set(await acting(ctx, body), body.scope, body.config),
     '/fleet/config/get': async (body: FleetConfigGetRequest, ctx) =>
-      deps.fleet.configs.get(ctx.principal, body.scope),
+      deps.fleet.configs.get(await acting(ctx, body), body.scope),
     '/fleet/facts': async (body: FleetFactsRequest, ctx) => ({
-      terminals: await deps.fleet.facts(ctx.principal, body),
+      terminals: await deps.fleet.facts(await acting(ctx, body), body),
     }),
     '/fleet/end-of-day': async (body: FleetEndOfDayRequest, ctx) =>
-      deps.fleet.endOfDay.request(ctx.principal, body),
+      deps.fleet.endOfDay.request(await acting(ctx, body), body),
     '/fleet/diagnostics': async (body: DiagnosticsRequest, ctx) =>
-      deps.fleet.diagnostics.request(ctx.principal, body, ctx.gone),
+      deps.fleet.diagnostics.request(await acting(ctx, body), body, ctx.gone),
 
     '/simulator/create': async (body: SimulatorCreateRequest | undefined, ctx) => {
       if (ctx.principal.terminalId !== undefined) {
