@@ -6,12 +6,22 @@
  * relay is refused by another at once (by the change bus, not when its cache ages).
  */
 import http from 'node:http';
+import path from 'node:path';
+import Database from 'better-sqlite3';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccountCreateResponse, AccountListResponse } from '../protocol/index.js';
 import { eventually } from './support/e2e-parts.js';
 import { until } from './support/link-switch.js';
-import { post, startTestRelay, type TestRelay } from './support/relay.js';
+import { hashSecret } from '../cloud/accounts/secrets.js';
+import { SQLITE_MIGRATIONS } from '../cloud/store/sqlite-migrations.js';
+import {
+  TEST_ACCOUNT,
+  post,
+  startTestRelay,
+  tempDataDir,
+  type TestRelay,
+} from './support/relay.js';
 import { createScratchDatabase, twoRelaysOnOneDatabase } from './support/scratch-database.js';
 
 type Credential = { username: string; password: string };
@@ -284,6 +294,48 @@ describe.each(STORES)('accounts on $name', ({ start }) => {
     expect([own.status, own.body.error?.code]).toEqual([400, 'INVALID_REQUEST']);
     const unknown = await call('/account/get', { account_id: 'acct-nobody' }, relay.operator);
     expect([unknown.status, unknown.body.error?.code]).toEqual([404, 'NOT_FOUND']);
+  });
+});
+
+describe("a store of today's one account", () => {
+  it('starts with that account as a merchant, and an operator made and shown once', async () => {
+    // The file as the release before accounts had kinds left it: schema 12, one account
+    // with its credential, named by the default-account setting.
+    const dataDir = tempDataDir();
+    const old = new Database(path.join(dataDir, 'relay.sqlite'));
+    old.exec(
+      'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)',
+    );
+    for (const { version, sql } of SQLITE_MIGRATIONS.filter((m) => m.version <= 12)) {
+      old.exec(sql);
+      old.prepare('INSERT INTO schema_migrations VALUES (?, ?)').run(version, 'then');
+    }
+    old.prepare("INSERT INTO accounts VALUES ('acct-old', 'then')").run();
+    old
+      .prepare("INSERT INTO credentials VALUES (?, ?, 'acct-old', NULL, 'then')")
+      .run(TEST_ACCOUNT.username, await hashSecret(TEST_ACCOUNT.password));
+    old.prepare("INSERT INTO settings VALUES ('default_account_id', 'acct-old')").run();
+    old.close();
+
+    const unset = { operatorUsername: undefined, operatorPassword: undefined };
+    const first = await startTestRelay(unset, dataDir);
+    const operator = first.bootstrap.operatorCredential!;
+    expect(operator).toBeDefined();
+    expect(first.bootstrap.accountId).toBe('acct-old');
+    const listed = AccountListResponse.parse(
+      (await post(first.baseUrl, 'v1', '/account/list', {}, operator)).body,
+    ).accounts;
+    expect(listed).toContainEqual(
+      expect.objectContaining({ account_id: 'acct-old', kind: 'merchant' }),
+    );
+    // The merchant's credential works as before.
+    expect((await post(first.baseUrl, 'v1', '/terminal/list', {}, TEST_ACCOUNT)).status).toBe(200);
+    await first.close();
+    // Shown once: the next start has it already.
+    const second = await startTestRelay(unset, dataDir);
+    expect(second.bootstrap.operatorCredential).toBeUndefined();
+    expect((await post(second.baseUrl, 'v1', '/account/list', {}, operator)).status).toBe(200);
+    await second.close();
   });
 });
 
