@@ -7,14 +7,13 @@
  */
 import http from 'node:http';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccountCreateResponse, AccountListResponse } from '../protocol/index.js';
 import { eventually } from './support/e2e-parts.js';
 import { until } from './support/link-switch.js';
 import { hashSecret } from '../cloud/accounts/secrets.js';
-import { SQLITE_MIGRATIONS } from '../cloud/store/sqlite-migrations.js';
+import { sqliteFileAtVersion } from '../cloud/store/sqlite-migrations.js';
 import {
   TEST_ACCOUNT,
   post,
@@ -302,14 +301,7 @@ describe("a store of today's one account", () => {
     // The file as the release before accounts had kinds left it: schema 12, one account
     // with its credential, named by the default-account setting.
     const dataDir = tempDataDir();
-    const old = new Database(path.join(dataDir, 'relay.sqlite'));
-    old.exec(
-      'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)',
-    );
-    for (const { version, sql } of SQLITE_MIGRATIONS.filter((m) => m.version <= 12)) {
-      old.exec(sql);
-      old.prepare('INSERT INTO schema_migrations VALUES (?, ?)').run(version, 'then');
-    }
+    const old = sqliteFileAtVersion(path.join(dataDir, 'relay.sqlite'), 12);
     old.prepare("INSERT INTO accounts VALUES ('acct-old', 'then')").run();
     old
       .prepare("INSERT INTO credentials VALUES (?, ?, 'acct-old', NULL, 'then')")

@@ -1,4 +1,5 @@
 /** Versioned schema of the SQLite store; each step runs once, in order, in one transaction. */
+import DatabaseConstructor from 'better-sqlite3';
 import type Database from 'better-sqlite3';
 import { refuseNewerSchema } from '../../common/schema-version.js';
 import { UNCONFIRMED_STATES } from './rows.js';
@@ -277,4 +278,18 @@ export function migrateSqlite(db: Database.Database): void {
       );
     })();
   }
+}
+
+/**
+ * A store file as a release whose schema stopped at `version` left it (for the tests of
+ * upgrades): the database, open, for the test to fill with that release's rows.
+ */
+export function sqliteFileAtVersion(file: string, version: number): Database.Database {
+  const db = new DatabaseConstructor(file);
+  db.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)');
+  for (const migration of SQLITE_MIGRATIONS.filter((m) => m.version <= version)) {
+    db.exec(migration.sql);
+    db.prepare('INSERT INTO schema_migrations VALUES (?, ?)').run(migration.version, 'then');
+  }
+  return db;
 }

@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import type { Worker } from 'node:worker_threads';
 import { describe, expect, it, vi } from 'vitest';
 import type { Store } from './store.js';
-import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
+import { SQLITE_MIGRATIONS, sqliteFileAtVersion } from './sqlite-migrations.js';
 import { SqliteStore } from './sqlite.js';
 import { accountStatements } from './sqlite-accounts.js';
 import { terminalStatements } from './sqlite-terminals.js';
@@ -200,14 +200,7 @@ describe('SQLite store specifics', () => {
 
   it("brings a file of today's accounts (schema version 12) up to date: its account is a merchant's", async () => {
     const file = tempFile();
-    const old = new Database(file);
-    old.exec(
-      'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)',
-    );
-    for (const { version, sql } of SQLITE_MIGRATIONS.filter((m) => m.version <= 12)) {
-      old.exec(sql);
-      old.prepare('INSERT INTO schema_migrations VALUES (?, ?)').run(version, 'then');
-    }
+    const old = sqliteFileAtVersion(file, 12);
     old.exec(`
       INSERT INTO accounts VALUES ('acct-1', 'then');
       INSERT INTO credentials VALUES ('acct-user', 'hash', 'acct-1', NULL, 'then');
@@ -223,14 +216,7 @@ describe('SQLite store specifics', () => {
 
   it('brings a file of schema version 7 up to date: paired terminals get their name and cohort', async () => {
     const file = tempFile();
-    const old = new Database(file);
-    old.exec(
-      'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)',
-    );
-    for (const { version, sql } of SQLITE_MIGRATIONS.filter((m) => m.version <= 7)) {
-      old.exec(sql);
-      old.prepare('INSERT INTO schema_migrations VALUES (?, ?)').run(version, 'then');
-    }
+    const old = sqliteFileAtVersion(file, 7);
     const claim = JSON.stringify({
       accountId: 'acct-1',
       terminalId: 't-paired',
@@ -259,15 +245,11 @@ describe('SQLite store specifics', () => {
 
   it('brings a file of schema version 4 up to date: its events and transactions read as before', async () => {
     const file = tempFile();
-    const old = new Database(file);
-    old.pragma('journal_mode = WAL');
-    old.exec(
-      'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)',
-    );
-    for (const { version, sql } of SQLITE_MIGRATIONS.filter((m) => m.version <= 4)) {
-      old.exec(sql);
-      old.prepare('INSERT INTO schema_migrations VALUES (?, ?)').run(version, 'then');
-    }
+    // That release wrote in WAL mode, which the file keeps.
+    const wal = new Database(file);
+    wal.pragma('journal_mode = WAL');
+    wal.close();
+    const old = sqliteFileAtVersion(file, 4);
     old.exec(`
       INSERT INTO accounts VALUES ('acct-1', 'then');
       INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at)

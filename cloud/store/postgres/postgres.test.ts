@@ -3,6 +3,7 @@
  * (migrations by several processes at once, the database's own uniqueness). Runs only
  * when DATABASE_URL is set; each store gets a schema of its own, dropped at the end.
  */
+import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import type { Store } from '../store.js';
 import { storeConformance } from '../testing/store-conformance.js';
@@ -24,6 +25,31 @@ if (!DATABASE_URL) {
     schemaOf.set(store, schema);
     return store;
   };
+
+  /**
+   * A schema as a release whose migrations stopped at `version` left it, filled by `seed`
+   * with that release's rows (for the tests of upgrades).
+   */
+  const schemaAtVersion = (
+    schema: string,
+    version: number,
+    seed: (client: pg.Client) => Promise<void>,
+  ) =>
+    admin(url, async (client) => {
+      await client.query(`CREATE SCHEMA ${schema}`);
+      await client.query(`SET search_path = ${schema}`);
+      await client.query(
+        'CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at text NOT NULL)',
+      );
+      for (const migration of POSTGRES_MIGRATIONS.filter((m) => m.version <= version)) {
+        await client.query(migration.sql);
+        await client.query('INSERT INTO schema_migrations VALUES ($1, $2)', [
+          migration.version,
+          'then',
+        ]);
+      }
+      await seed(client);
+    });
 
   storeConformance('PostgreSQL', {
     open: () => open(freshSchema()),
@@ -63,16 +89,7 @@ if (!DATABASE_URL) {
 
     it('a database of schema version 3 is brought up to date: paired terminals get their name and cohort', async () => {
       const schema = freshSchema();
-      await admin(url, async (client) => {
-        await client.query(`CREATE SCHEMA ${schema}`);
-        await client.query(`SET search_path = ${schema}`);
-        await client.query(
-          'CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at text NOT NULL)',
-        );
-        for (const { version, sql } of POSTGRES_MIGRATIONS.filter((m) => m.version <= 3)) {
-          await client.query(sql);
-          await client.query('INSERT INTO schema_migrations VALUES ($1, $2)', [version, 'then']);
-        }
+      await schemaAtVersion(schema, 3, async (client) => {
         await client.query("INSERT INTO accounts VALUES ('acct-1', 'then')");
         await client.query(
           "INSERT INTO terminals (id, account_id, kind, capabilities, status, created_at) VALUES ('t-paired', 'acct-1', 'AGENT', '{}', '{}', 'then')",
@@ -92,16 +109,7 @@ if (!DATABASE_URL) {
 
     it("a database of today's accounts (schema version 8) is brought up to date: its account is a merchant's", async () => {
       const schema = freshSchema();
-      await admin(url, async (client) => {
-        await client.query(`CREATE SCHEMA ${schema}`);
-        await client.query(`SET search_path = ${schema}`);
-        await client.query(
-          'CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at text NOT NULL)',
-        );
-        for (const { version, sql } of POSTGRES_MIGRATIONS.filter((m) => m.version <= 8)) {
-          await client.query(sql);
-          await client.query('INSERT INTO schema_migrations VALUES ($1, $2)', [version, 'then']);
-        }
+      await schemaAtVersion(schema, 8, async (client) => {
         await client.query("INSERT INTO accounts VALUES ('acct-1', 'then')");
         await client.query(
           "INSERT INTO credentials VALUES ('acct-user', 'hash', 'acct-1', NULL, 'then')",
