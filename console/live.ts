@@ -7,6 +7,13 @@ import { ApiFailure, api, type CloudEventView } from './api.js';
 
 type Listener = (event: CloudEventView) => void;
 const listeners = new Set<Listener>();
+
+/** The newest events the feed brought since sign-in, oldest first: a page opened later shows them. */
+const RECENT_KEPT = 200;
+const recentEvents: CloudEventView[] = [];
+
+/** What the feed brought lately, oldest first (at most RECENT_KEPT). */
+export const recent = (): readonly CloudEventView[] => recentEvents;
 let running: AbortController | undefined;
 let connectionListener: (online: boolean) => void = () => undefined;
 
@@ -28,6 +35,8 @@ export function startLive(): void {
 export function stopLive(): void {
   running?.abort();
   running = undefined;
+  // Nothing of one sign-in is shown to the next.
+  recentEvents.length = 0;
 }
 
 async function loop(signal: AbortSignal): Promise<void> {
@@ -46,7 +55,11 @@ async function loop(signal: AbortSignal): Promise<void> {
       pauseMs = 500;
       failed = false;
       connectionListener(true);
-      for (const event of page.events) for (const listener of listeners) listener(event);
+      for (const event of page.events) {
+        recentEvents.push(event);
+        if (recentEvents.length > RECENT_KEPT) recentEvents.shift();
+        for (const listener of listeners) listener(event);
+      }
     } catch (error) {
       if (signal.aborted) return;
       if (error instanceof ApiFailure && error.status === 401) return;

@@ -2,7 +2,7 @@
 import type { WebhookView } from '../protocol/index.js';
 import { api, isSettlementEvent, isStatusEvent, type CloudEventView } from './api.js';
 import { announce, errorText, field, fill, h } from './dom.js';
-import { onEvent } from './live.js';
+import { onEvent, recent } from './live.js';
 import { localTime } from './format.js';
 import type { Cleanup } from './terminal-pages.js';
 
@@ -39,20 +39,31 @@ export function eventsPage(main: HTMLElement): Cleanup {
       : isSettlementEvent(event)
         ? `end-of-day ${event.data.status} (${event.data.trigger}) ${event.data.total_amount ?? ''} ${event.data.currency ?? ''}`
         : `${(event.data as { external_id?: string }).external_id ?? ''} ${(event.data as { state?: string }).state ?? ''} ${(event.data as { result_code?: string }).result_code ?? ''}`;
-  return onEvent((event) => {
-    if (paused.checked) return;
-    if (subject.value && event.subject !== subject.value) return;
-    if (kind.value && !event.type.endsWith(`.${kind.value}`)) return;
-    list.prepend(
-      h(
-        'li',
-        {},
-        localTime(event.time),
-        ' ',
-        h('code', {}, event.type.split('.').pop() ?? event.type),
-        ` ${event.subject ?? ''} — ${describe(event)}`,
-      ),
+  const shown = (event: CloudEventView) =>
+    (!subject.value || event.subject === subject.value) &&
+    (!kind.value || event.type.endsWith(`.${kind.value}`));
+  const item = (event: CloudEventView) =>
+    h(
+      'li',
+      {},
+      localTime(event.time),
+      ' ',
+      h('code', {}, event.type.split('.').pop() ?? event.type),
+      ` ${event.subject ?? ''} — ${describe(event)}`,
     );
+  // What the feed brought before this visit, newest first, then each new one on top: the
+  // feed hands them on in the log's order, so the tail is in it too.
+  const redraw = () =>
+    fill(list, [...recent()].filter(shown).slice(-TAIL_KEPT).reverse().map(item));
+  redraw();
+  subject.addEventListener('input', redraw);
+  kind.addEventListener('change', redraw);
+  paused.addEventListener('change', () => {
+    if (!paused.checked) redraw();
+  });
+  return onEvent((event) => {
+    if (paused.checked || !shown(event)) return;
+    list.prepend(item(event));
     while (list.children.length > TAIL_KEPT) list.lastElementChild?.remove();
   });
 }

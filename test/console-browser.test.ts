@@ -319,6 +319,49 @@ describe.skipIf(!available)(`the console in Chromium (${CHROMIUM})`, () => {
     await context.close();
   }, 60_000);
 
+  it('keeps the Events tail across visits, filtered as asked, newest first', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${origin}/`);
+    await signIn(page, ACCOUNT);
+    await page.locator(`tr[data-terminal="${simulator.terminal_id}"]`).waitFor();
+    // Made while another page is shown: the tail has it when it is opened.
+    const externalId = `tail-${Date.now()}`;
+    const paid = await fetch(`${origin}/pos/v1/transaction/purchase`, {
+      method: 'POST',
+      headers: { authorization: basicAuth(simulator), 'content-type': 'application/json' },
+      body: JSON.stringify({
+        terminal_id: simulator.terminal_id,
+        external_id: externalId,
+        requested_amount: 100002,
+        currency: 'EUR',
+        wait_seconds: 10,
+      }),
+    });
+    expect(((await paid.json()) as { transaction: { state: string } }).transaction.state).toBe(
+      'AWAITING_CONFIRM',
+    );
+    const tail = page.locator('#tail');
+    const openEvents = async () => {
+      await page.getByRole('link', { name: 'Events', exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: 'Events' }).waitFor();
+    };
+    await openEvents();
+    await expect.poll(() => tail.textContent()).toContain(`${externalId} AWAITING_CONFIRM`);
+    const text = (await tail.textContent())!;
+    // Newest first: AWAITING_CONFIRM above PROCESSING.
+    expect(text.indexOf(`${externalId} AWAITING_CONFIRM`)).toBeLessThan(
+      text.indexOf(`${externalId} PROCESSING`),
+    );
+    await page.getByRole('link', { name: 'Terminals' }).click();
+    await openEvents();
+    expect(await tail.textContent()).toContain(`${externalId} AWAITING_CONFIRM`);
+    await page.getByLabel('Terminal', { exact: true }).fill('t-1999999999');
+    expect(await tail.locator('li').count()).toBe(0);
+    await page.getByLabel('Terminal', { exact: true }).fill('');
+    expect(await tail.textContent()).toContain(externalId);
+    await page.close();
+  }, 60_000);
+
   it("closes a terminal's day from its page and shows the settlement live", async () => {
     const page = await browser.newPage();
     await page.goto(`${origin}/console/#/terminal/${simulator.terminal_id}`);

@@ -208,9 +208,20 @@ describe('POS verifiers delivered to the agent', () => {
         while_unreachable: { max_amount: 20_000, max_pending_age_seconds: 3600 },
       },
     });
-    expect(badPort!.code).toBe(1);
+    // Usage errors (exit 2), refused before anything is changed.
+    expect(badPort!.code).toBe(2);
     expect(badPort!.stderr).toMatch(/local_api\.listen\.port: must be 1024-65535/);
-    expect(plainAlone!.code).toBe(1);
+    expect(plainAlone!.code).toBe(2);
     expect(plainAlone!.stderr).toMatch(/plain_http needs enabled: true/);
+    // A rule across settings is judged on the level they join: with local mode on in the
+    // level already, plain HTTP alone is accepted.
+    const joined = await runEach([
+      { args: [...set, '--local-api-plain-http', 'on', '--json'], env },
+    ]);
+    expect(joined[0]!.code, joined[0]!.stderr).toBe(0);
+    expect(JSON.parse(joined[0]!.stdout).layer.local_api).toMatchObject({
+      enabled: true,
+      plain_http: true,
+    });
   });
 });

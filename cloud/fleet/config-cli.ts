@@ -3,6 +3,7 @@
  * reaches, desired, reported and whether they agree (docs/fleet.md, "Configuration").
  */
 import { readFileSync } from 'node:fs';
+import { z } from 'zod';
 import { UsageError, parseCommandLine } from '../../common/cli.js';
 import { printable, printableJson } from '../../common/terminal-text.js';
 import { describeZodError } from '../../protocol/error-body.js';
@@ -124,19 +125,25 @@ export async function runFleetConfig(argv: string[]): Promise<void> {
   }
   const scope = scopes[0]!;
   if (action === 'set') {
-    // The settings given, checked with the relay's own schema before anything is sent: a
-    // bad value is a usage error, as on every command.
+    // Each setting given, checked with the relay's own schema before anything is sent: a
+    // bad value is a usage error, as on every command. Rules across settings (plain HTTP
+    // needs local mode on) wait for the level they join, read below.
     const given = FleetConfig.safeParse(layerFrom(values, {}));
-    if (!given.success) {
-      throw new UsageError(`not a valid setting: ${describeZodError(given.error)}`, usage);
+    const own = given.success ? [] : given.error.issues.filter((i) => i.code !== 'custom');
+    if (own.length > 0) {
+      throw new UsageError(`not a valid setting: ${describeZodError(new z.ZodError(own))}`, usage);
     }
   }
   let answer = FleetConfigResponse.parse(
     await callRelay(values, '/fleet/config/get', { scope }, usage),
   );
   if (action === 'set') {
-    // The merged layer is checked by the relay too, which names what it refuses.
+    // The level as it would be, checked before it is sent (the relay checks it too).
     const config = layerFrom(values, answer.layer);
+    const merged = FleetConfig.safeParse(config);
+    if (!merged.success) {
+      throw new UsageError(`not a valid setting: ${describeZodError(merged.error)}`, usage);
+    }
     answer = FleetConfigResponse.parse(
       await callRelay(values, '/fleet/config/set', { scope, config }, usage),
     );
