@@ -2,7 +2,18 @@
 import type { TerminalStatus, Transaction } from '../protocol/index.js';
 import { h } from './dom.js';
 
-export function statusBadge(connected: boolean | undefined): HTMLElement {
+/** `reachable`: whether the console reaches the relay; if not, no terminal is known online. */
+export function statusBadge(connected: boolean | undefined, reachable = true): HTMLElement {
+  if (!reachable) {
+    return h(
+      'span',
+      {
+        class: 'badge unknown',
+        title: 'the console has lost the relay; shown again once it is back',
+      },
+      'unknown',
+    );
+  }
   const label = connected === undefined ? 'unknown' : connected ? 'online' : 'offline';
   return h('span', { class: `badge ${label}` }, label);
 }

@@ -15,15 +15,31 @@ const recentEvents: CloudEventView[] = [];
 /** What the feed brought lately, oldest first (at most RECENT_KEPT). */
 export const recent = (): readonly CloudEventView[] => recentEvents;
 let running: AbortController | undefined;
-let connectionListener: (online: boolean) => void = () => undefined;
+const connectionListeners = new Set<(online: boolean) => void>();
+let reachable = true;
 
 export function onEvent(listener: Listener): () => void {
   listeners.add(listener);
   return () => listeners.delete(listener);
 }
 
-export const onConnection = (listener: (online: boolean) => void) =>
-  (connectionListener = listener);
+/** Hears each change of whether the feed reaches the relay; answers how to stop. */
+export function onConnection(listener: (online: boolean) => void): () => void {
+  connectionListeners.add(listener);
+  return () => connectionListeners.delete(listener);
+}
+
+/**
+ * Whether the console reaches the relay now. While it does not, what it shows of the
+ * terminals is the last it heard, and no one can tell whether they are still online.
+ */
+export const relayReachable = () => reachable;
+
+function connected(online: boolean): void {
+  if (online === reachable) return;
+  reachable = online;
+  for (const listener of connectionListeners) listener(online);
+}
 
 export function startLive(): void {
   if (running) return;
@@ -54,7 +70,7 @@ async function loop(signal: AbortSignal): Promise<void> {
       token = page.next_token;
       pauseMs = 500;
       failed = false;
-      connectionListener(true);
+      connected(true);
       for (const event of page.events) {
         recentEvents.push(event);
         if (recentEvents.length > RECENT_KEPT) recentEvents.shift();
@@ -66,7 +82,7 @@ async function loop(signal: AbortSignal): Promise<void> {
       // A token the relay no longer knows (410) starts again from the present.
       if (error instanceof ApiFailure && error.status === 410) token = undefined;
       failed = true;
-      connectionListener(false);
+      connected(false);
       await new Promise((resolve) => setTimeout(resolve, pauseMs));
       pauseMs = Math.min(pauseMs * 2, 5000);
     }

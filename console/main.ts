@@ -4,7 +4,10 @@
  */
 import { currentSession, restoreSession, signIn, signOut, whenSignedOut } from './api.js';
 import { announce, errorText, fill, h } from './dom.js';
-import { onConnection, startLive, stopLive } from './live.js';
+import { onConnection, relayReachable, startLive, stopLive } from './live.js';
+
+/** Stops the header's connection line hearing the feed (it is drawn anew at each sign-in). */
+let unwatchConnection: () => void = () => undefined;
 import { eventsPage, webhooksPage } from './other-pages.js';
 import { terminalPage, terminalsPage, type Cleanup } from './terminal-pages.js';
 import { simulatorsPage, transactionPage, transactionsPage } from './transaction-pages.js';
@@ -77,11 +80,14 @@ function drawWho() {
     drawWho();
     void route();
   });
-  const connection = h('span', { id: 'connection', role: 'status' }, 'live');
-  onConnection((online) => {
+  const connection = h('span', { id: 'connection', role: 'status' });
+  const show = (online: boolean) => {
     connection.textContent = online ? 'live' : 'reconnecting…';
     connection.className = online ? 'live' : 'offline';
-  });
+  };
+  show(relayReachable());
+  unwatchConnection();
+  unwatchConnection = onConnection(show);
   fill(
     who,
     connection,

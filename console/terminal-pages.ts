@@ -3,14 +3,14 @@ import type { TerminalStatus, Transaction } from '../protocol/index.js';
 import { api, isSettlementEvent, isStatusEvent, type CloudEventView } from './api.js';
 import { announce, errorText, fill, h, money } from './dom.js';
 import { battery, localTime, stateBadge, statusBadge, yesNo } from './format.js';
-import { onEvent } from './live.js';
+import { onConnection, onEvent, relayReachable } from './live.js';
 import { settlementView } from './settlement-view.js';
 
 export type Cleanup = () => void;
 
 function statusCells(status: TerminalStatus): HTMLElement[] {
   return [
-    h('td', {}, statusBadge(status.connected)),
+    h('td', {}, statusBadge(status.connected, relayReachable())),
     h('td', {}, battery(status)),
     h('td', {}, yesNo(status.plugged_in)),
     h('td', {}, status.screen_message ?? '—'),
@@ -56,27 +56,40 @@ export async function terminalsPage(main: HTMLElement): Promise<Cleanup> {
     rows.set(id, row);
   };
   const kinds = new Map<string, string>();
-  const stop = onEvent((event) => {
+  const statuses = new Map<string, TerminalStatus>();
+  const redraw = (id: string, status: TerminalStatus) => {
+    statuses.set(id, status);
+    draw(id, kinds.get(id) ?? '', status);
+  };
+  // Lost and found again: each row says so, with what was last heard.
+  const unwatch = onConnection(() => {
+    for (const [id, status] of statuses) redraw(id, status);
+  });
+  const unlisten = onEvent((event) => {
     if (!isStatusEvent(event)) return;
     const id = event.data.terminal_id ?? event.subject ?? '';
     if (!rows.has(id)) return;
-    draw(id, kinds.get(id) ?? '', event.data);
+    redraw(id, event.data);
     announce(`${id}: ${event.data.connected === false ? 'offline' : 'updated'}`);
   });
   try {
     const { terminals } = await api.terminals();
     for (const t of terminals) {
       kinds.set(t.terminal_id, t.kind);
-      draw(t.terminal_id, t.kind, t.status);
+      redraw(t.terminal_id, t.status);
     }
     if (terminals.length === 0) body.append(h('tr', {}, h('td', { colspan: 7 }, 'No terminals.')));
   } catch (error) {
-    // A terminal that is not there (or not this credential's) has no page to act on: the
-    // router shows "Not available" with the reason, and no test print is offered.
+    // The list could not be read: the router shows "Not available" with the reason.
     stop();
     throw error;
   }
   return stop;
+
+  function stop() {
+    unlisten();
+    unwatch();
+  }
 }
 
 /** Events of one subject from the oldest kept, at most `max`. */
@@ -185,14 +198,16 @@ export async function terminalPage(main: HTMLElement, terminalId: string): Promi
     h('section', {}, h('h2', {}, 'Recent transactions'), recentBox),
     h('section', {}, h('h2', {}, 'Status history'), history),
   );
-  const drawStatus = (status: TerminalStatus) =>
+  let lastStatus: TerminalStatus | undefined;
+  const drawStatus = (status: TerminalStatus) => {
+    lastStatus = status;
     fill(
       statusBox,
       h(
         'dl',
         { class: 'facts' },
         h('dt', {}, 'Connection'),
-        h('dd', {}, statusBadge(status.connected)),
+        h('dd', {}, statusBadge(status.connected, relayReachable())),
         h('dt', {}, 'Battery'),
         h('dd', {}, battery(status)),
         h('dt', {}, 'Plugged in'),
@@ -205,6 +220,7 @@ export async function terminalPage(main: HTMLElement, terminalId: string): Promi
         h('dd', {}, localTime(status.updated_at)),
       ),
     );
+  };
   const historyItem = (status: TerminalStatus) =>
     h(
       'li',
@@ -214,7 +230,11 @@ export async function terminalPage(main: HTMLElement, terminalId: string): Promi
         status.transaction_state ?? ''
       } ${status.screen_message ? `“${status.screen_message}”` : ''}`,
     );
-  const stop = onEvent((event) => {
+  // Lost and found again: the status says so, with what was last heard.
+  const unwatch = onConnection(() => {
+    if (lastStatus) drawStatus(lastStatus);
+  });
+  const unlisten = onEvent((event) => {
     if (event.subject !== terminalId && event.data.terminal_id !== terminalId) return;
     if (isStatusEvent(event)) {
       drawStatus(event.data);
@@ -222,6 +242,10 @@ export async function terminalPage(main: HTMLElement, terminalId: string): Promi
     }
     if (isSettlementEvent(event)) settlements.add(event.data);
   });
+  const stop = () => {
+    unlisten();
+    unwatch();
+  };
   try {
     const [{ status }, { transactions }, events, search] = await Promise.all([
       api.status(terminalId),

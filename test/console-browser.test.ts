@@ -378,21 +378,28 @@ describe.skipIf(!available)(`the console in Chromium (${CHROMIUM})`, () => {
     await page.close();
   }, 60_000);
 
-  it('keeps working after the relay restarts, signed in, live again', async () => {
+  it('keeps working after the relay restarts, signed in, live again; meanwhile no terminal shown online', async () => {
     const page = await browser.newPage();
     await page.goto(`${origin}/`);
     await signIn(page, ACCOUNT);
     await page.locator('#connection').waitFor({ timeout: 10_000 });
     await expect.poll(() => page.locator('#connection').textContent()).toBe('live');
 
+    const row = page.locator(`tr[data-terminal="${simulator.terminal_id}"]`);
+    await expect.poll(() => row.textContent()).toContain('online');
+
     await relay.stop();
     await expect
       .poll(() => page.locator('#connection').textContent(), { timeout: 15_000 })
       .toBe('reconnecting…');
+    // With the relay lost, no terminal is shown online: no one can tell.
+    expect(await row.textContent()).not.toContain('online');
+    expect(await row.textContent()).toContain('unknown');
     relay = await startRelay();
     await expect
       .poll(() => page.locator('#connection').textContent(), { timeout: 20_000 })
       .toBe('live');
+    await expect.poll(() => row.textContent(), { timeout: 20_000 }).toContain('online');
 
     // Still signed in, and the pages answer: pay again and watch it live.
     await page.getByRole('link', { name: 'Simulators' }).click();
