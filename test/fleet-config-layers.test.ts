@@ -108,7 +108,7 @@ describe('layers of desired configuration', () => {
   it("keeps another account's terminals out of reach", async () => {
     const other = { username: 'fleet-other-account', password: 'fleet-other-password' };
     const now = new Date().toISOString();
-    await relay.store.ensureAccount('acct-fleet-other', now);
+    await relay.store.createAccount({ id: 'acct-fleet-other', kind: 'merchant', createdAt: now });
     await relay.store.putCredential({
       username: other.username,
       secretHash: hashGeneratedSecret(other.password),

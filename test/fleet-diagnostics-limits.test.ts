@@ -25,7 +25,7 @@ const agents: MqttClient[] = [];
 beforeAll(async () => {
   relay = await startTestRelay();
   const now = new Date().toISOString();
-  await relay.store.ensureAccount('acct-diag-other', now);
+  await relay.store.createAccount({ id: 'acct-diag-other', kind: 'merchant', createdAt: now });
   await relay.store.putCredential({
     username: OTHER.username,
     secretHash: hashGeneratedSecret(OTHER.password),

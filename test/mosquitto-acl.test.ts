@@ -53,7 +53,11 @@ describe.skipIf(!MOSQUITTO_BINARY)(
     ) {
       const store = new SqliteStore(path.join(dataDir, 'relay.sqlite'));
       try {
-        await store.ensureAccount(ACCOUNT_ID, new Date().toISOString());
+        await store.createAccount({
+          id: ACCOUNT_ID,
+          kind: 'merchant',
+          createdAt: new Date().toISOString(),
+        });
         return await run(new TerminalRegistry(store, systemClock), store);
       } finally {
         await store.close();

@@ -72,7 +72,7 @@ const byConsole = async (username: string, password: string): Promise<Call> => {
 async function freshAccount(signIn: typeof byBasic): Promise<Credential[]> {
   const accountId = `acct-claims-${++accounts}`;
   const at = new Date().toISOString();
-  await relay.store.ensureAccount(accountId, at);
+  await relay.store.createAccount({ id: accountId, kind: 'merchant', createdAt: at });
   const credentials: Credential[] = [];
   for (const name of ['a', 'b', 'c']) {
     const username = `${accountId}-${name}`;

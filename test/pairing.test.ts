@@ -67,7 +67,11 @@ describe('pairing', () => {
 
   beforeAll(async () => {
     relay = await startTestRelay({ trustProxy: 'loopback' }, undefined, { clock });
-    await relay.store.ensureAccount('acct-other', clock.now().toISOString());
+    await relay.store.createAccount({
+      id: 'acct-other',
+      kind: 'merchant',
+      createdAt: clock.now().toISOString(),
+    });
     await relay.store.putCredential({
       username: OTHER.username,
       secretHash: hashGeneratedSecret(OTHER.password),

@@ -19,7 +19,11 @@ async function storeWithAccount() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-auth-'));
   dirs.push(dir);
   const store = new SqliteStore(path.join(dir, 'tps.db'));
-  await store.ensureAccount('acct-1', new Date().toISOString());
+  await store.createAccount({
+    id: 'acct-1',
+    kind: 'merchant',
+    createdAt: new Date().toISOString(),
+  });
   const put = (password: string) =>
     store.putCredential({
       username: 'pos',

@@ -32,7 +32,7 @@ describe('the embedded bus and lock (one relay on its SQLite store)', () => {
     const { store, bus, close } = await embedded();
     const heard: ChangeNotice[] = [];
     bus.subscribe((notice) => heard.push(notice));
-    await store.ensureAccount('acct-1', NOW);
+    await store.createAccount({ id: 'acct-1', kind: 'merchant', createdAt: NOW });
     await store.createTerminal(terminalRecord('t-1'));
     await store.changeTransaction({ terminalId: 't-1', externalId: 'a' }, () => ({
       write: transactionRecord('t-1', 'a', 'txn-a'),

@@ -57,7 +57,7 @@ async function relayParts(url: string, disableAfterMs: number) {
     await store.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
-  await store.ensureAccount('acct-1', at());
+  await store.createAccount({ id: 'acct-1', kind: 'merchant', createdAt: at() });
   await store.createTerminal({
     id: 't-1',
     accountId: 'acct-1',

@@ -39,7 +39,7 @@ async function relayWithTerminals(count: number) {
   cleanups.push(() => store.close());
   const hash = hashForBroker(SECRET);
   const now = new Date().toISOString();
-  await store.ensureAccount('acct-1', now);
+  await store.createAccount({ id: 'acct-1', kind: 'merchant', createdAt: now });
   const ids = Array.from({ length: count }, (_, i) => `t-${i}`);
   await Promise.all(
     ids.map(async (id) => {

@@ -27,7 +27,11 @@ describe('rollouts', () => {
   beforeEach(async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-rollouts-'));
     store = new SqliteStore(path.join(dir, 'relay.sqlite'));
-    await store.ensureAccount('acct-1', new Date(START).toISOString());
+    await store.createAccount({
+      id: 'acct-1',
+      kind: 'merchant',
+      createdAt: new Date(START).toISOString(),
+    });
     await store.addRelease({
       accountId: 'acct-1',
       version: '1.4.2',

@@ -19,7 +19,11 @@ describe('a hosted simulator’s agent secret', () => {
   };
   /** A simulated terminal as /simulator/create registers it. */
   async function simulator(store: SqliteStore): Promise<string> {
-    await store.ensureAccount('acct-secret-test', new Date().toISOString());
+    await store.createAccount({
+      id: 'acct-secret-test',
+      kind: 'merchant',
+      createdAt: new Date().toISOString(),
+    });
     const registry = new TerminalRegistry(store, systemClock);
     return (await registry.createSimulator('acct-secret-test')).terminal.id;
   }

@@ -52,10 +52,6 @@ export abstract class PortsStore implements Store {
 
   abstract close(): Promise<void>;
 
-  ensureAccount(accountId: string, createdAt: string) {
-    return this.ports.accounts.ensureAccount(accountId, createdAt);
-  }
-
   createAccount(account: AccountRecord) {
     return this.ports.accounts.createAccount(account);
   }

@@ -27,13 +27,6 @@ export function accountWrites(db: Database.Database, steps: WriteSteps) {
   }
 
   return {
-    ensureAccount(a: { accountId: string; createdAt: string }): void {
-      db.prepare('INSERT INTO accounts (id, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING').run(
-        a.accountId,
-        a.createdAt,
-      );
-    },
-
     createAccount(a: AccountRecord): boolean {
       return (
         db
@@ -122,9 +115,6 @@ export function sqliteAccounts(
 ): AccountStore & SettingsStore {
   const { credential } = accountStatements(db);
   return {
-    ensureAccount: (accountId, createdAt) =>
-      writer.write({ op: 'ensureAccount', arg: { accountId, createdAt } }),
-
     createAccount: (account) => writer.write({ op: 'createAccount', arg: account }),
 
     async getAccount(accountId) {

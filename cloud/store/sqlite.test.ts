@@ -76,7 +76,7 @@ describe('SQLite store specifics', () => {
     const store = new SqliteStore(file, { writerThread: { busy: () => busy } });
     const writer = (store as unknown as { writer: SqliteWriter }).writer;
     // Busy: the thread starts; until it is up, commits stay on the relay thread.
-    await store.ensureAccount('acct-1', 'now');
+    await store.createAccount({ id: 'acct-1', kind: 'merchant', createdAt: 'now' });
     await vi.waitUntil(() => writer.threadUp, { timeout: 10_000 });
     const burst = Array.from({ length: 500 }, (_, i) => store.putSetting('k', String(i)));
     await new Promise((resolve) => setImmediate(resolve));
@@ -98,7 +98,7 @@ describe('SQLite store specifics', () => {
     const writer = (
       store as unknown as { writer: { thread?: { worker: Worker }; withThread: Set<number> } }
     ).writer;
-    await store.ensureAccount('acct-1', 'now');
+    await store.createAccount({ id: 'acct-1', kind: 'merchant', createdAt: 'now' });
     await vi.waitUntil(() => (writer as unknown as SqliteWriter).threadUp, { timeout: 10_000 });
     const posted = vi.spyOn(writer.thread!.worker, 'postMessage');
     // A steady trickle of writes, each made before the one before it has come back.
@@ -133,7 +133,7 @@ describe('SQLite store specifics', () => {
   it('writes of one turn for an idle writer thread go in one message; for a committing one, as each task ends', async () => {
     const file = tempFile();
     const store = new SqliteStore(file, { writerThread: 'always' });
-    await store.ensureAccount('acct-1', 'now');
+    await store.createAccount({ id: 'acct-1', kind: 'merchant', createdAt: 'now' });
     const writer = (
       store as unknown as { writer: { thread: { worker: Worker }; withThread: Set<number> } }
     ).writer;
@@ -307,7 +307,7 @@ describe('SQLite store specifics', () => {
     before.pragma('journal_mode = WAL');
     before.close();
     const store = new SqliteStore(old);
-    await store.ensureAccount('acct-1', 'now');
+    await store.createAccount({ id: 'acct-1', kind: 'merchant', createdAt: 'now' });
     await store.createTerminal(terminalRecord('t-1'));
     await store.close();
     const reopened = new SqliteStore(old);
@@ -322,7 +322,11 @@ describe('SQLite store specifics', () => {
   it('a transaction another handle moved since this one kept it: the change is decided again on the file', async () => {
     const file = tempFile();
     const store = new SqliteStore(file);
-    await store.ensureAccount('acct-1', '2026-11-21T12:00:00.000Z');
+    await store.createAccount({
+      id: 'acct-1',
+      kind: 'merchant',
+      createdAt: '2026-11-21T12:00:00.000Z',
+    });
     await store.createTerminal(terminalRecord('t-1'));
     const key = { terminalId: 't-1', externalId: 'order-1' };
     const first = transactionRecord('t-1', 'order-1', 'txn-1');
@@ -359,7 +363,7 @@ describe('SQLite store specifics', () => {
   it('a write that fails in a shared commit leaves the writes beside it committed', async () => {
     const file = tempFile();
     const store = new SqliteStore(file);
-    await store.ensureAccount('acct-1', 'now');
+    await store.createAccount({ id: 'acct-1', kind: 'merchant', createdAt: 'now' });
     await store.createTerminal(terminalRecord('t-1'));
     // The same turn: one commit. The duplicate terminal fails inside the database.
     const writes = [

@@ -14,7 +14,7 @@ let store: SqliteStore;
 beforeEach(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-unchanged-'));
   store = new SqliteStore(path.join(dir, 'relay.sqlite'));
-  await store.ensureAccount('acct-1', NOW);
+  await store.createAccount({ id: 'acct-1', kind: 'merchant', createdAt: NOW });
   // Its status: transaction_state READY (the fixture).
   await store.createTerminal(terminalRecord('t-1'));
   await store.updateTerminalStatus('t-1', { battery_percentage: 80 }, NOW, 'ev-0', {

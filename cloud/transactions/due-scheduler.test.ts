@@ -14,7 +14,7 @@ const at = (ms: number) => new Date(START + ms).toISOString();
 async function storeWithTerminal() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-due-'));
   const store = new SqliteStore(path.join(dir, 'relay.sqlite'));
-  await store.ensureAccount('acct-1', at(0));
+  await store.createAccount({ id: 'acct-1', kind: 'merchant', createdAt: at(0) });
   await store.createTerminal(terminalRecord('t-1'));
   return store;
 }

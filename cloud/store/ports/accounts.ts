@@ -6,7 +6,6 @@
 import type { AccountRecord, CredentialRecord, TerminalCredentialSet } from '../records.js';
 
 export interface AccountStore {
-  ensureAccount(accountId: string, createdAt: string): Promise<void>;
   /** Stores a new account; false (and nothing changed) when its id is taken. */
   createAccount(account: AccountRecord): Promise<boolean>;
   getAccount(accountId: string): Promise<AccountRecord | undefined>;

@@ -27,13 +27,6 @@ export function postgresAccounts(
   withClient: WithClient,
 ): AccountStore & SettingsStore {
   return {
-    async ensureAccount(accountId: string, createdAt: string): Promise<void> {
-      await pool.query(
-        'INSERT INTO accounts (id, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING',
-        [accountId, createdAt],
-      );
-    },
-
     async createAccount(a: AccountRecord): Promise<boolean> {
       const { rowCount } = await pool.query(
         `INSERT INTO accounts (id, kind, name, created_at, disabled_at) VALUES ($1, $2, $3, $4, $5)

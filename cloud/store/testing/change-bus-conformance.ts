@@ -85,7 +85,7 @@ export function changeBusConformance(name: string, factory: ChangeBusFactory): v
   /** Two relays on one store with terminal t-1. */
   const twoRelays = async (): Promise<[BusRelay, BusRelay]> => {
     const mine = await factory.open();
-    await mine.store.ensureAccount('acct-1', NOW);
+    await mine.store.createAccount({ id: 'acct-1', kind: 'merchant', createdAt: NOW });
     await mine.store.createTerminal(terminalRecord('t-1'));
     return [mine, await factory.peer(mine)];
   };

@@ -62,7 +62,7 @@ const claim = (store: Store, code: string, terminalId: string, at = LATER) =>
 
 async function opened(factory: StoreFactory): Promise<Store> {
   const store = await factory.open();
-  await store.ensureAccount('acct-1', NOW);
+  await store.createAccount({ id: 'acct-1', kind: 'merchant', createdAt: NOW });
   return store;
 }
 
@@ -345,7 +345,7 @@ export function fleetConformance(factory: StoreFactory): void {
 
       it('finds the terminals of a cohort, as each was claimed into it', async () => {
         const store = await factory.open();
-        await store.ensureAccount('acct-1', NOW);
+        await store.createAccount({ id: 'acct-1', kind: 'merchant', createdAt: NOW });
         await inCohort(store, 't-1', 'cohort-north');
         await inCohort(store, 't-2', 'cohort-south');
         await inCohort(store, 't-3', 'cohort-north');

@@ -63,7 +63,7 @@ export const start = (commandId: string, transactionId: string): TerminalCommand
 
 export async function withTerminal(factory: StoreFactory, id = 't-1') {
   const store = await factory.open();
-  await store.ensureAccount('acct-1', NOW);
+  await store.createAccount({ id: 'acct-1', kind: 'merchant', createdAt: NOW });
   await store.createTerminal(terminalRecord(id));
   return store;
 }
