@@ -3,6 +3,7 @@
  * the session cookie plus the session's CSRF token header, exactly as any POS calls them.
  */
 import type {
+  AccountView,
   EventListRequest,
   PurchaseRequest,
   Transaction,
@@ -19,6 +20,8 @@ export interface SessionView {
   username: string;
   account_id: string;
   terminal_id?: string;
+  /** operator, account or terminal (docs/tenants.md): which pages the console shows. */
+  role: 'operator' | 'account' | 'terminal';
   csrf_token: string;
   expires_at: string;
 }
@@ -150,6 +153,16 @@ export const api = {
   simulatorCreate: () =>
     call<{ terminal_id: string; username: string; password: string }>('/simulator/create', {}),
   webhooks: () => call<{ webhooks: WebhookView[] }>('/webhook/list', {}),
+  accounts: () => call<{ accounts: AccountView[] }>('/account/list', {}),
+  accountCreate: (name: string) =>
+    call<{ account: AccountView; credential: { username: string; password: string } }>(
+      '/account/create',
+      { name },
+    ),
+  accountSet: (account_id: string, disabled: boolean) =>
+    call<{ account: AccountView }>(disabled ? '/account/disable' : '/account/enable', {
+      account_id,
+    }),
   webhookCreate: (request: WebhookCreateRequest) =>
     call<{ webhook: WebhookView & { secret: string } }>('/webhook/create', request),
   webhookEnable: (id: string) => call<{ webhook: WebhookView }>('/webhook/enable', { id }),

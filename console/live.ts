@@ -78,7 +78,8 @@ async function loop(signal: AbortSignal): Promise<void> {
       }
     } catch (error) {
       if (signal.aborted) return;
-      if (error instanceof ApiFailure && error.status === 401) return;
+      // Signed out, or a role with no events to read (the operator): nothing to follow.
+      if (error instanceof ApiFailure && (error.status === 401 || error.status === 403)) return;
       // A token the relay no longer knows (410) starts again from the present.
       if (error instanceof ApiFailure && error.status === 410) token = undefined;
       failed = true;

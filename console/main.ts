@@ -5,12 +5,13 @@
 import { currentSession, restoreSession, signIn, signOut, whenSignedOut } from './api.js';
 import { announce, errorText, fill, h } from './dom.js';
 import { onConnection, relayReachable, startLive, stopLive } from './live.js';
-
-/** Stops the header's connection line hearing the feed (it is drawn anew at each sign-in). */
-let unwatchConnection: () => void = () => undefined;
+import { accountsPage } from './account-pages.js';
 import { eventsPage, webhooksPage } from './other-pages.js';
 import { terminalPage, terminalsPage, type Cleanup } from './terminal-pages.js';
 import { simulatorsPage, transactionPage, transactionsPage } from './transaction-pages.js';
+
+/** Stops the header's connection line hearing the feed (it is drawn anew at each sign-in). */
+let unwatchConnection: () => void = () => undefined;
 
 const main = document.getElementById('main')!;
 const nav = document.getElementById('nav')!;
@@ -24,14 +25,16 @@ const PAGES: Array<[string, string]> = [
   ['webhooks', 'Webhooks'],
   ['simulators', 'Simulators'],
 ];
+/** The operator sees no payment of a merchant: its pages are its own (docs/tenants.md). */
+const OPERATOR_PAGES: Array<[string, string]> = [['accounts', 'Accounts']];
 
-function drawNav(route: string) {
+function drawNav(route: string, pages: Array<[string, string]>) {
   fill(
     nav,
     h(
       'ul',
       {},
-      PAGES.map(([id, label]) =>
+      pages.map(([id, label]) =>
         h(
           'li',
           {},
@@ -47,13 +50,16 @@ async function route(): Promise<void> {
   cleanup = () => undefined;
   const session = currentSession();
   if (!session) return signInPage();
-  const [name = 'terminals', ...rest] = location.hash.replace(/^#\/?/, '').split('/');
+  const operator = session.role === 'operator';
+  const [asked = '', ...rest] = location.hash.replace(/^#\/?/, '').split('/');
+  const name = asked || (operator ? 'accounts' : 'terminals');
   const params = rest.map(decodeURIComponent);
   nav.hidden = false;
-  drawNav(name);
+  drawNav(name, operator ? OPERATOR_PAGES : PAGES);
   fill(main, h('p', {}, 'Loading…'));
   try {
-    if (name === 'terminal' && params[0]) cleanup = await terminalPage(main, params[0]);
+    if (operator) cleanup = await accountsPage(main);
+    else if (name === 'terminal' && params[0]) cleanup = await terminalPage(main, params[0]);
     else if (name === 'transactions') cleanup = await transactionsPage(main);
     else if (name === 'transaction' && params[0] && params[1])
       cleanup = await transactionPage(main, params[0], params[1]);
@@ -80,7 +86,12 @@ function drawWho() {
     drawWho();
     void route();
   });
-  const connection = h('span', { id: 'connection', role: 'status' });
+  // The operator follows no merchant's events: no live feed, no connection line.
+  const connection = h('span', {
+    id: 'connection',
+    role: 'status',
+    hidden: session.role === 'operator',
+  });
   const show = (online: boolean) => {
     connection.textContent = online ? 'live' : 'reconnecting…';
     connection.className = online ? 'live' : 'offline';
@@ -94,6 +105,11 @@ function drawWho() {
     ` ${session.terminal_id ? `terminal ${session.terminal_id}` : session.username} `,
     out,
   );
+}
+
+/** The live feed, for the roles that read events. */
+function followEvents(): void {
+  if (currentSession()?.role !== 'operator') startLive();
 }
 
 function signInPage() {
@@ -130,7 +146,7 @@ function signInPage() {
     try {
       await signIn(username.value, password.value);
       password.value = '';
-      startLive();
+      followEvents();
       drawWho();
       void route();
     } catch (error) {
@@ -151,7 +167,7 @@ whenSignedOut(() => {
 window.addEventListener('hashchange', () => void route());
 void restoreSession().then(() => {
   if (currentSession()) {
-    startLive();
+    followEvents();
     drawWho();
   }
   void route();

@@ -29,6 +29,7 @@ if (!available) {
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SHOTS = path.join(root, 'test-output', 'console');
 const ACCOUNT = { username: 'console-account', password: 'console-account-password' };
+const OPERATOR = { username: 'console-operator', password: 'console-operator-password' };
 const axeSource = (createRequire(import.meta.url)('axe-core') as { source: string }).source;
 
 const dataDir = tempDataDir();
@@ -44,6 +45,8 @@ async function startRelay(): Promise<RelayChild> {
     TPS_DATA_DIR: dataDir,
     TPS_ACCOUNT_USERNAME: ACCOUNT.username,
     TPS_ACCOUNT_PASSWORD: ACCOUNT.password,
+    TPS_OPERATOR_USERNAME: OPERATOR.username,
+    TPS_OPERATOR_PASSWORD: OPERATOR.password,
     TPS_SIMULATOR_DELAY_MS: '1500',
   });
   origin = started.baseUrl.replace(/\/pos$/, '');
@@ -360,6 +363,50 @@ describe.skipIf(!available)(`the console in Chromium (${CHROMIUM})`, () => {
     await page.getByLabel('Terminal', { exact: true }).fill('');
     expect(await tail.textContent()).toContain(externalId);
     await page.close();
+  }, 60_000);
+
+  it('shows the operator its accounts alone: creates one, its credential once, disables and enables it', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    await page.goto(`${origin}/`);
+    await signIn(page, OPERATOR);
+    await page.getByRole('heading', { level: 1, name: 'Accounts' }).waitFor();
+    // No page of a merchant's payments: the navigation holds Accounts alone, and no live
+    // feed of events runs (the operator reads none).
+    expect(await page.locator('#nav a').allTextContents()).toEqual(['Accounts']);
+    expect(await page.locator('#connection').isHidden()).toBe(true);
+    await page.getByLabel('Name').fill('Cafe Nord');
+    await page.getByRole('button', { name: 'Create' }).click();
+    const secret = page.locator('pre.secret');
+    await expect.poll(() => secret.textContent()).toMatch(/password\s+\S+/);
+    const text = (await secret.textContent())!;
+    const merchant = {
+      username: /username\s+(\S+)/.exec(text)![1]!,
+      password: /password\s+(\S+)/.exec(text)![1]!,
+    };
+    const accountId = /account_id\s+(\S+)/.exec(text)![1]!;
+    const row = page.locator(`tr[data-account="${accountId}"]`);
+    await expect.poll(() => row.textContent()).toContain('enabled');
+    expect(await seriousViolations(page, '11-accounts')).toEqual([]);
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await seriousViolations(page, '12-accounts-390px')).toEqual([]);
+
+    await page.getByRole('button', { name: 'Disable Cafe Nord' }).click();
+    await expect.poll(() => row.textContent()).toContain('disabled since');
+    // The merchant is refused while disabled, and signs in once enabled.
+    const merchantPage = await browser.newPage();
+    await merchantPage.goto(`${origin}/`);
+    await signIn(merchantPage, merchant);
+    await expect
+      .poll(() => merchantPage.locator('#sign-in-problem').textContent())
+      .toContain('this account is disabled');
+    await page.getByRole('button', { name: 'Enable Cafe Nord' }).click();
+    await expect.poll(() => row.textContent()).toContain('enabled');
+    await signIn(merchantPage, merchant);
+    await merchantPage.getByRole('heading', { level: 1, name: 'Terminals' }).waitFor();
+    expect(await merchantPage.locator('#nav a').allTextContents()).toContain('Transactions');
+    await merchantPage.close();
+    await context.close();
   }, 60_000);
 
   it("closes a terminal's day from its page and shows the settlement live", async () => {

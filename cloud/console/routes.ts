@@ -100,6 +100,7 @@ export function registerConsole(app: FastifyInstance, options: ConsoleOptions): 
     username: session.principal.username,
     account_id: session.principal.accountId,
     ...(session.principal.terminalId ? { terminal_id: session.principal.terminalId } : {}),
+    role: session.principal.role,
     csrf_token: session.csrfToken,
     expires_at: new Date(session.expiresAt).toISOString(),
   });
