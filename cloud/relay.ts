@@ -11,7 +11,6 @@ import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import type { TerminalCommand, TerminalReport } from '../protocol/index.js';
 import { maskUpdateStatusText } from '../protocol/free-text.js';
-import { localApiSettings } from '../protocol/index.js';
 import { systemClock, systemTimers, type Clock } from '../common/clock.js';
 import { Authenticator } from './accounts/authenticator.js';
 import { bootstrapAccount, type Bootstrap } from './accounts/bootstrap.js';
@@ -30,6 +29,7 @@ import { EventFeed } from './events/event-feed.js';
 import { EventLog } from './events/event-list.js';
 import { EventRetention } from './events/retention.js';
 import { Webhooks } from './events/webhooks.js';
+import { accountChanges } from './accounts/account-changes.js';
 import { AccountAdmin } from './accounts/accounts-admin.js';
 import { CredentialAdmin, type CredentialNotice } from './accounts/credentials.js';
 import { RelayAddress } from './http/address.js';
@@ -235,14 +235,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       clock,
       logger: partLogger(logger, 'transactions'),
       events: eventFeed,
-      // In force at the agent, not only desired: an agent that has not applied it yet runs a
-      // start as before and decides nothing, so its confirms would go unanswered.
-      localMode: async (terminalId) => {
-        const terminal = await store.getTerminal(terminalId);
-        if (!terminal) return false;
-        const { desired, in_sync: inForce } = await fleet.configs.view(terminal);
-        return inForce && localApiSettings(desired.config.local_api).enabled;
-      },
+      localMode: (terminalId) => fleet.configs.localModeInForce(terminalId),
       settings: {
         maxUnconfirmed: config.maxUnconfirmed,
         startTtlMs: config.startTtlS * 1000,
@@ -430,34 +423,15 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       changed: credentialChanged,
       posCredentialChanged: (terminalId) => fleet.localCredentials.send(terminalId),
     });
-    // An account disabled or enabled, here or on another relay: what is kept of it is read
-    // again, and its webhook receivers stop or go on.
-    const accountChanged = (accountId: string) => {
-      authenticator.accounts.forget(accountId);
-      webhooks
-        .reconcile()
-        .catch((error: unknown) =>
-          logger.warn({ err: error, accountId }, 'could not bring webhook deliveries in line'),
-        );
-    };
-    const accounts = new AccountAdmin({
-      store,
-      bus,
-      clock,
-      changed: (accountId) => {
-        accountChanged(accountId);
-        // From the relay that committed the change, as for a credential's (the broker is
-        // shared): its terminals' agents in local mode get their new set of verifiers.
-        registry
-          .listTerminals(accountId)
-          .then((terminals) => {
-            for (const terminal of terminals) fleet.localCredentials.send(terminal.id);
-          })
-          .catch((error: unknown) =>
-            logger.error({ err: error, accountId }, 'POS verifiers not sent'),
-          );
-      },
+    const accountChanged = accountChanges({
+      forget: (accountId) => authenticator.accounts.forget(accountId),
+      reconcileWebhooks: () => webhooks.reconcile(),
+      terminalsOf: async (accountId) =>
+        (await registry.listTerminals(accountId)).map((terminal) => terminal.id),
+      sendVerifiers: (terminalId) => fleet.localCredentials.send(terminalId),
+      logger,
     });
+    const accounts = new AccountAdmin({ store, bus, clock, changed: accountChanged.committed });
     for (const username of bootstrap.replaced) {
       logger.warn({ username }, 'account credential removed: TPS_ACCOUNT_USERNAME replaces it');
       await bus.announce({ kind: 'credential', type: 'API', username });
@@ -482,7 +456,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
           webhooks: () => webhooks.reconcile(),
           simulator: async (terminalId) => placement.announced(await store.getTerminal(terminalId)),
           credential: credentialChanged,
-          account: (accountId) => accountChanged(accountId),
+          account: accountChanged.heard,
           pairing: (notice) => pairings.claimed(notice.code),
         },
         logger,

@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import {
+  localApiSettings,
   ConfigReportMessage,
   effectiveFleetConfig,
   type ConfigMessage,
@@ -108,6 +109,18 @@ export class FleetConfigs {
     });
     const desired = await this.desired(terminal);
     if (report.version !== desired.version) this.options.publish(terminalId, desired);
+  }
+
+  /**
+   * Whether local mode is in force at the terminal's agent (docs/local-mode.md): desired,
+   * and applied by the agent. Desired alone is not enough: an agent that has not applied
+   * it yet runs a start as before and decides nothing, so its confirms would go unanswered.
+   */
+  async localModeInForce(terminalId: string): Promise<boolean> {
+    const terminal = await this.options.store.getTerminal(terminalId);
+    if (!terminal) return false;
+    const { desired, in_sync: inForce } = await this.view(terminal);
+    return inForce && localApiSettings(desired.config.local_api).enabled;
   }
 
   /** The terminal's desired configuration beside what its agent last reported. */
