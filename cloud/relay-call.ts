@@ -8,16 +8,18 @@ export const RELAY_CALL_TIMEOUT_MS = 30_000;
 
 /** Which environment variables hold the credential a command signs in with. */
 export interface CredentialEnv {
-  username: string;
-  password: string;
+  /** The name of the variable that holds the username. */
+  usernameVar: string;
+  /** The name of the variable that holds the password (the name, never a value). */
+  passwordVar: string;
 }
 export const ACCOUNT_ENV: CredentialEnv = {
-  username: 'TPS_ACCOUNT_USERNAME',
-  password: 'TPS_ACCOUNT_PASSWORD',
+  usernameVar: 'TPS_ACCOUNT_USERNAME',
+  passwordVar: 'TPS_ACCOUNT_PASSWORD',
 };
 export const OPERATOR_ENV: CredentialEnv = {
-  username: 'TPS_OPERATOR_USERNAME',
-  password: 'TPS_OPERATOR_PASSWORD',
+  usernameVar: 'TPS_OPERATOR_USERNAME',
+  passwordVar: 'TPS_OPERATOR_PASSWORD',
 };
 
 const relayAccessSchema = (env: CredentialEnv) => {
@@ -25,11 +27,11 @@ const relayAccessSchema = (env: CredentialEnv) => {
   return z.object({
     baseUrl: z.url().default('http://127.0.0.1:8080/pos'),
     username: z
-      .string({ error: `${who} username is needed (--username or ${env.username})` })
-      .min(1, `${who} username is needed (--username or ${env.username})`),
+      .string({ error: `${who} username is needed (--username or ${env.usernameVar})` })
+      .min(1, `${who} username is needed (--username or ${env.usernameVar})`),
     password: z
-      .string({ error: `${who} password is needed (--password or ${env.password})` })
-      .min(1, `${who} password is needed (--password or ${env.password})`),
+      .string({ error: `${who} password is needed (--password or ${env.passwordVar})` })
+      .min(1, `${who} password is needed (--password or ${env.passwordVar})`),
   });
 };
 
@@ -53,8 +55,8 @@ export function relayAccess(
 ) {
   const parsed = relayAccessSchema(env).safeParse({
     baseUrl: values['base-url'] ?? process.env.TPS_BASE_URL,
-    username: values.username ?? process.env[env.username],
-    password: values.password ?? process.env[env.password],
+    username: values.username ?? process.env[env.usernameVar],
+    password: values.password ?? process.env[env.passwordVar],
   });
   if (!parsed.success) {
     throw new UsageError(
