@@ -203,3 +203,55 @@ describe('agent link commits acknowledged reports', () => {
     expect(seqsInFile()).toEqual([]);
   });
 });
+
+describe('agent link publishes its outbox again', () => {
+  it('only once the oldest report has waited a whole period without a report-ack', async () => {
+    const port = await freePort();
+    cleanups.push(await listenBroker(port));
+    const journal = Journal.open(mkdtempSync(path.join(tmpdir(), 'agent-link-')));
+    cleanups.push(async () => journal.close());
+    const topics = terminalTopics('T-resend');
+    const relay = await mqtt.connectAsync(`mqtt://127.0.0.1:${port}`, { clientId: 'test-relay' });
+    cleanups.push(() => relay.endAsync());
+    const published: number[] = [];
+    let subscribed = false;
+    relay.on('message', (topic, payload) => {
+      const message = JSON.parse(payload.toString());
+      if (topic === topics.presence && message.connected) subscribed = true;
+      if (topic === topics.report) published.push(message.seq);
+    });
+    await relay.subscribeAsync([topics.presence, topics.report], { qos: 1 });
+
+    const timers = new RecordingTimers();
+    const link = new AgentLink({
+      terminalId: 'T-resend',
+      broker: brokerAt(port, 'T-resend'),
+      journal,
+      onCommand: () => {},
+      logger: pino({ level: 'silent' }),
+      clock: { now: () => new Date() },
+      timers,
+      resendMs: 10_000,
+    });
+    cleanups.push(() => link.stop());
+    link.start();
+    await until(() => subscribed, 'the link subscribed');
+    expect(timers.waits).toEqual([10_000]);
+
+    // A report published a moment before the check is not sent again at that check...
+    journal.record({
+      reports: [
+        { type: 'transaction', transaction_id: 'a', phase: 'CANCELLED', result_code: 'ABORTED' },
+      ],
+    });
+    link.flush();
+    await until(() => published.length === 1, 'the report published');
+    timers.fire();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(published).toEqual([1]);
+    // ...but at the next, having waited a whole period with no report-ack.
+    timers.fire();
+    await until(() => published.length === 2, 'the report published again');
+    expect(published).toEqual([1, 1]);
+  });
+});

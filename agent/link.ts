@@ -9,8 +9,8 @@
  * - a command is handed to `onCommand` (which journals it) before the broker gets its
  *   PUBACK; an invalid message is logged and dropped, never a crash;
  * - publishes the outbox in seq order after every (re)connect and each new report; a
- *   report leaves the outbox only on the relay's report-ack. When no report-ack comes for
- *   a whole `resendMs` while reports wait, it publishes them all again: a broker that
+ *   report leaves the outbox only on the relay's report-ack. When the oldest waiting report
+ *   has waited a whole `resendMs` with no report-ack meanwhile, it publishes them all again: a broker that
  *   restarted, or a relay without a persistent session, may have dropped them;
  * - the journal takes an acknowledged report out of its outbox at once and writes the
  *   delete with its next commit; when none came a second after an ack, the link has the
@@ -123,6 +123,8 @@ export class AgentLink {
   private commitDropsTimer: unknown;
   /** Report-acks received since the last resend check. */
   private acksSinceCheck = 0;
+  /** The oldest waiting report at the last resend check, if it had been published by then. */
+  private oldestPublishedAtCheck: number | undefined;
   private connectedAt = 0;
   /** Highest seq published on the current connection. */
   private sentUpTo = 0;
@@ -435,25 +437,32 @@ export class AgentLink {
     );
   }
 
-  /** Every resendMs: reports published on this connection and still unacknowledged, with no
-   * report-ack meanwhile, are published again (the relay applies them once, by seq). */
+  /**
+   * Every resendMs: when the oldest waiting report was already published at the check
+   * before (it has waited a whole period, not a moment) and no report-ack came meanwhile,
+   * the outbox is published again (the relay applies it once, by seq). A report published
+   * just before a check is not sent twice: a copy still in flight when the link drops is
+   * sent again first at the reconnect, and everything else waits for its PUBACK.
+   */
   private scheduleResendCheck(): void {
     this.resendTimer = this.options.timers.setTimeout(() => {
       if (this.stopped) return;
       const oldest = this.options.journal.pendingReports(0, 1)[0];
+      const published = oldest && oldest.seq <= this.sentUpTo ? oldest.seq : undefined;
       if (
         this.client.connected &&
-        oldest &&
-        oldest.seq <= this.sentUpTo &&
+        published !== undefined &&
+        published === this.oldestPublishedAtCheck &&
         this.acksSinceCheck === 0
       ) {
         this.options.logger.info(
-          { fromSeq: oldest.seq },
+          { fromSeq: published },
           'no report-ack: publishing the outbox again',
         );
         this.sentUpTo = 0;
         this.flush();
       }
+      this.oldestPublishedAtCheck = published;
       this.acksSinceCheck = 0;
       this.scheduleResendCheck();
     }, this.options.resendMs ?? 10_000);

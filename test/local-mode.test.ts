@@ -295,12 +295,11 @@ describe('local mode', () => {
           'AWAITING_CONFIRM',
         );
         expect(await relayRecord()).toMatchObject({ id, state: 'PROCESSING' });
-        // Every report of the outbox, the start's included, waits at the tap (the start may
-        // come with the broker's CONNACK, before the reports published on connect got there).
-        await until('the reports held', () => {
-          const waiting = rig.agent!.journal.pendingReports().length;
-          return waiting > 0 && tap.heldCount >= waiting;
-        });
+        // The reports wait at the tap (the start may come with the broker's CONNACK, before
+        // the reports published on connect got there). Not necessarily all of them: a copy
+        // of a report still in flight when the link went is sent again first, and mqtt.js
+        // sends nothing else until the broker acknowledged it.
+        await until('a report held', () => tap.heldCount > 0);
       } else {
         tap.hold((topic) => topic === topics.command, 'toAgent');
         link.restore();
