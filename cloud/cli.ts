@@ -4,13 +4,21 @@ import path from 'node:path';
 import { UsageError, parseCommandLine } from '../common/cli.js';
 import { LocalApiListen } from '../protocol/local-api.js';
 import {
+  AccountCredentialAddResponse,
   ReaderProtocol,
   CredentialRevokeResponse,
   CredentialRotateResponse,
   SimulatorCreateResponse,
 } from '../protocol/index.js';
 import { CLOUD_SETTINGS, loadCloudConfig } from './config.js';
-import { accessOptions, callRelay, subcommand } from './relay-call.js';
+import {
+  accessOptions,
+  actingHelp,
+  actingAccount,
+  actingOptions,
+  callRelay,
+  subcommand,
+} from './relay-call.js';
 import type { Relay } from './relay.js';
 
 const cloudFlagOptions = Object.fromEntries(
@@ -239,16 +247,19 @@ function localListen(text: string): { host: string; port: number } {
 }
 
 export const CREDENTIAL_USAGE = `Usage: tps credential revoke|rotate USERNAME [--agent] [options]
+       tps credential add [options]
 
-Revokes or rotates one of the account's credentials on a running relay; every relay on
-the same store stops accepting the old secret at once.
+Adds, revokes or rotates one of the account's credentials on a running relay; every relay
+on the same store stops accepting an old secret at once.
 
+  add               a new account credential of the account (printed this once)
   revoke USERNAME   the credential no longer signs in; an agent's live session ends
-  rotate USERNAME   a new secret replaces the old (printed this once): a terminal's POS
-                    credential, or with --agent its agent's broker credential (write the
-                    new one into the agent config's broker.password)
+  rotate USERNAME   a new secret replaces the old (printed this once): an account
+                    credential, a terminal's POS credential, or with --agent its agent's
+                    broker credential (write the new one into the agent config's
+                    broker.password)
   --agent           USERNAME is a terminal id: its agent's broker credential
-  --json            print the relay's answer as JSON
+${actingHelp(20)}  --json            print the relay's answer as JSON
   --base-url, --username, --password   as for 'tps simulator create'
   -h, --help        this text
 
@@ -261,18 +272,45 @@ export async function runCredential(argv: string[]): Promise<void> {
   const { values, positionals } = parseCommandLine(
     {
       args: argv,
-      options: { ...accessOptions, agent: { type: 'boolean' } },
+      options: { ...accessOptions, ...actingOptions, agent: { type: 'boolean' } },
       allowPositionals: true,
     },
     CREDENTIAL_USAGE,
   );
   if (values.help) return void process.stdout.write(CREDENTIAL_USAGE);
   const [action, username, ...extra] = positionals;
-  subcommand(action === undefined ? [] : [action], ['revoke', 'rotate'], CREDENTIAL_USAGE);
+  subcommand(action === undefined ? [] : [action], ['add', 'revoke', 'rotate'], CREDENTIAL_USAGE);
+  const acting = actingAccount(values, CREDENTIAL_USAGE);
+  if (action === 'add') {
+    if (username !== undefined) {
+      throw new UsageError(`unexpected argument '${username}'`, CREDENTIAL_USAGE);
+    }
+    if (values.agent) throw new UsageError('--agent is for revoke and rotate', CREDENTIAL_USAGE);
+    const answer = await callRelay(
+      values,
+      '/account/credential/add',
+      acting.named,
+      CREDENTIAL_USAGE,
+      acting.env,
+    );
+    if (values.json) return void process.stdout.write(`${JSON.stringify(answer)}\n`);
+    const { credential } = AccountCredentialAddResponse.parse(answer);
+    process.stdout.write(
+      `Account credential added to ${credential.account_id} (shown this once):\n` +
+        `  username ${credential.username}\n  password ${credential.password}\n`,
+    );
+    return;
+  }
   if (!username) throw new UsageError(`${action} needs a USERNAME`, CREDENTIAL_USAGE);
   if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`, CREDENTIAL_USAGE);
-  const body = { type: values.agent ? 'AGENT' : 'API', username };
-  const answer = await callRelay(values, `/credential/${action}`, body, CREDENTIAL_USAGE);
+  const body = { ...acting.named, type: values.agent ? 'AGENT' : 'API', username };
+  const answer = await callRelay(
+    values,
+    `/credential/${action}`,
+    body,
+    CREDENTIAL_USAGE,
+    acting.env,
+  );
   if (values.json) {
     process.stdout.write(`${JSON.stringify(answer)}\n`);
     return;

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { UsageError } from '../common/cli.js';
 import { unreachableText } from '../common/network-error.js';
+import { AccountId } from '../protocol/index.js';
 
 /** How long a call to the relay may take before the command gives up (docs/cli.md). */
 export const RELAY_CALL_TIMEOUT_MS = 30_000;
@@ -42,6 +43,36 @@ export const accessOptions = {
   password: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
+
+/** `--account-id ACCOUNT_ID`: the operator acts for that merchant account (docs/tenants.md). */
+export const actingOptions = { 'account-id': { type: 'string' } } as const;
+
+/** The lines of a command's help that say what `--account-id` does, its text from `column`. */
+export function actingHelp(column: number): string {
+  const indent = ' '.repeat(column);
+  const option = '  --account-id ID';
+  return (
+    (option.length < column ? option.padEnd(column) : `${option}\n${indent}`) +
+    'as the operator, for the merchant account ID\n' +
+    `${indent}(the credential from TPS_OPERATOR_USERNAME and\n` +
+    `${indent}TPS_OPERATOR_PASSWORD)\n`
+  );
+}
+
+/**
+ * What `--account-id` makes of a call: the account named in its body, signed in with the
+ * operator's credential instead of the account's. A malformed id is a UsageError, nothing sent.
+ */
+export function actingAccount(
+  values: { 'account-id'?: string },
+  usage: string,
+): { named: { account_id?: string }; env: CredentialEnv } {
+  const given = values['account-id'];
+  if (given === undefined) return { named: {}, env: ACCOUNT_ENV };
+  const id = AccountId.safeParse(given);
+  if (!id.success) throw new UsageError('--account-id must be an account id (acct-…)', usage);
+  return { named: { account_id: id.data }, env: OPERATOR_ENV };
+}
 
 /**
  * The relay's address and the credential (the account's, or `env`'s), from the options or

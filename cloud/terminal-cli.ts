@@ -3,7 +3,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { UsageError, parseCommandLine } from '../common/cli.js';
 import { ReaderProtocol, TerminalCreateResponse } from '../protocol/index.js';
-import { accessOptions, callRelay, subcommand } from './relay-call.js';
+import {
+  accessOptions,
+  actingHelp,
+  actingAccount,
+  actingOptions,
+  callRelay,
+  subcommand,
+} from './relay-call.js';
 
 export const TERMINAL_USAGE = `Usage: tps terminal create --out FILE [options]
        tps terminal claim CODE [--name NAME] [--cohort cohort-NAME]   (tps terminal claim --help)
@@ -26,7 +33,7 @@ API credential (shown this once). Copy FILE to the terminal as /etc/tps-agent/ag
                           against (a private CA or a self-signed certificate), as its
                           path on the terminal; relative paths are taken from the
                           config file's directory. Default: the system's CAs
-  --json                  print {terminal_id, username, password, config_file} as JSON
+${actingHelp(26)}  --json                  print {terminal_id, username, password, config_file} as JSON
   --base-url, --username, --password   as for 'tps simulator create'
   -h, --help              this text
 `;
@@ -37,6 +44,7 @@ export async function runTerminal(argv: string[]): Promise<void> {
       args: argv,
       options: {
         ...accessOptions,
+        ...actingOptions,
         out: { type: 'string' },
         'reader-protocol': { type: 'string' },
         'reader-port': { type: 'string' },
@@ -60,6 +68,7 @@ export async function runTerminal(argv: string[]): Promise<void> {
     throw new UsageError('--out FILE is needed: the agent config is written there', TERMINAL_USAGE);
   }
   if (fs.existsSync(out)) throw new Error(`${out} exists; choose a new file`);
+  const acting = actingAccount(values, TERMINAL_USAGE);
   // Checked before the terminal is registered: a refused option must not leave one behind.
   const reader = usage(() => readerSection(values), TERMINAL_USAGE);
   const tcp = values['printer-tcp'] ? /^([^:]+):(\d+)$/.exec(values['printer-tcp']) : undefined;
@@ -76,8 +85,9 @@ export async function runTerminal(argv: string[]): Promise<void> {
     await callRelay(
       values,
       '/terminal/create',
-      { printer: printer.type !== 'none', battery: values.battery ?? false },
+      { ...acting.named, printer: printer.type !== 'none', battery: values.battery ?? false },
       TERMINAL_USAGE,
+      acting.env,
     ),
   );
   // The terminal is registered by now: its config is written in any case, or its

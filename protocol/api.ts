@@ -4,6 +4,7 @@
  * exact shapes the spec gives and are what the OpenAPI documents are generated from.
  */
 import { z } from 'zod';
+import { AccountId } from './accounts.js';
 import { ReaderProtocol } from './reader-capabilities.js';
 import {
   Amount,
@@ -131,9 +132,12 @@ export const PrintResponse = z.object({ queued: z.boolean() });
 
 /** Registers a real terminal: what it has, so the relay knows (e.g. whether it can print). */
 export const TerminalCreateRequest = z.object({
+  /** The account acted for: the operator names one; an account's own credential may name itself. */
+  account_id: AccountId.optional(),
   printer: z.boolean().optional(),
   battery: z.boolean().optional(),
 });
+export type TerminalCreateRequest = z.infer<typeof TerminalCreateRequest>;
 export const TerminalCreateResponse = SimulatorCreateResponse.extend({
   /** What the terminal's agent signs in to the broker with; the password is shown this once. */
   agent: z.object({

@@ -44,6 +44,8 @@ import {
   AccountResponse,
 } from './accounts.js';
 import {
+  AccountCredentialAddRequest,
+  AccountCredentialAddResponse,
   CredentialRequest,
   CredentialRevokeResponse,
   CredentialRotateResponse,
@@ -138,7 +140,7 @@ export const OPERATIONS = {
       'Register a real terminal: answers its id, a POS credential and the agent credential (passwords shown once).',
     request: TerminalCreateRequest,
     response: (r) => r.terminalCreated,
-    errors: [400, 403, ...AUTH, 500],
+    errors: [400, 403, 404, ...AUTH, 500],
   },
   '/terminal/claim': {
     summary:
@@ -194,16 +196,23 @@ export const OPERATIONS = {
   },
   '/credential/revoke': {
     summary:
-      "Revoke one of the account's credentials (API or terminal agent): it stops signing in on every relay, and the agent's live session ends.",
+      "Revoke one of the account's credentials (account, terminal or terminal agent): it stops signing in on every relay, and the agent's live session ends.",
     request: CredentialRequest,
     response: () => CredentialRevokeResponse,
     errors: [400, 403, 404, ...AUTH, 500],
   },
   '/credential/rotate': {
     summary:
-      "Replace the secret of a terminal's API or agent credential; the new one is shown once and the old one stops signing in.",
+      "Replace the secret of an account credential, a terminal's or its agent's; the new one is shown once and the old one stops signing in.",
     request: CredentialRequest,
     response: () => CredentialRotateResponse,
+    errors: [400, 403, 404, ...AUTH, 500],
+  },
+  '/account/credential/add': {
+    summary:
+      "Add an account credential to an account (the operator names it; a merchant adds one to its own), its password shown once (an extension of this service).",
+    request: AccountCredentialAddRequest,
+    response: () => AccountCredentialAddResponse,
     errors: [400, 403, 404, ...AUTH, 500],
   },
   '/account/create': {

@@ -208,6 +208,83 @@ describe.each(STORES)('accounts on $name', ({ start }) => {
     }
   });
 
+  it("adds, rotates and revokes credentials: the operator for the account it names, a merchant its own, no one another's", async () => {
+    const a = await merchant('kappa');
+    const b = await merchant('lambda');
+    const account_id = a.account.account_id;
+    const terminalsSeen = async (credential: Credential) => {
+      const listed = await call('/terminal/list', {}, credential);
+      return listed.status === 200
+        ? listed.body.terminals.map((t: { terminal_id: string }) => t.terminal_id)
+        : listed.status;
+    };
+    const added = await call('/account/credential/add', { account_id }, relay.operator);
+    expect(added.status).toBe(200);
+    expect(added.body.credential).toMatchObject({ account_id });
+    const byOperator: Credential = added.body.credential;
+    expect(await terminalsSeen(byOperator)).toEqual([a.terminal.terminal_id]);
+    const own = await call('/account/credential/add', {}, a.credential);
+    expect(await terminalsSeen(own.body.credential)).toEqual([a.terminal.terminal_id]);
+
+    // No one reaches another's: a merchant naming another account, or its credentials.
+    const crossed = await call('/account/credential/add', { account_id }, b.credential);
+    expect([crossed.status, crossed.body.error?.code]).toEqual([404, 'NOT_FOUND']);
+    const stolen = await call(
+      '/credential/rotate',
+      { username: a.credential.username },
+      b.credential,
+    );
+    expect([stolen.status, stolen.body.error?.code]).toEqual([404, 'CREDENTIAL_NOT_FOUND']);
+    const byTerminal = await call('/account/credential/add', {}, a.terminal);
+    expect([byTerminal.status, byTerminal.body.error?.code]).toEqual([403, 'FORBIDDEN']);
+    const unnamed = await call('/account/credential/add', {}, relay.operator);
+    expect([unnamed.status, unnamed.body.error?.code]).toEqual([400, 'INVALID_REQUEST']);
+
+    // The operator rotates the merchant's first credential: the old secret stops at once.
+    const rotated = await call(
+      '/credential/rotate',
+      { account_id, username: a.credential.username },
+      relay.operator,
+    );
+    expect(rotated.status).toBe(200);
+    expect(await terminalsSeen(a.credential)).toBe(401);
+    const renewed = { username: a.credential.username, password: rotated.body.credential.password };
+    expect(await terminalsSeen(renewed)).toEqual([a.terminal.terminal_id]);
+    // The merchant revokes the one the operator added; the operator a terminal's of it.
+    const revoked = await call('/credential/revoke', { username: byOperator.username }, renewed);
+    expect(revoked.status).toBe(200);
+    expect(await terminalsSeen(byOperator)).toBe(401);
+    const terminalRevoked = await call(
+      '/credential/revoke',
+      { account_id, username: a.terminal.username },
+      relay.operator,
+    );
+    expect(terminalRevoked.status).toBe(200);
+    const paid = await call(
+      '/transaction/get',
+      { terminal_id: a.terminal.terminal_id, external_id: 'kappa-1' },
+      a.terminal,
+    );
+    expect(paid.status).toBe(401);
+    // The operator registers a terminal into the account it names.
+    const created = await call('/terminal/create', { account_id }, relay.operator);
+    expect(created.status).toBe(200);
+    expect(await terminalsSeen(renewed)).toEqual(
+      expect.arrayContaining([a.terminal.terminal_id, created.body.terminal_id]),
+    );
+    expect(await terminalsSeen(b.credential)).toEqual([b.terminal.terminal_id]);
+
+    // A credential set in the relay's environment is changed there, not here.
+    const configured = await call(
+      '/credential/rotate',
+      { username: relay.account.username },
+      relay.account,
+    );
+    expect([configured.status, configured.body.error?.code]).toEqual([400, 'INVALID_REQUEST']);
+    const another = await call('/account/credential/add', {}, relay.account);
+    expect([another.status, another.body.error?.code]).toEqual([400, 'INVALID_REQUEST']);
+  });
+
   it("stops a disabled account's webhooks; enabled, they get what waited, from where they stopped", async () => {
     const a = await merchant('eta');
     const receiver = await startReceiver();

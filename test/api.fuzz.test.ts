@@ -136,6 +136,7 @@ function validBody(path: OperationPath, terminalId: string): Record<string, unkn
     '/account/get': { account_id: 'acct-nobody' },
     '/account/disable': { account_id: 'acct-nobody' },
     '/account/enable': { account_id: 'acct-nobody' },
+    '/account/credential/add': { account_id: 'acct-nobody' },
   };
   return bodies[path];
 }

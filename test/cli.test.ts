@@ -228,6 +228,47 @@ describe('tps', () => {
     ]);
   });
 
+  it('--account-id: the operator acts for a merchant account, with its own credential', async () => {
+    const operator = {
+      TPS_OPERATOR_USERNAME: relay.operator.username,
+      TPS_OPERATOR_PASSWORD: relay.operator.password,
+      TPS_BASE_URL: relay.baseUrl,
+    };
+    const created = await run(['account', 'create', 'Cafe Sud', '--json'], operator);
+    const { account_id: id } = JSON.parse(created.stdout).account;
+    // The operator registers a terminal into the account, and adds it a credential.
+    const out = path.join(tempDataDir(), 'operator', 'agent.json');
+    const terminal = await run(
+      ['terminal', 'create', '--out', out, '--emulated-reader', '--account-id', id, '--json'],
+      operator,
+    );
+    expect(terminal.code, terminal.stderr).toBe(0);
+    const terminalId = JSON.parse(terminal.stdout).terminal_id;
+    const added = await run(['credential', 'add', '--account-id', id], operator);
+    expect(added.code, added.stderr).toBe(0);
+    expect(added.stdout).toMatch(new RegExp(`added to ${id}`));
+    const merchant = {
+      TPS_ACCOUNT_USERNAME: /username (\S+)/.exec(added.stdout)![1]!,
+      TPS_ACCOUNT_PASSWORD: /password (\S+)/.exec(added.stdout)![1]!,
+      TPS_BASE_URL: relay.baseUrl,
+    };
+    // The merchant, with that credential, and the operator naming it see the same fleet.
+    const byMerchant = await run(['fleet', 'facts', '--json'], merchant);
+    const byOperator = await run(['fleet', 'facts', '--account-id', id, '--json'], operator);
+    const ids = (result: { stdout: string }) =>
+      JSON.parse(result.stdout).terminals.map((t: { terminal_id: string }) => t.terminal_id);
+    expect(ids(byMerchant)).toEqual([terminalId]);
+    expect(ids(byOperator)).toEqual([terminalId]);
+    // Without it the command is the account's; given wrongly, nothing is sent (2).
+    const unnamed = await run(['fleet', 'facts'], operator);
+    expect([unnamed.code, unnamed.stderr]).toEqual([
+      2,
+      expect.stringMatching(/TPS_ACCOUNT_USERNAME/),
+    ]);
+    expect((await run(['fleet', 'facts', '--account-id', 'nobody'], operator)).code).toBe(2);
+    expect((await run(['credential', 'add', 'extra'], merchant)).code).toBe(2);
+  });
+
   it('prints usage for no command and for --help', async () => {
     const usage = await run([]);
     expect(usage.code).toBe(0);

@@ -1,16 +1,18 @@
 /**
- * Revoking and rotating credentials. The store change comes first; then this relay
- * forgets what it verified of the credential and ends its agent's sessions, and the change
- * bus tells every other relay on the store to do the same, so a revoked credential stops
- * working everywhere at once rather than when caches expire (authenticator.ts, 10 s).
+ * Adding, revoking and rotating credentials. The store change comes first; then this
+ * relay forgets what it verified of the credential and ends its agent's sessions, and the
+ * change bus tells every other relay on the store to do the same, so a revoked credential
+ * stops working everywhere at once rather than when caches expire (authenticator.ts, 10 s).
  *
- * Only an account credential may revoke or rotate, and only its own account's
- * credentials. An account credential is not rotated here: it is the one the operator
- * sets (TPS_ACCOUNT_USERNAME / TPS_ACCOUNT_PASSWORD), which the next start would put
- * back; the credential making the request cannot revoke itself, so an account is never
- * left without a way in.
+ * An account credential acts on its own account's credentials, the operator on those of
+ * the account it names. A credential set from this relay's environment
+ * (TPS_ACCOUNT_USERNAME / TPS_OPERATOR_USERNAME) is not rotated here and its account gets
+ * no other account credential: the next start would put the configured one back and
+ * remove the others (bootstrap.ts). The credential making the request cannot revoke
+ * itself, so an account is never left without a way in.
  */
 import type {
+  AccountCredentialAddResponse,
   CredentialRequest,
   CredentialRevokeResponse,
   CredentialRotateResponse,
@@ -19,7 +21,7 @@ import type {
 import type { Clock } from '../../common/clock.js';
 import type { ChangeBus, ChangeNotice } from '../cluster/change-bus.js';
 import { ApiError } from '../errors.js';
-import { newSecret } from '../ids.js';
+import { newSecret, newUsername } from '../ids.js';
 import type { Store } from '../store/store.js';
 import { hashForBroker } from './mosquitto-hash.js';
 import type { Principal } from './principal.js';
@@ -35,6 +37,8 @@ export interface CredentialAdminOptions {
   changed(notice: CredentialNotice): Promise<void>;
   /** A terminal's POS credential was rotated or revoked (committed): its agent hears of it. */
   posCredentialChanged?(terminalId: string): void;
+  /** The account credentials set from this relay's environment, and their accounts. */
+  configured?: ReadonlyArray<{ accountId: string; username: string }>;
 }
 
 export class CredentialAdmin {
@@ -68,10 +72,10 @@ export class CredentialAdmin {
     request: CredentialRequest,
   ): Promise<CredentialRotateResponse> {
     const view = await this.find(principal, request);
-    if (view.terminal_id === undefined) {
+    if (this.options.configured?.some((c) => c.username === view.username)) {
       throw new ApiError(
         'INVALID_REQUEST',
-        'username: an account credential is set with TPS_ACCOUNT_USERNAME and TPS_ACCOUNT_PASSWORD',
+        "username: this credential is set in the relay's environment (TPS_ACCOUNT_USERNAME / TPS_OPERATOR_USERNAME); change it there",
       );
     }
     const { store } = this.options;
@@ -86,6 +90,28 @@ export class CredentialAdmin {
     }
     await this.announce(view);
     return { credential: { ...view, password } };
+  }
+
+  /** A new account credential of the principal's account (the one acted for), shown once. */
+  async addAccountCredential(principal: Principal): Promise<AccountCredentialAddResponse> {
+    if (principal.terminalId !== undefined) {
+      throw new ApiError('FORBIDDEN', 'only an account credential can add account credentials');
+    }
+    if (this.options.configured?.some((c) => c.accountId === principal.accountId)) {
+      throw new ApiError(
+        'INVALID_REQUEST',
+        "account_id: this account's credential is set in the relay's environment (TPS_ACCOUNT_USERNAME / TPS_OPERATOR_USERNAME), which allows it no other",
+      );
+    }
+    const username = newUsername();
+    const password = newSecret();
+    await this.options.store.putCredential({
+      username,
+      secretHash: hashGeneratedSecret(password),
+      accountId: principal.accountId,
+      createdAt: this.options.clock.now().toISOString(),
+    });
+    return { credential: { account_id: principal.accountId, username, password } };
   }
 
   /** The credential named, if it belongs to the principal's account; else CREDENTIAL_NOT_FOUND. */

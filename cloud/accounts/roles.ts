@@ -24,6 +24,10 @@ const NAMING_OPERATIONS: ReadonlySet<string> = new Set<OperationPath>([
   '/fleet/diagnostics',
   '/fleet/end-of-day',
   '/terminal/claim',
+  '/terminal/create',
+  '/credential/revoke',
+  '/credential/rotate',
+  '/account/credential/add',
 ]);
 
 /**

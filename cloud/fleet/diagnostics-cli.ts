@@ -9,7 +9,13 @@ import {
   FleetFactsResponse,
   type DiagnosticKind,
 } from '../../protocol/index.js';
-import { accessOptions, callRelay } from '../relay-call.js';
+import {
+  accessOptions,
+  actingHelp,
+  actingAccount,
+  actingOptions,
+  callRelay,
+} from '../relay-call.js';
 
 export const FACTS_USAGE = `Usage: tps fleet facts [--terminal ID | --cohort cohort-NAME] [--json]
 
@@ -19,7 +25,7 @@ outcome, and when it was last seen.
 
   --terminal ID           one terminal
   --cohort cohort-NAME    the terminals of a cohort
-  --json                  print the relay's answer as JSON
+${actingHelp(26)}  --json                  print the relay's answer as JSON
   --base-url, --username, --password   the relay and the account credential
                                        (TPS_BASE_URL, TPS_ACCOUNT_USERNAME, TPS_ACCOUNT_PASSWORD)
   -h, --help              this text
@@ -40,7 +46,7 @@ Asks a connected terminal's agent, over its MQTT link, for ${ASKS[kind]}.
 
   --terminal ID  the terminal asked
 ${lines ? '  --lines N      how many of the newest lines (default 200)\n' : ''}  --wait S       how long to wait for the answer (default 10 s, at most 60)
-  --json         print the relay's answer as JSON
+${actingHelp(17)}  --json         print the relay's answer as JSON
   --base-url, --username, --password   as for 'tps fleet facts'
   -h, --help     this text
 `;
@@ -50,16 +56,29 @@ export async function runFleetFacts(argv: string[]): Promise<void> {
   const { values } = parseCommandLine(
     {
       args: argv,
-      options: { ...accessOptions, terminal: { type: 'string' }, cohort: { type: 'string' } },
+      options: {
+        ...accessOptions,
+        ...actingOptions,
+        terminal: { type: 'string' },
+        cohort: { type: 'string' },
+      },
     },
     FACTS_USAGE,
   );
   if (values.help) return void process.stdout.write(FACTS_USAGE);
+  const acting = actingAccount(values, FACTS_USAGE);
   const answer = FleetFactsResponse.parse(
-    await callRelay(values, '/fleet/facts', {
-      ...(values.terminal !== undefined ? { terminal_id: values.terminal } : {}),
-      ...(values.cohort !== undefined ? { cohort: values.cohort } : {}),
-    }),
+    await callRelay(
+      values,
+      '/fleet/facts',
+      {
+        ...acting.named,
+        ...(values.terminal !== undefined ? { terminal_id: values.terminal } : {}),
+        ...(values.cohort !== undefined ? { cohort: values.cohort } : {}),
+      },
+      FACTS_USAGE,
+      acting.env,
+    ),
   );
   if (values.json) {
     process.stdout.write(`${printableJson(answer, 2)}\n`);
@@ -84,6 +103,7 @@ export function diagnosticsCommand(kind: DiagnosticKind) {
         args: argv,
         options: {
           ...accessOptions,
+          ...actingOptions,
           terminal: { type: 'string' },
           lines: { type: 'string' },
           wait: { type: 'string' },
@@ -106,17 +126,20 @@ export function diagnosticsCommand(kind: DiagnosticKind) {
       values.wait === undefined
         ? 10
         : integerOption('--wait', values.wait, { min: 1, max: 60 }, usage);
+    const acting = actingAccount(values, usage);
     const answer = DiagnosticsResponse.parse(
       await callRelay(
         values,
         '/fleet/diagnostics',
         {
+          ...acting.named,
           terminal_id: values.terminal,
           kind,
           ...(lines !== undefined ? { lines } : {}),
           wait_seconds: wait,
         },
         usage,
+        acting.env,
       ),
     );
     if (values.json) {

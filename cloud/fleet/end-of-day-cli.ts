@@ -4,7 +4,13 @@
  */
 import { UsageError, parseCommandLine } from '../../common/cli.js';
 import { FleetEndOfDayResponse } from '../../protocol/index.js';
-import { accessOptions, callRelay } from '../relay-call.js';
+import {
+  accessOptions,
+  actingHelp,
+  actingAccount,
+  actingOptions,
+  callRelay,
+} from '../relay-call.js';
 
 export const END_OF_DAY_USAGE = `Usage: tps fleet end-of-day TERMINAL | --cohort cohort-NAME [--json]
 
@@ -15,7 +21,7 @@ the console's terminal page). A terminal offline now runs it when it is back.
 
   TERMINAL                the terminal's id
   --cohort cohort-NAME    every terminal of a cohort
-  --json                  print the relay's answer as JSON
+${actingHelp(26)}  --json                  print the relay's answer as JSON
   --base-url, --username, --password   as for 'tps fleet facts'
   -h, --help              this text
 `;
@@ -24,7 +30,7 @@ export async function runFleetEndOfDay(argv: string[]): Promise<void> {
   const { values, positionals } = parseCommandLine(
     {
       args: argv,
-      options: { ...accessOptions, cohort: { type: 'string' } },
+      options: { ...accessOptions, ...actingOptions, cohort: { type: 'string' } },
       allowPositionals: true,
     },
     END_OF_DAY_USAGE,
@@ -34,11 +40,17 @@ export async function runFleetEndOfDay(argv: string[]): Promise<void> {
   if (extra.length > 0 || (terminal === undefined) === (values.cohort === undefined)) {
     throw new UsageError('name one TERMINAL or one --cohort', END_OF_DAY_USAGE);
   }
+  const acting = actingAccount(values, END_OF_DAY_USAGE);
   const answer = FleetEndOfDayResponse.parse(
     await callRelay(
       values,
       '/fleet/end-of-day',
-      terminal !== undefined ? { terminal_id: terminal } : { cohort: values.cohort },
+      {
+        ...acting.named,
+        ...(terminal !== undefined ? { terminal_id: terminal } : { cohort: values.cohort }),
+      },
+      END_OF_DAY_USAGE,
+      acting.env,
     ),
   );
   if (values.json) {

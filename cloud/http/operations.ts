@@ -9,6 +9,7 @@ import {
   type AccountIdRequest,
   type ConfirmRequest,
   type ContinueRequest,
+  type AccountCredentialAddRequest,
   type CredentialRequest,
   type EventListRequest,
   type GetRequest,
@@ -24,6 +25,7 @@ import {
   type TransactionSearchRequest,
   type Revision,
   type TerminalClaimRequest,
+  type TerminalCreateRequest,
   type DiagnosticsRequest,
   type FleetConfigGetRequest,
   type FleetConfigSetRequest,
@@ -265,10 +267,13 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
       ),
     }),
 
+    // The operator acts for the account it names; an account credential for its own.
     '/credential/revoke': async (body: CredentialRequest, ctx) =>
-      deps.credentials.revoke(ctx.principal, body),
+      deps.credentials.revoke(await acting(ctx, body), body),
     '/credential/rotate': async (body: CredentialRequest, ctx) =>
-      deps.credentials.rotate(ctx.principal, body),
+      deps.credentials.rotate(await acting(ctx, body), body),
+    '/account/credential/add': async (body: AccountCredentialAddRequest, ctx) =>
+      deps.credentials.addAccountCredential(await acting(ctx, body)),
 
     '/account/create': async (body: AccountCreateRequest) => deps.accounts.create(body),
     '/account/list': async () => ({ accounts: await deps.accounts.list() }),
@@ -282,12 +287,13 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
       account: await deps.accounts.setDisabled(body.account_id, false),
     }),
 
-    '/terminal/create': async (body: { printer?: boolean; battery?: boolean }, ctx) => {
+    '/terminal/create': async (body: TerminalCreateRequest, ctx) => {
       if (ctx.principal.terminalId !== undefined) {
         throw new ApiError('FORBIDDEN', 'only an account credential can register terminals');
       }
+      const { accountId } = await acting(ctx, body);
       const { issued, agentSecret } = await deps.registry.createAgentTerminal(
-        ctx.principal.accountId,
+        accountId,
         { printer: body.printer ?? false, battery: body.battery ?? false },
       );
       return {

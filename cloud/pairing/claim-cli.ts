@@ -1,7 +1,13 @@
 /** `tps terminal claim CODE`: pairs the terminal showing CODE into the account. */
 import { UsageError, parseCommandLine } from '../../common/cli.js';
 import { TerminalClaimResponse } from '../../protocol/index.js';
-import { accessOptions, callRelay } from '../relay-call.js';
+import {
+  accessOptions,
+  actingHelp,
+  actingAccount,
+  actingOptions,
+  callRelay,
+} from '../relay-call.js';
 
 export const CLAIM_USAGE = `Usage: tps terminal claim CODE [--name NAME] [--cohort cohort-NAME] [options]
 
@@ -14,7 +20,7 @@ once, within 10 minutes of being shown.
   --cohort cohort-NAME    the group it belongs to (lowercase letters, digits, hyphens)
   --printer               the terminal has a receipt printer
   --battery               the terminal runs on a battery
-  --json                  print {terminal_id, name, cohort, username, password} as JSON
+${actingHelp(26)}  --json                  print {terminal_id, name, cohort, username, password} as JSON
   --base-url, --username, --password   as for 'tps simulator create'
   -h, --help              this text
 `;
@@ -25,6 +31,7 @@ export async function runTerminalClaim(argv: string[]): Promise<void> {
       args: argv,
       options: {
         ...accessOptions,
+        ...actingOptions,
         name: { type: 'string' },
         cohort: { type: 'string' },
         printer: { type: 'boolean' },
@@ -41,11 +48,13 @@ export async function runTerminalClaim(argv: string[]): Promise<void> {
       CLAIM_USAGE,
     );
   }
+  const acting = actingAccount(values, CLAIM_USAGE);
   const claimed = TerminalClaimResponse.parse(
     await callRelay(
       values,
       '/terminal/claim',
       {
+        ...acting.named,
         code: positionals[0],
         ...(values.name ? { name: values.name } : {}),
         ...(values.cohort ? { cohort: values.cohort } : {}),
@@ -53,6 +62,7 @@ export async function runTerminalClaim(argv: string[]): Promise<void> {
         ...(values.battery ? { battery: true } : {}),
       },
       CLAIM_USAGE,
+      acting.env,
     ),
   );
   if (values.json) {
