@@ -108,6 +108,7 @@ export const CloudConfigSchema = z
       })
       .default([]),
     webhooksPerCredential: z.coerce.number().int().min(1).max(10_000).default(20),
+    webhooksPerAccount: z.coerce.number().int().min(1).max(100_000).default(200),
     webhookRetryBaseMs: z.coerce.number().int().min(1).max(600_000).default(1000),
     webhookRetryCapMs: z.coerce.number().int().min(1).max(86_400_000).default(600_000),
     webhookDisableAfterS: seconds.max(30 * 86_400).default(3 * 86_400),
@@ -454,6 +455,11 @@ export const CLOUD_SETTINGS = {
     env: 'TPS_WEBHOOKS_PER_CREDENTIAL',
     flag: 'webhooks-per-credential',
     doc: 'Webhooks one credential may create; beyond, 400 TOO_MANY_WEBHOOKS.',
+  },
+  webhooksPerAccount: {
+    env: 'TPS_WEBHOOKS_PER_ACCOUNT',
+    flag: 'webhooks-per-account',
+    doc: "Webhooks one account may hold, its terminals' included; beyond, 400 TOO_MANY_WEBHOOKS.",
   },
   webhookRetryBaseMs: {
     env: 'TPS_WEBHOOK_RETRY_BASE_MS',

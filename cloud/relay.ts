@@ -161,6 +161,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
         allowHttp: config.webhookAllowHttp,
         allowNetworks: config.webhookAllowNetworks,
         maxPerCredential: config.webhooksPerCredential,
+        maxPerAccount: config.webhooksPerAccount,
         retryBaseMs: config.webhookRetryBaseMs,
         retryCapMs: config.webhookRetryCapMs,
         disableAfterMs: config.webhookDisableAfterS * 1000,

@@ -130,3 +130,26 @@ describe('webhook targets', () => {
     expect((await pos.call('/webhook/create', { url })).status).toBe(200);
   });
 });
+
+describe('webhooks of one account', () => {
+  let bounded: TestRelay;
+  beforeAll(async () => {
+    bounded = await startTestRelay({ webhooksPerCredential: 2, webhooksPerAccount: 3 });
+  });
+  afterAll(async () => {
+    await bounded.close();
+  });
+
+  it("are capped across its credentials, its terminals' included", async () => {
+    const url = 'https://receiver.invalid/hook';
+    const first = posFor(bounded, await bounded.newSimulator());
+    const second = posFor(bounded, await bounded.newSimulator());
+    expect((await first.call('/webhook/create', { url })).status).toBe(200);
+    expect((await first.call('/webhook/create', { url })).status).toBe(200);
+    expect((await second.call('/webhook/create', { url })).status).toBe(200);
+    // The second terminal holds one of its two, but the account holds three.
+    const fourth = await second.call('/webhook/create', { url });
+    expect([fourth.status, fourth.body.error.code]).toEqual([400, 'TOO_MANY_WEBHOOKS']);
+    expect(fourth.body.error.description).toMatch(/account has 3 webhooks/);
+  });
+});

@@ -99,6 +99,7 @@ async function relayParts(url: string, disableAfterMs: number) {
       allowHttp: true,
       allowNetworks: parseNetworks('127.0.0.1/32'),
       maxPerCredential: 20,
+      maxPerAccount: 1000,
       retryBaseMs: 1_000,
       retryCapMs: 4_000,
       disableAfterMs,

@@ -35,6 +35,11 @@ export interface WebhookSettings {
   allowNetworks: readonly Network[];
   /** Webhooks one credential may hold; beyond, create answers TOO_MANY_WEBHOOKS. */
   maxPerCredential: number;
+  /**
+   * Webhooks one account may hold, its terminals' included: each terminal credential
+   * counts its own, so without this an account would multiply them by its terminals.
+   */
+  maxPerAccount: number;
   retryBaseMs: number;
   retryCapMs: number;
   disableAfterMs: number;
@@ -130,11 +135,18 @@ export class Webhooks {
       throw new ApiError('INVALID_REQUEST', 'url: must name a public address');
     }
     await this.options.log.scope(principal, request.filter);
-    const { maxPerCredential } = this.options.settings;
-    if ((await this.ownedBy(principal)).length >= maxPerCredential) {
+    const { maxPerCredential, maxPerAccount } = this.options.settings;
+    const ofAccount = await this.options.store.listWebhooks(principal.accountId);
+    if (ofAccount.filter((h) => h.terminalId === principal.terminalId).length >= maxPerCredential) {
       throw new ApiError(
         'TOO_MANY_WEBHOOKS',
         `this credential has ${maxPerCredential} webhooks, as many as allowed; delete one first`,
+      );
+    }
+    if (ofAccount.length >= maxPerAccount) {
+      throw new ApiError(
+        'TOO_MANY_WEBHOOKS',
+        `this account has ${maxPerAccount} webhooks, its terminals' included, as many as allowed; delete one first`,
       );
     }
     const { latest } = await this.options.store.eventBounds();
@@ -162,12 +174,6 @@ export class Webhooks {
       (h) => principal.terminalId === undefined || h.terminalId === principal.terminalId,
     );
     return { webhooks: await Promise.all(visible.map((h) => this.view(h))) };
-  }
-
-  /** The webhooks this credential created: a terminal's own, or the account's own. */
-  private async ownedBy(principal: Principal): Promise<WebhookRecord[]> {
-    const hooks = await this.options.store.listWebhooks(principal.accountId);
-    return hooks.filter((h) => h.terminalId === principal.terminalId);
   }
 
   async delete(principal: Principal, id: string) {
