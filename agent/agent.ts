@@ -340,6 +340,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     const { model, firmware } = readerFacts ?? {};
     const facts: FactsMessage = {
       agent_version: AGENT_VERSION,
+      node_version: process.versions.node,
       reader: {
         protocol: (deps.readerCapabilities ?? NATIVE_READER_CAPABILITIES).protocol,
         ...(model === undefined ? {} : { model: shown(model) }),

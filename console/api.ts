@@ -4,7 +4,14 @@
  */
 import type {
   AccountView,
+  ConfigScope,
+  DiagnosticKind,
+  DiagnosticsResponse,
   EventListRequest,
+  FleetConfig,
+  FleetConfigResponse,
+  TerminalClaimResponse,
+  TerminalFacts,
   PurchaseRequest,
   Transaction,
   TerminalSettlement,
@@ -162,6 +169,26 @@ export const api = {
   accountSet: (account_id: string, disabled: boolean) =>
     call<{ account: AccountView }>(disabled ? '/account/disable' : '/account/enable', {
       account_id,
+    }),
+  // The fleet's operations: `account_id` is the account the operator acts for (undefined
+  // for a merchant, which acts for its own).
+  facts: (account_id?: string) =>
+    call<{ terminals: TerminalFacts[] }>('/fleet/facts', { account_id }),
+  terminalFacts: (terminal_id: string, account_id?: string) =>
+    call<{ terminals: TerminalFacts[] }>('/fleet/facts', { account_id, terminal_id }),
+  configGet: (scope: ConfigScope, account_id?: string) =>
+    call<FleetConfigResponse>('/fleet/config/get', { account_id, scope }),
+  configSet: (scope: ConfigScope, config: FleetConfig, account_id?: string) =>
+    call<FleetConfigResponse>('/fleet/config/set', { account_id, scope, config }),
+  claim: (request: { code: string; name?: string; cohort?: string; account_id?: string }) =>
+    call<TerminalClaimResponse>('/terminal/claim', request),
+  diagnostics: (terminal_id: string, kind: DiagnosticKind, account_id?: string) =>
+    call<DiagnosticsResponse>('/fleet/diagnostics', {
+      account_id,
+      terminal_id,
+      kind,
+      ...(kind === 'logs' ? { lines: 200 } : {}),
+      wait_seconds: 15,
     }),
   webhookCreate: (request: WebhookCreateRequest) =>
     call<{ webhook: WebhookView & { secret: string } }>('/webhook/create', request),

@@ -6,6 +6,11 @@ import { currentSession, restoreSession, signIn, signOut, whenSignedOut } from '
 import { announce, errorText, fill, h } from './dom.js';
 import { onConnection, relayReachable, startLive, stopLive } from './live.js';
 import { accountsPage } from './account-pages.js';
+import { claimPage } from './fleet-claim.js';
+import { configPage } from './fleet-config-page.js';
+import { fleetPage } from './fleet-page.js';
+import { fleetTerminalPage } from './fleet-terminal-page.js';
+import type { FleetScope } from './fleet-view.js';
 import { eventsPage, webhooksPage } from './other-pages.js';
 import { terminalPage, terminalsPage, type Cleanup } from './terminal-pages.js';
 import { simulatorsPage, transactionPage, transactionsPage } from './transaction-pages.js';
@@ -18,15 +23,40 @@ const nav = document.getElementById('nav')!;
 const who = document.getElementById('who')!;
 let cleanup: Cleanup = () => undefined;
 
+// Releases and rollouts of the agent will be pages of their own beside Fleet, in both lists.
 const PAGES: Array<[string, string]> = [
   ['terminals', 'Terminals'],
+  ['fleet', 'Fleet'],
   ['transactions', 'Transactions'],
   ['events', 'Events'],
   ['webhooks', 'Webhooks'],
   ['simulators', 'Simulators'],
 ];
 /** The operator sees no payment of a merchant: its pages are its own (docs/tenants.md). */
-const OPERATOR_PAGES: Array<[string, string]> = [['accounts', 'Accounts']];
+const OPERATOR_PAGES: Array<[string, string]> = [
+  ['accounts', 'Accounts'],
+  ['fleet', 'Fleet'],
+];
+/** The account the operator last picked on a fleet page: the Fleet link goes back to it. */
+let operatorAccount: string | undefined;
+
+/** A fleet page: #/fleet, #/fleet/claim, #/fleet/config, #/fleet/terminal/ID (?account=…). */
+async function fleetRoute(
+  main: HTMLElement,
+  operator: boolean,
+  params: string[],
+  query: URLSearchParams,
+): Promise<Cleanup> {
+  if (operator) operatorAccount = query.get('account') ?? operatorAccount;
+  const scope: FleetScope = { operator, accountId: operator ? operatorAccount : undefined };
+  // The operator acts for the account it picked: without one, the picker alone.
+  if (operator && !scope.accountId) return fleetPage(main, scope);
+  const [page, id] = params;
+  if (page === 'claim') return claimPage(main, scope);
+  if (page === 'config') return configPage(main, scope, query);
+  if (page === 'terminal' && id) return fleetTerminalPage(main, scope, id);
+  return fleetPage(main, scope);
+}
 
 function drawNav(route: string, pages: Array<[string, string]>) {
   fill(
@@ -51,14 +81,19 @@ async function route(): Promise<void> {
   const session = currentSession();
   if (!session) return signInPage();
   const operator = session.role === 'operator';
-  const [asked = '', ...rest] = location.hash.replace(/^#\/?/, '').split('/');
+  const [path = '', search = ''] = location.hash.replace(/^#\/?/, '').split('?');
+  const [asked = '', ...rest] = path.split('/');
   const name = asked || (operator ? 'accounts' : 'terminals');
   const params = rest.map(decodeURIComponent);
   nav.hidden = false;
-  drawNav(name, operator ? OPERATOR_PAGES : PAGES);
+  // A terminal's credential reads no fleet but its own facts: no Fleet pages.
+  const merchantPages = session.terminal_id ? PAGES.filter(([id]) => id !== 'fleet') : PAGES;
+  drawNav(name, operator ? OPERATOR_PAGES : merchantPages);
   fill(main, h('p', {}, 'Loading…'));
   try {
-    if (operator) cleanup = await accountsPage(main);
+    if (name === 'fleet' && !session.terminal_id)
+      cleanup = await fleetRoute(main, operator, params, new URLSearchParams(search));
+    else if (operator) cleanup = await accountsPage(main);
     else if (name === 'terminal' && params[0]) cleanup = await terminalPage(main, params[0]);
     else if (name === 'transactions') cleanup = await transactionsPage(main);
     else if (name === 'transaction' && params[0] && params[1])

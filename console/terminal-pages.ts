@@ -1,6 +1,12 @@
 /** The Terminals page (live status of each) and one terminal's page. */
 import type { TerminalStatus, Transaction } from '../protocol/index.js';
-import { api, isSettlementEvent, isStatusEvent, type CloudEventView } from './api.js';
+import {
+  api,
+  currentSession,
+  isSettlementEvent,
+  isStatusEvent,
+  type CloudEventView,
+} from './api.js';
 import { announce, errorText, fill, h, money } from './dom.js';
 import { battery, localTime, stateBadge, statusBadge, yesNo } from './format.js';
 import { onConnection, onEvent, relayReachable } from './live.js';
@@ -186,6 +192,17 @@ export async function terminalPage(main: HTMLElement, terminalId: string): Promi
   fill(
     main,
     h('h1', {}, `Terminal ${terminalId}`),
+    currentSession()?.terminal_id === undefined
+      ? h(
+          'p',
+          {},
+          h(
+            'a',
+            { href: `#/fleet/terminal/${encodeURIComponent(terminalId)}` },
+            'In the fleet: facts, configuration, diagnostics',
+          ),
+        )
+      : null,
     h(
       'section',
       { 'aria-labelledby': 'h-status' },

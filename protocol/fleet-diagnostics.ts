@@ -24,6 +24,8 @@ export const DIAGNOSTIC_TRACE_FRAMES = 200;
 /** agent → relay, retained: what the agent knows of itself, told at every connect. */
 export const FactsMessage = z.object({
   agent_version: plainText(64),
+  /** The Node.js the agent runs on (`process.versions.node`); absent from older agents. */
+  node_version: plainText(32).optional(),
   reader: z.object({
     protocol: plainText(16),
     model: plainText(64).optional(),
@@ -122,6 +124,8 @@ export const TerminalFacts = z.object({
   name: z.string().nullable(),
   cohort: z.string().nullable(),
   agent_version: z.string().nullable(),
+  /** The Node.js the agent runs on: the release's own, or the host's. */
+  node_version: z.string().nullable(),
   reader_protocol: z.string().nullable(),
   reader_model: z.string().nullable(),
   reader_firmware: z.string().nullable(),

@@ -29,7 +29,7 @@ export const FREE_TEXT = {
   settlement: ['settlement.result_description', 'settlement.receipt_text'],
   commandRefused: ['error.description'],
   configReport: ['reason'],
-  facts: ['agent_version', 'reader.protocol', 'reader.model', 'reader.firmware'],
+  facts: ['agent_version', 'node_version', 'reader.protocol', 'reader.model', 'reader.firmware'],
   updateStatus: ['phase', 'last.result', 'last.reason'],
   diagnosticReply: [
     'error',

@@ -7,30 +7,23 @@
  * keeps working across a restart of the relay. Each page is checked by axe-core (no
  * serious or critical violation) and saved as a screenshot in test-output/console/.
  */
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildConsole } from '../bin/build-console.js';
+import {
+  CHROMIUM,
+  SHOTS,
+  chromiumAvailable as available,
+  seriousViolations,
+  signIn,
+} from './support/console-page.js';
 import { freePorts, startRelayChild, type RelayChild } from './support/e2e-parts.js';
 import { basicAuth, tempDataDir } from './support/relay.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const available = existsSync(CHROMIUM);
-if (!available) {
-  console.warn(
-    `console browser tests skipped: no Chromium at ${CHROMIUM} ` +
-      '(apt-get install chromium, or set CHROMIUM_PATH)',
-  );
-}
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const SHOTS = path.join(root, 'test-output', 'console');
 const ACCOUNT = { username: 'console-account', password: 'console-account-password' };
 const OPERATOR = { username: 'console-operator', password: 'console-operator-password' };
-const axeSource = (createRequire(import.meta.url)('axe-core') as { source: string }).source;
 
 const dataDir = tempDataDir();
 let httpPort = 0;
@@ -60,27 +53,6 @@ function defaultSimulator() {
     /Simulated terminal (\S+) \(credential[^\n]*\n\s+username (\S+)\n\s+password (\S+)/.exec(text);
   if (!match) throw new Error(`no simulator credential in:\n${text}`);
   return { terminal_id: match[1]!, username: match[2]!, password: match[3]! };
-}
-
-/** axe-core in the page (evaluated by the driver, so the page's CSP stays as it is). */
-async function seriousViolations(page: Page, name: string) {
-  await page.evaluate(axeSource);
-  // A string: this file is compiled without the DOM's types; it runs in the page.
-  const violations = (await page.evaluate(`(async () => {
-    const result = await window.axe.run();
-    return result.violations
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => v.id + ' (' + v.impact + '): ' + v.help + ' at ' +
-        JSON.stringify(v.nodes.map((n) => n.target)));
-  })()`)) as string[];
-  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
-  return violations;
-}
-
-async function signIn(page: Page, credential: { username: string; password: string }) {
-  await page.getByLabel('Username').fill(credential.username);
-  await page.getByLabel('Password').fill(credential.password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
 }
 
 describe.skipIf(!available)(`the console in Chromium (${CHROMIUM})`, () => {
@@ -379,9 +351,9 @@ describe.skipIf(!available)(`the console in Chromium (${CHROMIUM})`, () => {
     await page.goto(`${origin}/`);
     await signIn(page, OPERATOR);
     await page.getByRole('heading', { level: 1, name: 'Accounts' }).waitFor();
-    // No page of a merchant's payments: the navigation holds Accounts alone, and no live
-    // feed of events runs (the operator reads none).
-    expect(await page.locator('#nav a').allTextContents()).toEqual(['Accounts']);
+    // No page of a merchant's payments: the navigation holds Accounts and the fleet alone,
+    // and no live feed of events runs (the operator reads none).
+    expect(await page.locator('#nav a').allTextContents()).toEqual(['Accounts', 'Fleet']);
     expect(await page.locator('#connection').isHidden()).toBe(true);
     await page.getByLabel('Name').fill('Cafe Nord');
     await page.getByRole('button', { name: 'Create' }).click();

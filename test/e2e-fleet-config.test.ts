@@ -257,6 +257,8 @@ describe('e2e: a terminal configured and diagnosed from afar', () => {
       terminal_id: terminal.terminal_id,
       reader_protocol: 'native',
       reader_model: 'emulated native reader',
+      // The agent runs on the Node.js that runs this test.
+      node_version: process.versions.node,
       config_version: current.desired.version,
       config_status: 'APPLIED',
       last_update_outcome: null,

@@ -195,6 +195,7 @@ describe('tps fleet, from a relay that hands on what an agent wrote', () => {
               name: hostile,
               cohort: hostile,
               agent_version: hostile,
+              node_version: hostile,
               reader_protocol: hostile,
               reader_model: hostile,
               reader_firmware: hostile,

@@ -89,7 +89,7 @@ export async function runFleetFacts(argv: string[]): Promise<void> {
   for (const t of answer.terminals) {
     process.stdout.write(
       `${t.terminal_id}  ${printable(t.name ?? '')}${t.cohort ? ` (${printable(t.cohort)})` : ''}  ${t.connected ? 'connected' : 'offline'}, last seen ${shown(t.last_seen)}\n` +
-        `  agent ${shown(t.agent_version)}; reader ${shown(t.reader_protocol)} ${shown(t.reader_model)}, firmware ${shown(t.reader_firmware)}\n` +
+        `  agent ${shown(t.agent_version)} on Node.js ${shown(t.node_version)}; reader ${shown(t.reader_protocol)} ${shown(t.reader_model)}, firmware ${shown(t.reader_firmware)}\n` +
         `  configuration ${shown(t.config_version)} ${printable(t.config_status ?? '')}; last update ${shown(t.last_update_outcome)}\n`,
     );
   }

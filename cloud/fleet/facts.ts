@@ -64,6 +64,7 @@ function factsOf(
     name: terminal.name ?? null,
     cohort: terminal.cohort ?? null,
     agent_version: facts?.agent_version ?? null,
+    node_version: facts?.node_version ?? null,
     reader_protocol: facts?.reader.protocol ?? terminal.capabilities.reader?.protocol ?? null,
     reader_model: facts?.reader.model ?? null,
     reader_firmware: facts?.reader.firmware ?? null,
