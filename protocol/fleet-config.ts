@@ -1,8 +1,9 @@
 /**
  * A terminal's desired configuration, set from the cloud (docs/fleet.md, "Configuration"):
- * layers per account, per cohort and per terminal, every field optional in a layer. The
- * effective configuration is the account's layer, overlaid by the cohort's, overlaid by
- * the terminal's; its `version` changes exactly when it does. The relay pushes it to the
+ * a relay-wide layer (the operator's), then layers per account, per cohort and per
+ * terminal, every field optional in a layer. The effective configuration is the relay's
+ * layer, overlaid by the account's, the cohort's, then the terminal's; its `version`
+ * changes exactly when it does. The relay pushes it to the
  * agent, which applies it (at once, or when idle for what drives hardware) and reports
  * back what it did with that version.
  */
@@ -97,6 +98,11 @@ export const FleetConfig = z.strictObject({
 });
 export type FleetConfig = z.infer<typeof FleetConfig>;
 
+/** A top-level setting of FleetConfig: what the operator lets merchants set, or not. */
+export const FleetSettingName = FleetConfig.keyof();
+export type FleetSettingName = z.infer<typeof FleetSettingName>;
+export const FLEET_SETTING_NAMES: readonly FleetSettingName[] = FleetSettingName.options;
+
 /** The effective configuration: the layers from the widest to the narrowest. */
 export function effectiveFleetConfig(layers: ReadonlyArray<FleetConfig | undefined>): FleetConfig {
   const merged: FleetConfig = {};
@@ -139,16 +145,21 @@ export const ConfigReportMessage = z.object({
 });
 export type ConfigReportMessage = z.infer<typeof ConfigReportMessage>;
 
-/** Which layer an operation reads or writes: exactly one of the three. */
+/** Which layer an operation reads or writes: exactly one of the four. */
 export const ConfigScope = z.union([
   z.strictObject({ terminal_id: TerminalId }),
   z.strictObject({ cohort: CohortId }),
   z.strictObject({ account: z.literal(true) }),
+  /** The relay-wide layer under every account's: the operator's, named by no account_id. */
+  z.strictObject({ relay: z.literal(true) }),
 ]);
 export type ConfigScope = z.infer<typeof ConfigScope>;
 
 export const FleetConfigSetRequest = z.object({
-  /** The account acted for: the operator names one; an account's own credential may name itself. */
+  /**
+   * The account acted for: the operator names one; an account's own credential may name
+   * itself. None with the relay scope.
+   */
   account_id: AccountId.optional(),
   scope: ConfigScope,
   /** The whole layer: fields left out are no longer set at this level ({} clears it). */
@@ -157,7 +168,10 @@ export const FleetConfigSetRequest = z.object({
 export type FleetConfigSetRequest = z.infer<typeof FleetConfigSetRequest>;
 
 export const FleetConfigGetRequest = z.object({
-  /** The account acted for: the operator names one; an account's own credential may name itself. */
+  /**
+   * The account acted for: the operator names one; an account's own credential may name
+   * itself. None with the relay scope.
+   */
   account_id: AccountId.optional(),
   scope: ConfigScope,
 });
@@ -178,7 +192,30 @@ export const FleetConfigResponse = z.object({
   layer: FleetConfig,
   /** When the layer was last set (ISO 8601 with milliseconds, in both revisions); null: never. */
   changed_at: z.string().nullable(),
-  /** The terminals the layer reaches, at most 1,000 (the first by id). */
+  /**
+   * The terminals the layer reaches, at most 1,000 (the first by id; for the relay's
+   * layer, by account id, then terminal id).
+   */
   terminals: z.array(TerminalConfigView),
 });
 export type FleetConfigResponse = z.infer<typeof FleetConfigResponse>;
+
+/**
+ * Which top-level settings merchants may set in their own layers (the operator's; docs/
+ * fleet.md, "Which settings merchants may set"). Each name once; [] lets them set none.
+ */
+export const MerchantSettingsSetRequest = z.strictObject({
+  settings: z
+    .array(FleetSettingName)
+    .max(FLEET_SETTING_NAMES.length)
+    .refine((names) => new Set(names).size === names.length, 'must name each setting once'),
+});
+export type MerchantSettingsSetRequest = z.infer<typeof MerchantSettingsSetRequest>;
+
+export const MerchantSettingsResponse = z.object({
+  /** The settings merchants may set, in FleetConfig's order. */
+  settings: z.array(FleetSettingName),
+  /** When the operator last set the list; null: never, and merchants may set every setting. */
+  changed_at: z.string().nullable(),
+});
+export type MerchantSettingsResponse = z.infer<typeof MerchantSettingsResponse>;

@@ -27,6 +27,8 @@ import {
   FleetConfigGetRequest,
   FleetConfigResponse,
   FleetConfigSetRequest,
+  MerchantSettingsResponse,
+  MerchantSettingsSetRequest,
 } from './fleet-config.js';
 import {
   DiagnosticsRequest,
@@ -250,7 +252,7 @@ export const OPERATIONS = {
   },
   '/fleet/config/set': {
     summary:
-      "Replace a layer of desired configuration (the account's, a cohort's or a terminal's) and push the result to the terminals it reaches; answers them with desired, reported and whether they agree (an extension of this service).",
+      "Replace a layer of desired configuration (the relay's, the account's, a cohort's or a terminal's) and push the result to the terminals it reaches; answers them with desired, reported and whether they agree (an extension of this service).",
     request: FleetConfigSetRequest,
     response: () => FleetConfigResponse,
     errors: [400, 403, ...AUTH, 500],
@@ -260,6 +262,20 @@ export const OPERATIONS = {
       'Read a layer of desired configuration and, for each terminal it reaches, desired, reported and whether they agree (an extension of this service).',
     request: FleetConfigGetRequest,
     response: () => FleetConfigResponse,
+    errors: [400, 403, ...AUTH, 500],
+  },
+  '/fleet/config/merchant-settings/get': {
+    summary:
+      "Read which settings of desired configuration merchants may set in their own layers (the operator's; an extension of this service).",
+    request: z.strictObject({}),
+    response: () => MerchantSettingsResponse,
+    errors: [400, 403, ...AUTH, 500],
+  },
+  '/fleet/config/merchant-settings/set': {
+    summary:
+      "Set which settings of desired configuration merchants may set in their own layers, and push the resulting configuration to every terminal (the operator's; an extension of this service).",
+    request: MerchantSettingsSetRequest,
+    response: () => MerchantSettingsResponse,
     errors: [400, 403, ...AUTH, 500],
   },
   '/fleet/facts': {

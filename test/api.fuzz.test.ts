@@ -128,6 +128,8 @@ function validBody(path: OperationPath, terminalId: string): Record<string, unkn
       },
     },
     '/fleet/config/get': { scope: { cohort: 'cohort-front' } },
+    '/fleet/config/merchant-settings/get': {},
+    '/fleet/config/merchant-settings/set': { settings: ['heartbeat_s', 'idle_screen_text'] },
     '/fleet/facts': { terminal_id: terminalId, cohort: 'cohort-front' },
     '/fleet/diagnostics': { terminal_id: terminalId, kind: 'logs', lines: 10, wait_seconds: 1 },
     '/fleet/end-of-day': { terminal_id: terminalId },

@@ -96,6 +96,29 @@ describe('tps exit codes', () => {
         args: ['fleet', 'config', 'set', '--account', '--local-api', 'maybe'],
         says: /not a valid setting: local_api.enabled: /,
       },
+      // The relay's level and the merchants' list are the operator's: its credential.
+      {
+        args: ['fleet', 'config', 'set', '--relay', '--heartbeat-s', '5'],
+        says: /an operator username is needed \(--username or TPS_OPERATOR_USERNAME\)/,
+      },
+      {
+        args: ['fleet', 'config', 'get', '--relay', '--account'],
+        says: /one of --terminal ID, --cohort cohort-NAME, --account or --relay/,
+      },
+      {
+        args: ['fleet', 'config', 'merchant-settings', 'set', 'heartbeat_s', 'volume'],
+        env: { TPS_OPERATOR_USERNAME: 'o', TPS_OPERATOR_PASSWORD: 'p' },
+        says: /not a setting: 'volume' \(one of heartbeat_s, .*\n\nUsage: tps fleet config merchant-settings/,
+      },
+      {
+        args: ['fleet', 'config', 'merchant-settings', 'set', '--all', 'log_level'],
+        env: { TPS_OPERATOR_USERNAME: 'o', TPS_OPERATOR_PASSWORD: 'p' },
+        says: /set takes NAME\.\.\., --all or --none/,
+      },
+      {
+        args: ['fleet', 'config', 'merchant-settings', 'remove'],
+        says: /unknown command 'fleet config merchant-settings remove'/,
+      },
     ];
     const runs = await runEach(
       cases.map(({ args, env }) => ({

@@ -269,6 +269,65 @@ describe('tps', () => {
     expect((await run(['credential', 'add', 'extra'], merchant)).code).toBe(2);
   });
 
+  it('fleet config: the operator sets the relay level and the settings merchants may set', async () => {
+    const operator = {
+      TPS_OPERATOR_USERNAME: relay.operator.username,
+      TPS_OPERATOR_PASSWORD: relay.operator.password,
+      TPS_BASE_URL: relay.baseUrl,
+    };
+    const merchant = {
+      TPS_ACCOUNT_USERNAME: relay.account.username,
+      TPS_ACCOUNT_PASSWORD: relay.account.password,
+      TPS_BASE_URL: relay.baseUrl,
+    };
+    const set = await run(['fleet', 'config', 'set', '--relay', '--log-level', 'warn'], operator);
+    expect(set.code, set.stderr).toBe(0);
+    expect(set.stdout).toMatch(
+      /^Configuration set for the relay \(under every account\) \(changed /,
+    );
+    expect(set.stdout).toContain('{"log_level":"warn"}');
+    const got = await run(['fleet', 'config', 'get', '--relay', '--json'], operator);
+    expect(JSON.parse(got.stdout).layer).toEqual({ log_level: 'warn' });
+    // The account credential does not reach the relay's level.
+    const notOperator = await run(['fleet', 'config', 'get', '--relay'], {
+      ...merchant,
+      TPS_OPERATOR_USERNAME: relay.account.username,
+      TPS_OPERATOR_PASSWORD: relay.account.password,
+    });
+    expect([notOperator.code, notOperator.stderr]).toEqual([
+      1,
+      expect.stringMatching(/403.*FORBIDDEN/),
+    ]);
+
+    const never = await run(['fleet', 'config', 'merchant-settings'], operator);
+    expect(never.stdout).toMatch(/never set: every setting\):\n {2}heartbeat_s, log_level, /);
+    const narrowed = await run(
+      ['fleet', 'config', 'merchant-settings', 'set', 'idle-screen-text,heartbeat_s'],
+      operator,
+    );
+    expect(narrowed.code, narrowed.stderr).toBe(0);
+    expect(narrowed.stdout).toMatch(/\(set \S+\):\n {2}heartbeat_s, idle_screen_text\n$/);
+    const refused = await run(
+      ['fleet', 'config', 'set', '--account', '--log-level', 'debug'],
+      merchant,
+    );
+    expect([refused.code, refused.stderr]).toEqual([
+      1,
+      expect.stringMatching(/403.*merchants may not set log_level/),
+    ]);
+    const allowed = await run(
+      ['fleet', 'config', 'set', '--account', '--heartbeat-s', '20'],
+      merchant,
+    );
+    expect(allowed.code, allowed.stderr).toBe(0);
+    const all = await run(
+      ['fleet', 'config', 'merchant-settings', 'set', '--all', '--json'],
+      operator,
+    );
+    expect(JSON.parse(all.stdout).settings).toHaveLength(8);
+    await run(['fleet', 'config', 'set', '--relay', '--replace'], operator);
+  }, 90_000);
+
   it('prints usage for no command and for --help', async () => {
     const usage = await run([]);
     expect(usage.code).toBe(0);

@@ -27,6 +27,7 @@ const DATABASE_URL = process.env.DATABASE_URL;
 const MQTT_URL = process.env.MQTT_URL;
 const TRANSACTION_EVENT = 'eu.vendor.api.pos.v0.Transaction';
 const ACCOUNT = { username: 'cluster-account', password: 'cluster-account-password' };
+const OPERATOR = { username: 'cluster-operator', password: 'cluster-operator-password' };
 
 describe('two relays on one PostgreSQL and one Mosquitto', () => {
   if (!DATABASE_URL || !MQTT_URL) {
@@ -47,6 +48,8 @@ describe('two relays on one PostgreSQL and one Mosquitto', () => {
     TPS_MQTT_URL: MQTT_URL,
     TPS_ACCOUNT_USERNAME: ACCOUNT.username,
     TPS_ACCOUNT_PASSWORD: ACCOUNT.password,
+    TPS_OPERATOR_USERNAME: OPERATOR.username,
+    TPS_OPERATOR_PASSWORD: OPERATOR.password,
     TPS_DEFAULT_SIMULATOR: 'false',
     TPS_SIMULATOR_DELAY_MS: '1500',
     // Short deadlines, so that the leader's background work shows within the test.
@@ -497,6 +500,65 @@ describe('two relays on one PostgreSQL and one Mosquitto', () => {
       expect(doctor.body.doctor.checks.map((c: { title: string }) => c.title).join('\n')).toMatch(
         /broker: connected/,
       );
+    }
+  }, 60_000);
+
+  it("takes the relay-wide layer and the merchants' list on either relay: the terminals apply it, the other refuses at once", async () => {
+    const sim = await newTerminal(relays[0]!);
+    // Through the relay that does not host the terminal's agent.
+    const leader = await leaderOf(live());
+    const follower = live().find((r) => r !== leader)!;
+    const narrowed = await post(
+      follower.baseUrl,
+      'v1',
+      '/fleet/config/merchant-settings/set',
+      { settings: ['heartbeat_s'] },
+      OPERATOR,
+    );
+    expect(narrowed.status, JSON.stringify(narrowed.body)).toBe(200);
+    const set = await post(
+      follower.baseUrl,
+      'v1',
+      '/fleet/config/set',
+      { scope: { relay: true }, config: { log_level: 'warn' } },
+      OPERATOR,
+    );
+    expect(set.status, JSON.stringify(set.body)).toBe(200);
+    const scope = { terminal_id: sim.terminal_id };
+    await eventually(
+      () => post(leader.baseUrl, 'v1', '/fleet/config/get', { scope }, ACCOUNT),
+      (r) =>
+        r.body?.terminals?.[0]?.in_sync === true &&
+        r.body.terminals[0].desired.config.log_level === 'warn',
+      { ms: 20_000, what: 'the agent to apply the relay-wide layer', context: output },
+    );
+    const refused = await post(
+      leader.baseUrl,
+      'v1',
+      '/fleet/config/set',
+      { scope, config: { log_level: 'debug' } },
+      ACCOUNT,
+    );
+    expect([refused.status, refused.body.error?.code]).toEqual([403, 'FORBIDDEN']);
+    for (const [operation, body] of [
+      ['/fleet/config/set', { scope: { relay: true }, config: {} }],
+      [
+        '/fleet/config/merchant-settings/set',
+        {
+          settings: [
+            'heartbeat_s',
+            'log_level',
+            'printer_head_width',
+            'idle_screen_text',
+            'reader',
+            'maintenance_window',
+            'end_of_day',
+            'local_api',
+          ],
+        },
+      ],
+    ] as const) {
+      expect((await post(leader.baseUrl, 'v1', operation, body, OPERATOR)).status).toBe(200);
     }
   }, 60_000);
 

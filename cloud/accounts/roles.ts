@@ -14,6 +14,8 @@ const OPERATOR_OPERATIONS: ReadonlySet<string> = new Set<OperationPath>([
   '/account/get',
   '/account/disable',
   '/account/enable',
+  '/fleet/config/merchant-settings/get',
+  '/fleet/config/merchant-settings/set',
 ]);
 
 /** The fleet operations the operator calls for an account it names (`account_id`). */
@@ -74,4 +76,20 @@ export async function actingFor(
     throw new ApiError('NOT_FOUND', `no account ${accountId}`);
   }
   return principal;
+}
+
+/**
+ * Lets the operator alone act relay-wide (the relay's layer of configuration): any other
+ * role is refused 403, and an `account_id` beside it 400, as it names no account.
+ */
+export function actingRelayWide(principal: Principal, accountId: string | undefined): void {
+  if (principal.role !== 'operator') {
+    throw new ApiError(
+      'FORBIDDEN',
+      "the relay-wide layer is the operator's; this credential is not",
+    );
+  }
+  if (accountId !== undefined) {
+    throw new ApiError('INVALID_REQUEST', 'account_id: the relay-wide layer names no account');
+  }
 }

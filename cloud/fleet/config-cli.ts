@@ -1,6 +1,7 @@
 /**
  * `tps fleet config get|set`: a layer of desired configuration, and for each terminal it
- * reaches, desired, reported and whether they agree (docs/fleet.md, "Configuration").
+ * reaches, desired, reported and whether they agree (docs/fleet.md, "Configuration");
+ * `merchant-settings` is merchant-settings-cli.ts.
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
@@ -13,29 +14,36 @@ import {
   type ConfigScope,
   type TerminalConfigView,
 } from '../../protocol/index.js';
-import { accessOptions, callRelay } from '../relay-call.js';
+import { ACCOUNT_ENV, OPERATOR_ENV, accessOptions, callRelay } from '../relay-call.js';
+import { MERCHANT_SETTINGS_USAGE, runMerchantSettings } from './merchant-settings-cli.js';
 
-const LEVEL = `One level: a terminal's own, its cohort's, or the account's. A terminal's effective
-configuration is the account's, overlaid by its cohort's, overlaid by its own. The command
-then lists, for each terminal the level reaches, the desired version, what its agent
-reported and whether they agree.
+const LEVEL = `One level: a terminal's own, its cohort's, the account's, or the relay's. A terminal's
+effective configuration is the relay's, overlaid by the account's, its cohort's, then its
+own (of the account's levels, only the settings the operator lets merchants set count).
+The command then lists, for each terminal the level reaches, the desired version, what its
+agent reported and whether they agree (the first 1,000).
 
   --terminal ID                a terminal's own level
   --cohort cohort-NAME         a cohort's level
-  --account                    the account's level`;
+  --account                    the account's level
+  --relay                      the relay's level, under every account's (the operator's)`;
 
 const ACCESS = `  --json                       print the relay's answer as JSON
   --base-url, --username, --password   the relay and the account credential
-                               (TPS_BASE_URL, TPS_ACCOUNT_USERNAME, TPS_ACCOUNT_PASSWORD)
+                               (TPS_BASE_URL, TPS_ACCOUNT_USERNAME, TPS_ACCOUNT_PASSWORD;
+                               with --relay the operator's: TPS_OPERATOR_USERNAME,
+                               TPS_OPERATOR_PASSWORD)
   -h, --help                   this text`;
 
-export const CONFIG_GET_USAGE = `Usage: tps fleet config get (--terminal ID | --cohort cohort-NAME | --account) [--json]
+const SCOPES = '--terminal ID | --cohort cohort-NAME | --account | --relay';
+
+export const CONFIG_GET_USAGE = `Usage: tps fleet config get (${SCOPES}) [--json]
 
 Shows the desired configuration of ${LEVEL.slice(0, 1).toLowerCase()}${LEVEL.slice(1)}
 ${ACCESS}
 `;
 
-export const CONFIG_SET_USAGE = `Usage: tps fleet config set (--terminal ID | --cohort cohort-NAME | --account) [settings] [--json]
+export const CONFIG_SET_USAGE = `Usage: tps fleet config set (${SCOPES}) [settings] [--json]
 
 Changes the desired configuration of ${LEVEL.slice(0, 1).toLowerCase()}${LEVEL.slice(1)}
 
@@ -65,7 +73,7 @@ Options:
 ${ACCESS}
 `;
 
-export const CONFIG_USAGE = `${CONFIG_GET_USAGE}\n${CONFIG_SET_USAGE}`;
+export const CONFIG_USAGE = `${CONFIG_GET_USAGE}\n${CONFIG_SET_USAGE}\n${MERCHANT_SETTINGS_USAGE}`;
 
 const settingOptions = {
   'heartbeat-s': { type: 'string' },
@@ -93,6 +101,7 @@ export async function runFleetConfig(argv: string[]): Promise<void> {
     process.stdout.write(CONFIG_USAGE);
     return;
   }
+  if (action === 'merchant-settings') return runMerchantSettings(rest);
   if (action !== 'get' && action !== 'set') {
     throw new UsageError(`unknown command 'fleet config ${action}'`, CONFIG_USAGE);
   }
@@ -106,6 +115,7 @@ export async function runFleetConfig(argv: string[]): Promise<void> {
         terminal: { type: 'string' },
         cohort: { type: 'string' },
         account: { type: 'boolean' },
+        relay: { type: 'boolean' },
       },
     },
     usage,
@@ -119,11 +129,14 @@ export async function runFleetConfig(argv: string[]): Promise<void> {
     ...(values.terminal !== undefined ? [{ terminal_id: values.terminal }] : []),
     ...(values.cohort !== undefined ? [{ cohort: values.cohort }] : []),
     ...(values.account ? [{ account: true as const }] : []),
+    ...(values.relay ? [{ relay: true as const }] : []),
   ];
   if (scopes.length !== 1) {
-    throw new UsageError('one of --terminal ID, --cohort cohort-NAME or --account', usage);
+    throw new UsageError('one of --terminal ID, --cohort cohort-NAME, --account or --relay', usage);
   }
   const scope = scopes[0]!;
+  // The relay's level is the operator's: its credential, not the account's.
+  const env = 'relay' in scope ? OPERATOR_ENV : ACCOUNT_ENV;
   if (action === 'set') {
     // Each setting given, checked with the relay's own schema before anything is sent: a
     // bad value is a usage error, as on every command. Rules across settings (plain HTTP
@@ -135,7 +148,7 @@ export async function runFleetConfig(argv: string[]): Promise<void> {
     }
   }
   let answer = FleetConfigResponse.parse(
-    await callRelay(values, '/fleet/config/get', { scope }, usage),
+    await callRelay(values, '/fleet/config/get', { scope }, usage, env),
   );
   if (action === 'set') {
     // The level as it would be, checked before it is sent (the relay checks it too).
@@ -145,7 +158,7 @@ export async function runFleetConfig(argv: string[]): Promise<void> {
       throw new UsageError(`not a valid setting: ${describeZodError(merged.error)}`, usage);
     }
     answer = FleetConfigResponse.parse(
-      await callRelay(values, '/fleet/config/set', { scope, config }, usage),
+      await callRelay(values, '/fleet/config/set', { scope, config }, usage, env),
     );
   }
   if (values.json) {
@@ -239,7 +252,9 @@ function render(scope: ConfigScope, answer: FleetConfigResponse): string {
       ? `terminal ${scope.terminal_id}`
       : 'cohort' in scope
         ? `cohort ${scope.cohort}`
-        : 'the account';
+        : 'account' in scope
+          ? 'the account'
+          : 'the relay (under every account)';
   const lines = [
     `Configuration set for ${level}${answer.changed_at ? ` (changed ${answer.changed_at})` : ''}:`,
     `  ${Object.keys(answer.layer).length ? printableJson(answer.layer) : '(nothing set at this level)'}`,

@@ -110,6 +110,7 @@ export function createFleet(options: {
     connect: () => link.connect(),
     async close() {
       diagnostics.close();
+      await configs.close();
       await link.close();
     },
   };

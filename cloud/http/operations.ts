@@ -30,6 +30,7 @@ import {
   type FleetConfigGetRequest,
   type FleetConfigSetRequest,
   type FleetFactsRequest,
+  type MerchantSettingsSetRequest,
   type TerminalFacts,
 } from '../../protocol/index.js';
 import type { Pairings } from '../pairing/pairings.js';
@@ -38,7 +39,7 @@ import type { FleetDiagnostics } from '../fleet/diagnostics.js';
 import type { FleetEndOfDay } from '../fleet/end-of-day.js';
 import type { FleetEndOfDayRequest } from '../../protocol/settlement.js';
 import type { AccountAdmin } from '../accounts/accounts-admin.js';
-import { actingFor } from '../accounts/roles.js';
+import { actingFor, actingRelayWide } from '../accounts/roles.js';
 import type { CredentialAdmin } from '../accounts/credentials.js';
 import type { Cancellation } from '../cancellation.js';
 import { ApiError } from '../errors.js';
@@ -310,10 +311,24 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
     '/terminal/claim': async (body: TerminalClaimRequest, ctx) =>
       deps.pairings.claim(await acting(ctx, body), body),
 
-    '/fleet/config/set': async (body: FleetConfigSetRequest, ctx) =>
-      deps.fleet.configs.set(await acting(ctx, body), body.scope, body.config),
-    '/fleet/config/get': async (body: FleetConfigGetRequest, ctx) =>
-      deps.fleet.configs.get(await acting(ctx, body), body.scope),
+    // The relay-wide layer is the operator's alone; the others are an account's.
+    '/fleet/config/set': async (body: FleetConfigSetRequest, ctx) => {
+      const { scope } = body;
+      if (!('relay' in scope)) {
+        return deps.fleet.configs.set(await acting(ctx, body), scope, body.config);
+      }
+      actingRelayWide(ctx.principal, body.account_id);
+      return deps.fleet.configs.setRelay(body.config);
+    },
+    '/fleet/config/get': async (body: FleetConfigGetRequest, ctx) => {
+      const { scope } = body;
+      if (!('relay' in scope)) return deps.fleet.configs.get(await acting(ctx, body), scope);
+      actingRelayWide(ctx.principal, body.account_id);
+      return deps.fleet.configs.getRelay();
+    },
+    '/fleet/config/merchant-settings/get': async () => deps.fleet.configs.merchantSettings(),
+    '/fleet/config/merchant-settings/set': async (body: MerchantSettingsSetRequest) =>
+      deps.fleet.configs.setMerchantSettings(body.settings),
     '/fleet/facts': async (body: FleetFactsRequest, ctx) => ({
       terminals: await deps.fleet.facts(await acting(ctx, body), body),
     }),

@@ -1,9 +1,11 @@
 /**
  * The fleet tables' rows as both stores read them, and the statements both use (SQLite's
- * placeholders; postgres/fleet.ts numbers them): layers of desired configuration and what
- * agents last said of themselves.
+ * placeholders; postgres/fleet.ts numbers them): layers of desired configuration, the
+ * relay-wide one and which settings merchants may set, and what agents last said of
+ * themselves.
  */
-import type { ConfigLayerRecord, FleetReportRecord } from './records.js';
+import type { FleetConfig, FleetSettingName } from '../../protocol/index.js';
+import type { ConfigLayerRecord, FleetReportRecord, RelayFleetConfigRecord } from './records.js';
 
 export interface LayerRow {
   account_id: string;
@@ -11,6 +13,15 @@ export interface LayerRow {
   scope_id: string;
   body: string;
   updated_at: string;
+  operator_settings: string;
+}
+
+/** The one row of `relay_fleet_config`, when either of its halves was ever set. */
+export interface RelayFleetConfigRow {
+  layer: string;
+  layer_updated_at: string | null;
+  merchant_settings: string | null;
+  merchant_settings_updated_at: string | null;
 }
 
 export interface ReportRow {
@@ -26,6 +37,18 @@ export const toConfigLayer = (row: LayerRow): ConfigLayerRecord => ({
   scopeId: row.scope_id,
   config: JSON.parse(row.body),
   updatedAt: row.updated_at,
+  operatorSettings: JSON.parse(row.operator_settings),
+});
+
+export const toRelayFleetConfig = (
+  row: RelayFleetConfigRow | undefined,
+): RelayFleetConfigRecord => ({
+  layer: row ? (JSON.parse(row.layer) as FleetConfig) : {},
+  layerUpdatedAt: row?.layer_updated_at ?? null,
+  merchantSettings: row?.merchant_settings
+    ? (JSON.parse(row.merchant_settings) as FleetSettingName[])
+    : null,
+  merchantSettingsUpdatedAt: row?.merchant_settings_updated_at ?? null,
 });
 
 export const toFleetReport = (row: ReportRow): FleetReportRecord => ({
@@ -37,9 +60,19 @@ export const toFleetReport = (row: ReportRow): FleetReportRecord => ({
 
 /** Both stores' statements (placeholders aside): an upsert each. */
 export const FLEET_SQL = {
-  putLayer: `INSERT INTO config_layers (account_id, scope, scope_id, body, updated_at) VALUES (?, ?, ?, ?, ?)
-     ON CONFLICT (account_id, scope, scope_id) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at`,
+  putLayer: `INSERT INTO config_layers (account_id, scope, scope_id, body, updated_at, operator_settings)
+     VALUES (?, ?, ?, ?, ?, ?)
+     ON CONFLICT (account_id, scope, scope_id) DO UPDATE SET body = excluded.body,
+       updated_at = excluded.updated_at, operator_settings = excluded.operator_settings`,
   getLayer: 'SELECT * FROM config_layers WHERE account_id = ? AND scope = ? AND scope_id = ?',
+  // One row (id 1): each half is replaced on its own, the other kept.
+  putRelayLayer: `INSERT INTO relay_fleet_config (id, layer, layer_updated_at) VALUES (1, ?, ?)
+     ON CONFLICT (id) DO UPDATE SET layer = excluded.layer, layer_updated_at = excluded.layer_updated_at`,
+  putMerchantSettings: `INSERT INTO relay_fleet_config (id, merchant_settings, merchant_settings_updated_at)
+     VALUES (1, ?, ?)
+     ON CONFLICT (id) DO UPDATE SET merchant_settings = excluded.merchant_settings,
+       merchant_settings_updated_at = excluded.merchant_settings_updated_at`,
+  getRelay: 'SELECT * FROM relay_fleet_config WHERE id = 1',
   putReport: `INSERT INTO fleet_reports (terminal_id, kind, body, received_at) VALUES (?, ?, ?, ?)
      ON CONFLICT (terminal_id, kind) DO UPDATE SET body = excluded.body, received_at = excluded.received_at`,
   reports: 'SELECT * FROM fleet_reports WHERE terminal_id = ? ORDER BY kind',
@@ -51,6 +84,7 @@ export const layerValues = (l: ConfigLayerRecord) => [
   l.scopeId,
   JSON.stringify(l.config),
   l.updatedAt,
+  JSON.stringify(l.operatorSettings),
 ];
 
 export const reportValues = (r: FleetReportRecord) => [

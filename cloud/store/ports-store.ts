@@ -4,6 +4,8 @@
  * what only their store has (opening, closing, draining).
  */
 import type {
+  FleetConfig,
+  FleetSettingName,
   ReaderCapabilities,
   TerminalCommand,
   TerminalReadings,
@@ -278,6 +280,18 @@ export abstract class PortsStore implements Store {
 
   getConfigLayer(accountId: string, scope: ConfigLayerRecord['scope'], scopeId: string) {
     return this.ports.fleet.getConfigLayer(accountId, scope, scopeId);
+  }
+
+  getRelayFleetConfig() {
+    return this.ports.fleet.getRelayFleetConfig();
+  }
+
+  putRelayConfigLayer(config: FleetConfig, updatedAt: string) {
+    return this.ports.fleet.putRelayConfigLayer(config, updatedAt);
+  }
+
+  putMerchantSettings(settings: FleetSettingName[], updatedAt: string) {
+    return this.ports.fleet.putMerchantSettings(settings, updatedAt);
   }
 
   putFleetReport(report: FleetReportRecord) {

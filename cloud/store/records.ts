@@ -3,6 +3,7 @@ import type {
   EventFilter,
   EventKind,
   FleetConfig,
+  FleetSettingName,
   ReaderCapabilities,
   TerminalCommand,
   TerminalPaired,
@@ -67,6 +68,23 @@ export interface ConfigLayerRecord {
   scopeId: string;
   config: FleetConfig;
   updatedAt: string;
+  /**
+   * The layer's top-level settings whose value the operator gave (acting for the account):
+   * they count even while merchants may not set them; the others count only while they may.
+   */
+  operatorSettings: FleetSettingName[];
+}
+
+/** What the operator decides for every account's fleet (protocol/fleet-config.ts). */
+export interface RelayFleetConfigRecord {
+  /** The relay-wide layer, under every account's ({} when never set). */
+  layer: FleetConfig;
+  /** When the layer was last set; null: never. */
+  layerUpdatedAt: string | null;
+  /** The top-level settings merchants may set in their layers; null: never narrowed, all. */
+  merchantSettings: FleetSettingName[] | null;
+  /** When the list was last set; null: never. */
+  merchantSettingsUpdatedAt: string | null;
 }
 
 /** What a terminal's agent last said of itself on a retained fleet topic. */

@@ -1,10 +1,12 @@
 /**
- * The SQLite store's fleet (ports/fleet.ts): layers of desired configuration, what agents
+ * The SQLite store's fleet (ports/fleet.ts): layers of desired configuration (the
+ * relay-wide one and which settings merchants may set among them), what agents
  * last said of themselves and releases here, pairings in sqlite-pairings.ts, rollouts in
  * sqlite-rollouts.ts. Writes run in the writer's shared commit (sqlite-writes.ts); reads
  * on the relay thread's connection.
  */
 import type Database from 'better-sqlite3';
+import type { FleetConfig, FleetSettingName } from '../../protocol/index.js';
 import type { FleetStore } from './ports/fleet.js';
 import type { ConfigLayerRecord, FleetReportRecord, ReleaseRecord } from './records.js';
 import {
@@ -13,7 +15,9 @@ import {
   reportValues,
   toConfigLayer,
   toFleetReport,
+  toRelayFleetConfig,
   type LayerRow,
+  type RelayFleetConfigRow,
   type ReportRow,
 } from './fleet-rows.js';
 import { RELEASE_COLUMNS, releaseValues, toRelease, type ReleaseRow } from './rows.js';
@@ -25,9 +29,17 @@ import type { QueuesWrites } from './sqlite-write-steps.js';
 export function fleetWrites(db: Database.Database) {
   const putLayer = db.prepare(FLEET_SQL.putLayer);
   const putReport = db.prepare(FLEET_SQL.putReport);
+  const putRelayLayer = db.prepare(FLEET_SQL.putRelayLayer);
+  const putMerchantSettings = db.prepare(FLEET_SQL.putMerchantSettings);
   return {
     putConfigLayer(layer: ConfigLayerRecord): void {
       putLayer.run(layerValues(layer));
+    },
+    putRelayConfigLayer({ config, updatedAt }: { config: FleetConfig; updatedAt: string }): void {
+      putRelayLayer.run(JSON.stringify(config), updatedAt);
+    },
+    putMerchantSettings(arg: { settings: FleetSettingName[]; updatedAt: string }): void {
+      putMerchantSettings.run(JSON.stringify(arg.settings), arg.updatedAt);
     },
     putFleetReport(report: FleetReportRecord): void {
       // A terminal deleted meanwhile: nothing to keep its report for.
@@ -50,7 +62,11 @@ export function fleetWrites(db: Database.Database) {
 export function fleetReads(db: Database.Database) {
   const getLayer = db.prepare<[string, string, string], LayerRow>(FLEET_SQL.getLayer);
   const reports = db.prepare<[string], ReportRow>(FLEET_SQL.reports);
+  const relay = db.prepare<[], RelayFleetConfigRow>(FLEET_SQL.getRelay);
   return {
+    getRelayFleetConfig() {
+      return toRelayFleetConfig(relay.get());
+    },
     getConfigLayer(accountId: string, scope: ConfigLayerRecord['scope'], scopeId: string) {
       const row = getLayer.get(accountId, scope, scopeId);
       return row ? toConfigLayer(row) : undefined;
@@ -108,6 +124,16 @@ export function sqliteFleet(db: Database.Database, writer: QueuesWrites<FleetWri
     async getConfigLayer(accountId, scope, scopeId) {
       return fleet.getConfigLayer(accountId, scope, scopeId);
     },
+
+    async getRelayFleetConfig() {
+      return fleet.getRelayFleetConfig();
+    },
+
+    putRelayConfigLayer: (config, updatedAt) =>
+      writer.write({ op: 'putRelayConfigLayer', arg: { config, updatedAt } }),
+
+    putMerchantSettings: (settings, updatedAt) =>
+      writer.write({ op: 'putMerchantSettings', arg: { settings, updatedAt } }),
 
     putFleetReport: (report) => writer.write({ op: 'putFleetReport', arg: report }),
 

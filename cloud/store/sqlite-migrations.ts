@@ -250,6 +250,22 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> 
       ALTER TABLE accounts ADD COLUMN disabled_at TEXT;
     `,
   },
+  {
+    version: 14,
+    sql: `
+      -- Which settings of an account's layer the operator gave: they count even while
+      -- merchants may not set them (docs/fleet.md). Layers before were the merchant's.
+      ALTER TABLE config_layers ADD COLUMN operator_settings TEXT NOT NULL DEFAULT '[]';
+      -- The relay-wide layer of configuration and which settings merchants may set: one row.
+      CREATE TABLE relay_fleet_config (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        layer TEXT NOT NULL DEFAULT '{}',
+        layer_updated_at TEXT,
+        merchant_settings TEXT,
+        merchant_settings_updated_at TEXT
+      );
+    `,
+  },
 ];
 
 /** Brings the store's file up to date, refusing one written by a newer release. */

@@ -40,9 +40,15 @@ export const CLI_COMMANDS: CliCommand[] = [
   { argv: ['agent'], page: 'docs/agent.md' },
   { argv: ['agent', 'doctor'], page: 'docs/agent.md' },
   { argv: ['agent', 'pair'], page: 'docs/fleet.md' },
-  ...[['config', 'get'], ['config', 'set'], ['facts'], ['doctor'], ['logs'], ['trace']].map(
-    (words) => ({ argv: ['fleet', ...words], page: 'docs/fleet.md' }),
-  ),
+  ...[
+    ['config', 'get'],
+    ['config', 'set'],
+    ['config', 'merchant-settings'],
+    ['facts'],
+    ['doctor'],
+    ['logs'],
+    ['trace'],
+  ].map((words) => ({ argv: ['fleet', ...words], page: 'docs/fleet.md' })),
   { argv: ['fleet', 'release', 'publish'], page: 'docs/fleet.md' },
   ...['start', 'status', 'pause', 'resume'].map((command) => ({
     argv: ['fleet', 'rollout', command],

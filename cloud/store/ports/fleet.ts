@@ -2,12 +2,14 @@
  * The store's fleet: pairings by a code, releases, layers of desired configuration, what
  * agents last said of themselves, and rollouts of releases to cohorts.
  */
+import type { FleetConfig, FleetSettingName } from '../../../protocol/index.js';
 import type {
   ConfigLayerRecord,
   FleetReportRecord,
   NewEvent,
   PairingClaimOutcome,
   PairingRecord,
+  RelayFleetConfigRecord,
   ReleaseRecord,
   RolloutRecord,
   TerminalRecord,
@@ -57,6 +59,12 @@ export interface FleetStore {
     scope: ConfigLayerRecord['scope'],
     scopeId: string,
   ): Promise<ConfigLayerRecord | undefined>;
+  /** The relay-wide layer and which settings merchants may set: defaults when never set. */
+  getRelayFleetConfig(): Promise<RelayFleetConfigRecord>;
+  /** Replaces the relay-wide layer of desired configuration; the merchants' list stays. */
+  putRelayConfigLayer(config: FleetConfig, updatedAt: string): Promise<void>;
+  /** Replaces which settings merchants may set; the relay-wide layer stays. */
+  putMerchantSettings(settings: FleetSettingName[], updatedAt: string): Promise<void>;
   /**
    * Keeps what a terminal's agent last said on a fleet topic, replacing what it said
    * before of the same kind; a terminal that does not exist is left alone.

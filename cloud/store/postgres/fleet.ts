@@ -4,6 +4,7 @@
  * PostgreSQL's placeholders; pairings, releases and rollouts in their modules.
  */
 import type pg from 'pg';
+import type { FleetConfig, FleetSettingName } from '../../../protocol/index.js';
 import type { ChangeNotice } from '../../cluster/change-bus.js';
 import type { FleetStore } from '../ports/fleet.js';
 import type {
@@ -12,6 +13,7 @@ import type {
   NewEvent,
   PairingClaimOutcome,
   PairingRecord,
+  RelayFleetConfigRecord,
   ReleaseRecord,
   RolloutRecord,
   TerminalRecord,
@@ -22,7 +24,9 @@ import {
   reportValues,
   toConfigLayer,
   toFleetReport,
+  toRelayFleetConfig,
   type LayerRow,
+  type RelayFleetConfigRow,
   type ReportRow,
 } from '../fleet-rows.js';
 import type { WithClient } from './connection.js';
@@ -39,6 +43,9 @@ const numbered = (sql: string) => {
 const SQL = {
   putLayer: numbered(FLEET_SQL.putLayer),
   getLayer: numbered(FLEET_SQL.getLayer),
+  putRelayLayer: numbered(FLEET_SQL.putRelayLayer),
+  putMerchantSettings: numbered(FLEET_SQL.putMerchantSettings),
+  getRelay: FLEET_SQL.getRelay,
   // A terminal deleted meanwhile: nothing to keep its report for.
   putReport: numbered(FLEET_SQL.putReport).replace(
     'VALUES ($1, $2, $3, $4)',
@@ -59,6 +66,11 @@ export async function getConfigLayer(
 ): Promise<ConfigLayerRecord | undefined> {
   const { rows } = await pool.query<LayerRow>(SQL.getLayer, [accountId, scope, scopeId]);
   return rows[0] ? toConfigLayer(rows[0]) : undefined;
+}
+
+export async function getRelayFleetConfig(pool: pg.Pool): Promise<RelayFleetConfigRecord> {
+  const { rows } = await pool.query<RelayFleetConfigRow>(SQL.getRelay);
+  return toRelayFleetConfig(rows[0]);
 }
 
 export async function putFleetReport(pool: pg.Pool, report: FleetReportRecord): Promise<void> {
@@ -139,6 +151,18 @@ export function postgresFleet(
       scopeId: string,
     ): Promise<ConfigLayerRecord | undefined> {
       return getConfigLayer(pool, accountId, scope, scopeId);
+    },
+
+    getRelayFleetConfig(): Promise<RelayFleetConfigRecord> {
+      return getRelayFleetConfig(pool);
+    },
+
+    async putRelayConfigLayer(config: FleetConfig, updatedAt: string): Promise<void> {
+      await pool.query(SQL.putRelayLayer, [JSON.stringify(config), updatedAt]);
+    },
+
+    async putMerchantSettings(settings: FleetSettingName[], updatedAt: string): Promise<void> {
+      await pool.query(SQL.putMerchantSettings, [JSON.stringify(settings), updatedAt]);
     },
 
     putFleetReport(report: FleetReportRecord): Promise<void> {

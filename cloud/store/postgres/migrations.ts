@@ -231,6 +231,22 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }
       ALTER TABLE accounts ADD COLUMN disabled_at text;
     `,
   },
+  {
+    version: 10,
+    sql: `
+      -- Which settings of an account's layer the operator gave: they count even while
+      -- merchants may not set them (docs/fleet.md). Layers before were the merchant's.
+      ALTER TABLE config_layers ADD COLUMN operator_settings text NOT NULL DEFAULT '[]';
+      -- The relay-wide layer of configuration and which settings merchants may set: one row.
+      CREATE TABLE relay_fleet_config (
+        id integer PRIMARY KEY CHECK (id = 1),
+        layer text NOT NULL DEFAULT '{}',
+        layer_updated_at text,
+        merchant_settings text,
+        merchant_settings_updated_at text
+      );
+    `,
+  },
 ];
 
 /**

@@ -5,9 +5,11 @@
  *   nothing; a claimed pairing is collected once, with its broker credential.
  * - Releases: kept per account; a version of an arch is published once (a release never
  *   changes under a rollout); another account's are not found.
- * - Configuration: a layer of desired configuration is replaced whole; what an agent says
- *   of itself is kept per kind, the newest replacing the one before, and only for a known
- *   terminal.
+ * - Configuration: a layer of desired configuration is replaced whole, with the settings
+ *   the operator gave in it; the relay-wide layer and which settings merchants may set are
+ *   one row for every account, each half replaced without touching the other, defaults
+ *   before either is set; what an agent says of itself is kept per kind, the newest
+ *   replacing the one before, and only for a known terminal.
  * - Rollouts: a new one supersedes its cohort's running or paused ones in its commit; an
  *   update is taken only from the revision it was decided on; a terminal's outcome is kept
  *   only for a terminal the rollout ordered; a cohort's terminals are those kept with it.
@@ -85,6 +87,7 @@ const layer = (over: Partial<ConfigLayerRecord> = {}): ConfigLayerRecord => ({
   scopeId: 'cohort-north',
   config: { heartbeat_s: 60, reader: { baud_rate: 9600 } },
   updatedAt: NOW,
+  operatorSettings: [],
   ...over,
 });
 
@@ -250,6 +253,50 @@ export function fleetConformance(factory: StoreFactory): void {
         });
         expect(await store.getConfigLayer('acct-1', 'cohort', 'cohort-south')).toBeUndefined();
         expect(await store.getConfigLayer('acct-2', 'cohort', 'cohort-north')).toBeUndefined();
+        await store.close();
+      });
+
+      it('keeps the settings of a layer the operator gave, replaced with the layer', async () => {
+        const store = await withTerminal(factory);
+        const given = layer({
+          config: { heartbeat_s: 60, log_level: 'debug' },
+          operatorSettings: ['log_level'],
+        });
+        await store.putConfigLayer(given);
+        expect(await store.getConfigLayer('acct-1', 'cohort', 'cohort-north')).toEqual(given);
+        await store.putConfigLayer(layer({ config: { heartbeat_s: 30 }, updatedAt: LATER }));
+        expect(
+          (await store.getConfigLayer('acct-1', 'cohort', 'cohort-north'))?.operatorSettings,
+        ).toEqual([]);
+        await store.close();
+      });
+
+      it('keeps one relay-wide layer and merchant list, each half set on its own', async () => {
+        const store = await opened(factory);
+        expect(await store.getRelayFleetConfig()).toEqual({
+          layer: {},
+          layerUpdatedAt: null,
+          merchantSettings: null,
+          merchantSettingsUpdatedAt: null,
+        });
+        await store.putRelayConfigLayer({ log_level: 'warn', reader: { baud_rate: 9600 } }, NOW);
+        await store.putMerchantSettings(['heartbeat_s', 'idle_screen_text'], LATER);
+        expect(await store.getRelayFleetConfig()).toEqual({
+          layer: { log_level: 'warn', reader: { baud_rate: 9600 } },
+          layerUpdatedAt: NOW,
+          merchantSettings: ['heartbeat_s', 'idle_screen_text'],
+          merchantSettingsUpdatedAt: LATER,
+        });
+        await store.putRelayConfigLayer({ heartbeat_s: 30 }, LATER);
+        await store.putMerchantSettings([], LATER);
+        expect(await store.getRelayFleetConfig()).toEqual({
+          layer: { heartbeat_s: 30 },
+          layerUpdatedAt: LATER,
+          merchantSettings: [],
+          merchantSettingsUpdatedAt: LATER,
+        });
+        // No account's layer: the relay's is none of theirs.
+        expect(await store.getConfigLayer('acct-1', 'account', '')).toBeUndefined();
         await store.close();
       });
 
