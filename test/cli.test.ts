@@ -259,6 +259,14 @@ describe('tps', () => {
       JSON.parse(result.stdout).terminals.map((t: { terminal_id: string }) => t.terminal_id);
     expect(ids(byMerchant)).toEqual([terminalId]);
     expect(ids(byOperator)).toEqual([terminalId]);
+    // The operator sets the account's level of configuration; the merchant reads it.
+    const set = await run(
+      ['fleet', 'config', 'set', '--account', '--heartbeat-s', '40', '--account-id', id],
+      operator,
+    );
+    expect(set.code, set.stderr).toBe(0);
+    const layer = await run(['fleet', 'config', 'get', '--account', '--json'], merchant);
+    expect(JSON.parse(layer.stdout).layer).toEqual({ heartbeat_s: 40 });
     // Without it the command is the account's; given wrongly, nothing is sent (2).
     const unnamed = await run(['fleet', 'facts'], operator);
     expect([unnamed.code, unnamed.stderr]).toEqual([

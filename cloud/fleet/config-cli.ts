@@ -14,7 +14,14 @@ import {
   type ConfigScope,
   type TerminalConfigView,
 } from '../../protocol/index.js';
-import { ACCOUNT_ENV, OPERATOR_ENV, accessOptions, callRelay } from '../relay-call.js';
+import {
+  OPERATOR_ENV,
+  accessOptions,
+  actingAccount,
+  actingHelp,
+  actingOptions,
+  callRelay,
+} from '../relay-call.js';
 import { MERCHANT_SETTINGS_USAGE, runMerchantSettings } from './merchant-settings-cli.js';
 
 const LEVEL = `One level: a terminal's own, its cohort's, the account's, or the relay's. A terminal's
@@ -26,7 +33,8 @@ agent reported and whether they agree (the first 1,000).
   --terminal ID                a terminal's own level
   --cohort cohort-NAME         a cohort's level
   --account                    the account's level
-  --relay                      the relay's level, under every account's (the operator's)`;
+  --relay                      the relay's level, under every account's (the operator's)
+${actingHelp(31).trimEnd()}`;
 
 const ACCESS = `  --json                       print the relay's answer as JSON
   --base-url, --username, --password   the relay and the account credential
@@ -111,6 +119,7 @@ export async function runFleetConfig(argv: string[]): Promise<void> {
       args: rest,
       options: {
         ...accessOptions,
+        ...actingOptions,
         ...settingOptions,
         terminal: { type: 'string' },
         cohort: { type: 'string' },
@@ -135,8 +144,12 @@ export async function runFleetConfig(argv: string[]): Promise<void> {
     throw new UsageError('one of --terminal ID, --cohort cohort-NAME, --account or --relay', usage);
   }
   const scope = scopes[0]!;
-  // The relay's level is the operator's: its credential, not the account's.
-  const env = 'relay' in scope ? OPERATOR_ENV : ACCOUNT_ENV;
+  if ('relay' in scope && values['account-id'] !== undefined) {
+    throw new UsageError("--relay is every account's level: it takes no --account-id", usage);
+  }
+  // The relay's level is the operator's, as is an account's it names: its credential.
+  const acting = actingAccount(values, usage);
+  const env = 'relay' in scope ? OPERATOR_ENV : acting.env;
   if (action === 'set') {
     // Each setting given, checked with the relay's own schema before anything is sent: a
     // bad value is a usage error, as on every command. Rules across settings (plain HTTP
@@ -148,7 +161,7 @@ export async function runFleetConfig(argv: string[]): Promise<void> {
     }
   }
   let answer = FleetConfigResponse.parse(
-    await callRelay(values, '/fleet/config/get', { scope }, usage, env),
+    await callRelay(values, '/fleet/config/get', { ...acting.named, scope }, usage, env),
   );
   if (action === 'set') {
     // The level as it would be, checked before it is sent (the relay checks it too).
@@ -158,7 +171,7 @@ export async function runFleetConfig(argv: string[]): Promise<void> {
       throw new UsageError(`not a valid setting: ${describeZodError(merged.error)}`, usage);
     }
     answer = FleetConfigResponse.parse(
-      await callRelay(values, '/fleet/config/set', { scope, config }, usage, env),
+      await callRelay(values, '/fleet/config/set', { ...acting.named, scope, config }, usage, env),
     );
   }
   if (values.json) {
