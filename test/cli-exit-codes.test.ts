@@ -44,6 +44,7 @@ describe('tps exit codes', () => {
 
   it('a missing argument or a bad value exits 2 and says which', async () => {
     const pos = { TPS_USERNAME: 'u', TPS_PASSWORD: 'p', TPS_TERMINAL_ID: 't-1900000001' };
+    const operator = { TPS_OPERATOR_USERNAME: 'o', TPS_OPERATOR_PASSWORD: 'p' };
     const cases: Array<{ args: string[]; env?: Record<string, string>; says: RegExp }> = [
       {
         args: ['frobnicate'],
@@ -95,6 +96,20 @@ describe('tps exit codes', () => {
       {
         args: ['fleet', 'config', 'set', '--account', '--local-api', 'maybe'],
         says: /not a valid setting: local_api.enabled: /,
+      },
+      {
+        args: ['fleet', 'rollout', 'start', '--version', '1.0.0', '--cohort', 'cohort-north'],
+        env: operator,
+        says: /--account ACCOUNT_ID is needed: .*\n\nUsage: tps fleet rollout start/,
+      },
+      {
+        args: ['fleet', 'rollout', 'start', '--account', 'north', '--version', '1.0.0'],
+        env: operator,
+        says: /--account must be a merchant account id \(acct-…\), not 'north'/,
+      },
+      {
+        args: ['fleet', 'rollout', 'status', '--account', 'acct-1'],
+        says: /an operator username is needed \(--username or TPS_OPERATOR_USERNAME\)/,
       },
     ];
     const runs = await runEach(
