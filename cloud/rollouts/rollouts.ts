@@ -114,8 +114,9 @@ export class Rollouts {
    */
   async list(principal: Principal, accountId?: string): Promise<RolloutView[]> {
     reading(principal);
-    const own = principal.role === 'operator' || accountId === undefined;
-    if (!own && accountId !== principal.accountId) {
+    const namesAnother =
+      principal.role !== 'operator' && accountId !== undefined && accountId !== principal.accountId;
+    if (namesAnother) {
       throw new ApiError('NOT_FOUND', `no account ${accountId}`);
     }
     const reaching = principal.role === 'operator' ? accountId : principal.accountId;
