@@ -484,6 +484,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
 
     const releases = new Releases({
       store,
+      operatorAccountId: bootstrap.operatorAccountId,
       dir: config.releaseDir ?? path.join(config.dataDir, 'releases'),
       publicKeyPem: config.releasePublicKey
         ? fs.readFileSync(config.releasePublicKey, 'utf8')

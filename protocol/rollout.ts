@@ -3,6 +3,7 @@
  * operator sends to start one and what the relay answers of where it stands.
  */
 import { z } from 'zod';
+import { AccountId } from './accounts.js';
 import { CohortId } from './events.js';
 import { TimestampV1 } from './fields.js';
 import { ReleaseArch, ReleaseVersion } from './release.js';
@@ -22,6 +23,12 @@ export const ROLLOUT_DEFAULTS = {
 
 export const RolloutStartRequest = z
   .object({
+    /**
+     * The merchant account whose cohort it reaches. Optional in the schema, as on the other
+     * operations that name an account, but the operator (who alone starts rollouts) must
+     * send it: without, 400 INVALID_REQUEST.
+     */
+    account_id: AccountId.optional(),
     version: ReleaseVersion,
     cohort: CohortId,
     /** The release published for this architecture must exist (default: linux-x64). */
@@ -39,6 +46,10 @@ export const RolloutStartRequest = z
 export type RolloutStartRequest = z.infer<typeof RolloutStartRequest>;
 
 export const RolloutId = UpdateOrderId;
+
+/** `GET …/rollouts?account_id=…`: the operator's filter; a merchant's own account or none. */
+export const RolloutListQuery = z.strictObject({ account_id: AccountId.optional() });
+export type RolloutListQuery = z.infer<typeof RolloutListQuery>;
 
 export const ROLLOUT_STATES = ['running', 'paused', 'completed', 'superseded'] as const;
 export const RolloutState = z.enum(ROLLOUT_STATES);
@@ -58,6 +69,8 @@ export type RolloutTerminalView = z.infer<typeof RolloutTerminalView>;
 
 export const RolloutView = z.object({
   id: RolloutId,
+  /** The merchant account it reaches: its cohort is that account's. */
+  account_id: z.string(),
   version: ReleaseVersion,
   cohort: z.string(),
   arch: ReleaseArch,

@@ -374,7 +374,7 @@ describe.each(STORES)('accounts on $name', ({ start }) => {
 });
 
 describe("a store of today's one account", () => {
-  it('starts with that account as a merchant, and an operator made and shown once', async () => {
+  it('starts with that account as a merchant, an operator made and shown once, who has its releases', async () => {
     // The file as the release before accounts had kinds left it: schema 12, one account
     // with its credential, named by the default-account setting.
     const dataDir = tempDataDir();
@@ -384,6 +384,11 @@ describe("a store of today's one account", () => {
       .prepare("INSERT INTO credentials VALUES (?, ?, 'acct-old', NULL, 'then')")
       .run(TEST_ACCOUNT.username, await hashSecret(TEST_ACCOUNT.password));
     old.prepare("INSERT INTO settings VALUES ('default_account_id', 'acct-old')").run();
+    old
+      .prepare(
+        "INSERT INTO releases VALUES ('acct-old', '1.0.0', 'linux-x64', '{}', 'c2ln', ?, 1, 'r.tar.gz', 'then')",
+      )
+      .run('a'.repeat(64));
     old.close();
 
     const unset = { operatorUsername: undefined, operatorPassword: undefined };
@@ -397,6 +402,10 @@ describe("a store of today's one account", () => {
     expect(listed).toContainEqual(
       expect.objectContaining({ account_id: 'acct-old', kind: 'merchant' }),
     );
+    // The account's release is the operator's now.
+    expect(
+      await first.store.findRelease(first.bootstrap.operatorAccountId, '1.0.0', 'linux-x64'),
+    ).toMatchObject({ archiveSha256: 'a'.repeat(64) });
     // The merchant's credential works as before.
     expect((await post(first.baseUrl, 'v1', '/terminal/list', {}, TEST_ACCOUNT)).status).toBe(200);
     await first.close();

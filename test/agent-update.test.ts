@@ -168,7 +168,7 @@ describe('agent updates', () => {
       const published = await fetch(`${relay.baseUrl}/v1/fleet/releases`, {
         method: 'POST',
         headers: {
-          authorization: `Basic ${Buffer.from(`${relay.account.username}:${relay.account.password}`).toString('base64')}`,
+          authorization: `Basic ${Buffer.from(`${relay.operator.username}:${relay.operator.password}`).toString('base64')}`,
           'content-type': 'application/gzip',
         },
         body: fs.readFileSync(archives.archives.get('1.1.0')!),

@@ -44,6 +44,7 @@ describe('tps exit codes', () => {
 
   it('a missing argument or a bad value exits 2 and says which', async () => {
     const pos = { TPS_USERNAME: 'u', TPS_PASSWORD: 'p', TPS_TERMINAL_ID: 't-1900000001' };
+    const operator = { TPS_OPERATOR_USERNAME: 'o', TPS_OPERATOR_PASSWORD: 'p' };
     const cases: Array<{ args: string[]; env?: Record<string, string>; says: RegExp }> = [
       {
         args: ['frobnicate'],
@@ -118,6 +119,20 @@ describe('tps exit codes', () => {
       {
         args: ['fleet', 'config', 'merchant-settings', 'remove'],
         says: /unknown command 'fleet config merchant-settings remove'/,
+      },
+      {
+        args: ['fleet', 'rollout', 'start', '--version', '1.0.0', '--cohort', 'cohort-north'],
+        env: operator,
+        says: /--account-id ACCOUNT_ID is needed: .*\n\nUsage: tps fleet rollout start/,
+      },
+      {
+        args: ['fleet', 'rollout', 'start', '--account-id', 'north', '--version', '1.0.0'],
+        env: operator,
+        says: /--account-id must be a merchant account id \(acct-…\), not 'north'/,
+      },
+      {
+        args: ['fleet', 'rollout', 'status', '--account-id', 'acct-1'],
+        says: /an operator username is needed \(--username or TPS_OPERATOR_USERNAME\)/,
       },
     ];
     const runs = await runEach(

@@ -1,7 +1,7 @@
 /**
- * Releases on a real relay over HTTP: published by the account credential as the archive
- * itself, checked against the relay's release key before anything is kept, served to the
- * agents of the account's terminals alone.
+ * Releases on a real relay over HTTP: published by the operator as the archive itself,
+ * checked against the relay's release key before anything is kept, served to terminals'
+ * agents (and the operator) alone.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -44,7 +44,7 @@ describe('releases on the relay', () => {
     await relay?.close();
   });
 
-  const publish = async (file: string, credential = relay.account) => {
+  const publish = async (file: string, credential = relay.operator) => {
     const response = await fetch(`${relay.baseUrl}/v1/fleet/releases`, {
       method: 'POST',
       headers: { authorization: basic(credential), 'content-type': 'application/gzip' },
@@ -110,19 +110,22 @@ describe('releases on the relay', () => {
     expect(kept.filter((f) => f.startsWith('upload-'))).toEqual([]);
   });
 
-  it('only the account credential publishes; a wrong or missing credential downloads nothing', async () => {
+  it('only the operator publishes; a wrong or missing credential downloads nothing', async () => {
     const archive = await buildRelease(dir, {
       version: '3.3.0',
       privateKeyPem: keys.privateKeyPem,
     });
-    expect(await publish(archive, pos)).toMatchObject({
-      status: 403,
-      body: { error: { code: 'FORBIDDEN' } },
-    });
+    for (const credential of [pos, relay.account]) {
+      expect(await publish(archive, credential)).toMatchObject({
+        status: 403,
+        body: { error: { code: 'FORBIDDEN' } },
+      });
+    }
     expect((await download('3.1.0', { ...agent, password: 'wrong' })).status).toBe(401);
     expect((await fetch(`${relay.baseUrl}${releaseArchivePath('3.1.0', ARCH)}`)).status).toBe(401);
     expect((await download('9.9.9', agent)).status).toBe(404);
-    expect((await download('3.1.0', relay.account)).status).toBe(200);
+    expect((await download('3.1.0', relay.operator)).status).toBe(200);
+    expect((await download('3.1.0', relay.account)).status).toBe(403);
   });
 
   it('tps fleet release publish FILE publishes from the command line, and says why it refuses', async () => {
@@ -136,8 +139,8 @@ describe('releases on the relay', () => {
         env: {
           ...process.env,
           TPS_BASE_URL: relay.baseUrl,
-          TPS_ACCOUNT_USERNAME: relay.account.username,
-          TPS_ACCOUNT_PASSWORD: relay.account.password,
+          TPS_OPERATOR_USERNAME: relay.operator.username,
+          TPS_OPERATOR_PASSWORD: relay.operator.password,
         },
       });
     const { stdout } = await tps(archive, '--json');

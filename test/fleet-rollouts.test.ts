@@ -20,17 +20,21 @@ import { startRelayProcess, type RelayProcess } from './support/relay-process.js
 const keys = generateReleaseKeyPair();
 const COHORT = 'cohort-rollout-test';
 const ACCOUNT = { username: 'rollout-account', password: 'rollout-account-password' };
+/** Releases and rollouts are the operator's (docs/tenants.md). */
+const OPERATOR = { username: 'rollout-operator', password: 'rollout-operator-password' };
 
 describe('rollouts to real agents', () => {
   let relay: RelayProcess;
   let dir: string;
   let oldest: string;
+  /** The merchant account the relay made at its first start, whose cohort is rolled out to. */
+  let accountId: string;
   const terminals: Array<{ terminalId: string; supervisor: Supervisor }> = [];
 
   const publish = async (archive: string) => {
     const response = await fetch(`${relay.baseUrl}/v1/fleet/releases`, {
       method: 'POST',
-      headers: { authorization: basicAuth(ACCOUNT), 'content-type': 'application/gzip' },
+      headers: { authorization: basicAuth(OPERATOR), 'content-type': 'application/gzip' },
       body: fs.readFileSync(archive),
     });
     expect(response.status).toBe(200);
@@ -71,8 +75,8 @@ describe('rollouts to real agents', () => {
         args: ['fleet', 'rollout', ...args],
         env: {
           TPS_BASE_URL: relay.baseUrl,
-          TPS_ACCOUNT_USERNAME: ACCOUNT.username,
-          TPS_ACCOUNT_PASSWORD: ACCOUNT.password,
+          TPS_OPERATOR_USERNAME: OPERATOR.username,
+          TPS_OPERATOR_PASSWORD: OPERATOR.password,
         },
       },
     ]);
@@ -101,11 +105,17 @@ describe('rollouts to real agents', () => {
       TPS_DATA_DIR: tempDataDir(),
       TPS_ACCOUNT_USERNAME: ACCOUNT.username,
       TPS_ACCOUNT_PASSWORD: ACCOUNT.password,
+      TPS_OPERATOR_USERNAME: OPERATOR.username,
+      TPS_OPERATOR_PASSWORD: OPERATOR.password,
       TPS_DEFAULT_SIMULATOR: 'false',
       TPS_RELEASE_PUBLIC_KEY: keyFile,
     });
     const build = (version: string, health: 'healthy' | 'unhealthy' = 'healthy') =>
       buildRelease(dir, { version, privateKeyPem: keys.privateKeyPem, health });
+    const accounts = await post(relay.baseUrl, 'v1', '/account/list', {}, OPERATOR);
+    accountId = (accounts.body.accounts as Array<{ account_id: string; kind: string }>).find(
+      (account) => account.kind === 'merchant',
+    )!.account_id;
     oldest = await build('1.0.0');
     await publish(await build('1.1.0'));
     await publish(await build('1.2.0', 'unhealthy'));
@@ -161,6 +171,8 @@ describe('rollouts to real agents', () => {
   it('an unhealthy release: the first wave’s agent rolls back by itself, the rollout pauses, no other agent is ordered', async () => {
     const started = await tps([
       'start',
+      '--account-id',
+      accountId,
       '--version',
       '1.2.0',
       '--cohort',
@@ -178,7 +190,9 @@ describe('rollouts to real agents', () => {
     expect(seen.terminals[0]!.reason).toMatch(/not healthy within 5 s/);
     // What an operator reads.
     const shown = await tps(['status', id]);
-    expect(shown.stdout).toContain(`${id}  1.2.0 (${ARCH}) to ${COHORT}: paused, wave 1 of 3`);
+    expect(shown.stdout).toContain(
+      `${id}  1.2.0 (${ARCH}) to ${COHORT} of ${accountId}: paused, wave 1 of 3`,
+    );
     expect(shown.stdout).toMatch(/paused: wave 1: 1 of 1 failed .*rolled_back: not healthy/);
     // The agent switched to 1.2.0 and back by itself; the others never restarted.
     const first = terminals.find((t) => t.terminalId === seen.terminals[0]!.terminal_id)!;
@@ -195,6 +209,8 @@ describe('rollouts to real agents', () => {
   it('a good release: every agent of the cohort ends on it, wave after wave', async () => {
     const started = await tps([
       'start',
+      '--account-id',
+      accountId,
       '--version',
       '1.1.0',
       '--cohort',

@@ -21,7 +21,13 @@ import {
 } from '../protocol/index.js';
 import { runEach } from './support/cli-commands.js';
 import { eventually } from './support/e2e-parts.js';
-import { TEST_ACCOUNT, post, startTestRelay, type TestRelay } from './support/relay.js';
+import {
+  TEST_ACCOUNT,
+  TEST_OPERATOR,
+  post,
+  startTestRelay,
+  type TestRelay,
+} from './support/relay.js';
 
 /** What a terminal obeys: C0 but newline and tab, DEL, C1, bidi controls, U+2028/9. */
 const BIDI_AND_SEPARATORS = new Set([
@@ -117,6 +123,9 @@ const env = () => ({
   TPS_BASE_URL: relay.baseUrl,
   TPS_ACCOUNT_USERNAME: TEST_ACCOUNT.username,
   TPS_ACCOUNT_PASSWORD: TEST_ACCOUNT.password,
+  // Rollouts are the operator's: `tps fleet rollout` signs in with its credential.
+  TPS_OPERATOR_USERNAME: TEST_OPERATOR.username,
+  TPS_OPERATOR_PASSWORD: TEST_OPERATOR.password,
 });
 
 describe('an agent writing escape sequences for the operator', () => {
@@ -212,7 +221,8 @@ describe('tps fleet, from a relay that hands on what an agent wrote', () => {
         200,
         {
           rollout: {
-            ...{ id: 'r-1', version: '1.4.0', cohort: hostile, arch: 'linux-x64' },
+            ...{ id: 'r-1', account_id: 'acct-1', version: '1.4.0', cohort: hostile },
+            arch: 'linux-x64',
             ...{ share_percent: 10, max_failure_percent: 0, deadline_s: 600, state: 'paused' },
             ...{ wave: 1, wave_started_at: at, paused_reason: hostile },
             ...{ created_at: at, updated_at: at },

@@ -1,5 +1,5 @@
 /**
- * Release uploads an attacker with the account credential shapes, over real HTTP: gzip
+ * Release uploads an attacker with the operator's credential shapes, over real HTTP: gzip
  * bombs are refused while the relay keeps answering others (the check runs on a thread of
  * its own), refused uploads leave nothing in the release folder, and the uploads at once
  * and the folder's size are bounded.
@@ -33,7 +33,7 @@ beforeAll(() => {
 async function publish(relay: TestRelay, body: Buffer | ReadableStream<Uint8Array>) {
   const response = await fetch(`${relay.baseUrl}/v1/fleet/releases`, {
     method: 'POST',
-    headers: { authorization: basicAuth(relay.account), 'content-type': 'application/gzip' },
+    headers: { authorization: basicAuth(relay.operator), 'content-type': 'application/gzip' },
     body,
     ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
   });
@@ -140,7 +140,7 @@ describe('release uploads on a relay with the default limits', () => {
     fs.rmSync(kept);
     const download = () =>
       fetch(`${relay.baseUrl}/v1/fleet/releases/5.1.0/${ARCH}/archive`, {
-        headers: { authorization: basicAuth(relay.account) },
+        headers: { authorization: basicAuth(relay.operator) },
       });
     expect((await download()).status).toBe(404);
     expectError(await publish(relay, archive), 409, 'RELEASE_EXISTS');
@@ -219,7 +219,7 @@ describe('release uploads beyond the bounds of the uploads at once and of the fo
       path: url.pathname,
       method: 'POST',
       headers: {
-        authorization: basicAuth(relay.account),
+        authorization: basicAuth(relay.operator),
         'content-type': 'application/gzip',
         'content-length': String(MiB / 2),
       },

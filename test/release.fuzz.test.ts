@@ -255,7 +255,7 @@ describe('release uploads, bent, over HTTP', () => {
           fetch(`${relay.baseUrl}/v1/fleet/releases`, {
             method: 'POST',
             headers: {
-              authorization: basicAuth(relay.account),
+              authorization: basicAuth(relay.operator),
               'content-type': 'application/gzip',
             },
             body: archiveOf(release, c),

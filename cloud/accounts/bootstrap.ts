@@ -4,7 +4,8 @@
  * the configured one (`TPS_ACCOUNT_USERNAME` / `TPS_ACCOUNT_PASSWORD`,
  * `TPS_OPERATOR_USERNAME` / `TPS_OPERATOR_PASSWORD`) or one generated and shown once. A
  * store made before operators existed gets its operator at its first start after the
- * migration, shown once the same way.
+ * migration, shown once the same way; releases its accounts published become the
+ * operator's.
  */
 import type { SimulatorCreateResponse } from '../../protocol/index.js';
 import type { Clock } from '../../common/clock.js';
@@ -63,6 +64,8 @@ export async function bootstrapAccount(
       : undefined,
     clock,
   );
+  // Releases are the operator's; those merchant accounts published before were not.
+  await store.adoptReleases(operator.accountId);
   return {
     accountId: merchant.accountId,
     cohortId: cohortOf(merchant.accountId),

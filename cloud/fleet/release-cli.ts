@@ -1,20 +1,22 @@
-/** `tps fleet release publish FILE`: publishes an agent release to the relay (docs/fleet.md). */
+/** `tps fleet release publish FILE`: the operator publishes an agent release (docs/fleet.md). */
 import fs from 'node:fs';
 import { RELEASE_PUBLISH_PATH, ReleaseView } from '../../protocol/index.js';
 import { UsageError, parseCommandLine } from '../../common/cli.js';
 import { unreachableText } from '../../common/network-error.js';
-import { accessOptions, relayAccess, subcommand } from '../relay-call.js';
+import { OPERATOR_ENV, accessOptions, relayAccess, subcommand } from '../relay-call.js';
 
 export const RELEASE_USAGE = `Usage: tps fleet release publish FILE [options]
 
 Publishes an agent release: FILE is the archive 'npm run package:agent' builds
 (tps-agent-VERSION-ARCH.tar.gz). The relay checks it whole against its release key
-(TPS_RELEASE_PUBLIC_KEY) and keeps it for the account's agents; a version is published
-once per architecture.
+(TPS_RELEASE_PUBLIC_KEY) and keeps it for every terminal's agent; a version is published
+once per architecture. Releases are the operator's: this signs in with its credential.
 
   --json                  print the release as JSON
   -h, --help              this text
-  --base-url, --username, --password   as for 'tps simulator create'
+  --base-url URL          the relay's API (default http://127.0.0.1:8080/pos, or TPS_BASE_URL)
+  --username, --password  the operator's credential (or TPS_OPERATOR_USERNAME and
+                          TPS_OPERATOR_PASSWORD)
 `;
 
 export async function runRelease(argv: string[]): Promise<void> {
@@ -28,7 +30,7 @@ export async function runRelease(argv: string[]): Promise<void> {
   if (file === undefined || positionals.length > 2) {
     throw new UsageError('one archive FILE is needed', RELEASE_USAGE);
   }
-  const { baseUrl, username, password } = relayAccess(values, RELEASE_USAGE);
+  const { baseUrl, username, password } = relayAccess(values, RELEASE_USAGE, OPERATOR_ENV);
   const archive = fs.readFileSync(file);
   const url = `${baseUrl.replace(/\/$/, '')}${RELEASE_PUBLISH_PATH}`;
   let response: Response;

@@ -1,26 +1,30 @@
 /**
- * `tps fleet rollout start|status|pause|resume`: rolls a published release out to a cohort
- * in waves and shows where it stands (docs/fleet.md, "Rollouts").
+ * `tps fleet rollout start|status|pause|resume`: the operator rolls a published release
+ * out to a cohort of a merchant account in waves and shows where it stands (docs/fleet.md,
+ * "Rollouts").
  */
 import { z } from 'zod';
-import { ROLLOUTS_PATH, RolloutView } from '../../protocol/index.js';
+import { AccountId, ROLLOUTS_PATH, RolloutView } from '../../protocol/index.js';
 import { UsageError, parseCommandLine } from '../../common/cli.js';
 import { printable, printableJson } from '../../common/terminal-text.js';
-import { accessOptions, callRelay } from '../relay-call.js';
+import { OPERATOR_ENV, accessOptions, callRelay } from '../relay-call.js';
 
 const ACCESS = `  --json                  print the answer as JSON
   -h, --help              this text
-  --base-url, --username, --password   as for 'tps simulator create'
+  --base-url URL          the relay's API (default http://127.0.0.1:8080/pos, or TPS_BASE_URL)
+  --username, --password  the operator's credential (or TPS_OPERATOR_USERNAME and
+                          TPS_OPERATOR_PASSWORD)
 `;
 
-const START_USAGE = `Usage: tps fleet rollout start --version V --cohort C [options]
+const START_USAGE = `Usage: tps fleet rollout start --account-id ACCOUNT_ID --version V --cohort C [options]
 
 Rolls release V (published with 'tps fleet release publish') out to the terminals of
-cohort C in three waves: one terminal, then a share of the cohort, then all the rest.
-Each wave must report its update installed and healthy before the next is ordered; too
-many failures, or silence past the deadline, pause the rollout. A newer rollout for the
-same cohort supersedes this one.
+cohort C of the merchant account ACCOUNT_ID in three waves: one terminal, then a share of
+the cohort, then all the rest. Each wave must report its update installed and healthy
+before the next is ordered; too many failures, or silence past the deadline, pause the
+rollout. A newer rollout for the same cohort of the account supersedes this one.
 
+  --account-id ACCOUNT_ID the merchant account whose cohort it reaches (acct-…)
   --version V             the release version
   --cohort C              the cohort (cohort-NAME, as chosen when its terminals were claimed)
   --arch A                the release's architecture that must be published (linux-x64, linux-arm64; default linux-x64)
@@ -31,9 +35,11 @@ ${ACCESS}`;
 
 const STATUS_USAGE = `Usage: tps fleet rollout status [ID] [options]
 
-Without ID, the account's rollouts, newest first; with ID, that rollout: its state, its
-wave, why it paused, and each ordered terminal's outcome with the agent's reason.
+Without ID, the rollouts of every account, newest first; with ID, that rollout: its
+state, its wave, why it paused, and each ordered terminal's outcome with the agent's
+reason.
 
+  --account-id ACCOUNT_ID without ID: only the rollouts that reach this account
 ${ACCESS}`;
 
 const changeUsage = (
@@ -57,12 +63,13 @@ const RESUME_USAGE = changeUsage(
 export const ROLLOUT_USAGE = `Usage: tps fleet rollout <command> [options]
 
 Commands:
-  start --version V --cohort C   roll a release out to a cohort in waves
-  status [ID]                    the rollouts, or one with its terminals
-  pause ID                       order no further wave
-  resume ID                      go on with a paused rollout
+  start --account-id A --version V --cohort C   roll a release out to a cohort in waves
+  status [ID]                                the rollouts, or one with its terminals
+  pause ID                                   order no further wave
+  resume ID                                  go on with a paused rollout
 
-Run 'tps fleet rollout <command> --help' for its options.
+Run 'tps fleet rollout <command> --help' for its options. Rollouts are the operator's:
+each command signs in with its credential (TPS_OPERATOR_USERNAME, TPS_OPERATOR_PASSWORD).
 `;
 
 const USAGES: Record<string, string> = {
@@ -94,6 +101,7 @@ export async function runRollout(argv: string[]): Promise<void> {
       args: rest,
       options: {
         ...accessOptions,
+        ...(name === 'start' || name === 'status' ? { 'account-id': { type: 'string' } } : {}),
         ...(name === 'start'
           ? {
               version: { type: 'string' },
@@ -112,9 +120,15 @@ export async function runRollout(argv: string[]): Promise<void> {
   );
   if (values.help) return void process.stdout.write(usage);
   const option = (key: string) => (values as Record<string, string | boolean | undefined>)[key];
+  const account = accountOption(option('account-id'), usage);
+  const call = (path: string, body: object | undefined) =>
+    callRelay(values, path, body, usage, OPERATOR_ENV);
   if (name === 'start') {
     const version = option('version');
     const cohort = option('cohort');
+    if (account === undefined) {
+      throw new UsageError('--account-id ACCOUNT_ID is needed: whose cohort it reaches', usage);
+    }
     if (typeof version !== 'string' || typeof cohort !== 'string') {
       throw new UsageError('--version and --cohort are needed', usage);
     }
@@ -128,19 +142,15 @@ export async function runRollout(argv: string[]): Promise<void> {
       option('max-failures') as string | undefined,
       usage,
     );
-    const answer = await callRelay(
-      values,
-      ROLLOUTS_PATH.replace(/^\/v1/, ''),
-      {
-        version,
-        cohort,
-        ...(typeof option('arch') === 'string' ? { arch: option('arch') } : {}),
-        ...(share !== undefined ? { share_percent: share } : {}),
-        ...(maxFailures !== undefined ? { max_failure_percent: maxFailures } : {}),
-        ...(deadline !== undefined ? { deadline_s: Number(deadline) } : {}),
-      },
-      usage,
-    );
+    const answer = await call(ROLLOUTS_PATH.replace(/^\/v1/, ''), {
+      account_id: account,
+      version,
+      cohort,
+      ...(typeof option('arch') === 'string' ? { arch: option('arch') } : {}),
+      ...(share !== undefined ? { share_percent: share } : {}),
+      ...(maxFailures !== undefined ? { max_failure_percent: maxFailures } : {}),
+      ...(deadline !== undefined ? { deadline_s: Number(deadline) } : {}),
+    });
     return show(RolloutAnswer.parse(answer).rollout, values.json === true);
   }
   const id = positionals[0];
@@ -148,19 +158,34 @@ export async function runRollout(argv: string[]): Promise<void> {
     throw new UsageError(`unexpected argument '${positionals[1]}'`, usage);
   const path = ROLLOUTS_PATH.replace(/^\/v1/, '');
   if (name === 'status' && id === undefined) {
-    const { rollouts } = RolloutList.parse(await callRelay(values, path, undefined, usage));
+    const filter = account === undefined ? '' : `?account_id=${encodeURIComponent(account)}`;
+    const { rollouts } = RolloutList.parse(await call(`${path}${filter}`, undefined));
     if (values.json) return void process.stdout.write(`${printableJson(rollouts)}\n`);
     if (rollouts.length === 0) return void process.stdout.write('No rollouts.\n');
     for (const rollout of rollouts) process.stdout.write(`${summary(rollout)}\n`);
     return;
   }
   if (id === undefined) throw new UsageError('the rollout ID is needed', usage);
+  if (account !== undefined) {
+    throw new UsageError('--account-id filters the list of rollouts; not with an ID', usage);
+  }
   const target = `${path}/${encodeURIComponent(id)}`;
   const answer =
-    name === 'status'
-      ? await callRelay(values, target, undefined, usage)
-      : await callRelay(values, `${target}/${name}`, {}, usage);
+    name === 'status' ? await call(target, undefined) : await call(`${target}/${name}`, {});
   show(RolloutAnswer.parse(answer).rollout, values.json === true);
+}
+
+/** `--account-id`, checked as the relay checks it, before anything is sent. */
+function accountOption(text: string | boolean | undefined, usage: string): string | undefined {
+  if (text === undefined) return undefined;
+  const id = AccountId.safeParse(text);
+  if (!id.success) {
+    throw new UsageError(
+      `--account-id must be a merchant account id (acct-…), not '${text}'`,
+      usage,
+    );
+  }
+  return id.data;
 }
 
 const RolloutAnswer = z.object({ rollout: RolloutView });
@@ -169,7 +194,8 @@ const RolloutList = z.object({ rollouts: z.array(RolloutView) });
 function summary(r: RolloutView): string {
   const installed = r.terminals.filter((t) => t.result === 'installed').length;
   return (
-    `${r.id}  ${r.version} (${r.arch}) to ${printable(r.cohort)}: ${r.state}, wave ${r.wave} of 3, ` +
+    `${r.id}  ${r.version} (${r.arch}) to ${printable(r.cohort)} of ${printable(r.account_id)}: ` +
+    `${r.state}, wave ${r.wave} of 3, ` +
     `${installed} of ${r.terminals.length} ordered installed`
   );
 }

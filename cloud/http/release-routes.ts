@@ -1,15 +1,14 @@
 /**
  * Agent releases over HTTP (docs/api.md, "Extensions: releases"): publishing takes the
- * archive itself as the body (application/gzip), not JSON; downloading answers it. An
- * agent downloads with its broker credential (username: its terminal id), an account
- * credential may too; each reaches its own account's releases alone.
+ * archive itself as the body (application/gzip), not JSON; downloading answers it. The
+ * operator publishes; any terminal's agent downloads with its broker credential
+ * (username: its terminal id), and the operator's credential may too.
  */
 import fs from 'node:fs';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
 import { RELEASE_PUBLISH_PATH, ReleaseArch, ReleaseVersion } from '../../protocol/index.js';
 import type { Authenticator } from '../accounts/authenticator.js';
-import type { Principal } from '../accounts/principal.js';
 import { verifyAgentSecret } from '../accounts/mosquitto-hash.js';
 import { parseBasicAuthorization } from '../../common/basic-auth.js';
 import { sourceOf } from '../../common/sign-in-throttle.js';
@@ -44,14 +43,14 @@ export function registerReleaseRoutes(app: FastifyInstance, options: ReleaseRout
       return { release: await releases.publish(principal, request.body as Readable) };
     });
     scope.get(`/pos${RELEASE_PUBLISH_PATH}/:version/:arch/archive`, async (request, reply) => {
-      const principal = await downloader(request, options);
+      await mayDownload(request, options);
       const params = request.params as { version: string; arch: string };
       const version = ReleaseVersion.safeParse(params.version);
       const arch = ReleaseArch.safeParse(params.arch);
       if (!version.success || !arch.success) {
         throw new ApiError('RELEASE_NOT_FOUND', 'no such release');
       }
-      const archive = await releases.archive(principal, version.data, arch.data);
+      const archive = await releases.archive(version.data, arch.data);
       return reply
         .header('content-type', 'application/gzip')
         .header('content-length', archive.size)
@@ -61,11 +60,14 @@ export function registerReleaseRoutes(app: FastifyInstance, options: ReleaseRout
   });
 }
 
-/** An agent by its broker credential, else an API credential. */
-async function downloader(
+/**
+ * An agent by its broker credential, else the operator's credential; any other API
+ * credential is refused (403): releases are the operator's (docs/tenants.md).
+ */
+async function mayDownload(
   request: FastifyRequest,
   { authenticator, store }: ReleaseRouteOptions,
-): Promise<Principal> {
+): Promise<void> {
   const header = request.headers.authorization;
   const basic = parseBasicAuthorization(header);
   if (basic.ok) {
@@ -74,16 +76,15 @@ async function downloader(
     if (stored !== undefined) {
       // Agent secrets are 192 random bits (cloud/ids.ts): guessing needs no limit here.
       const terminal = await store.getTerminal(terminalId);
-      if (terminal && (await verifyAgentSecret(basic.secret, stored))) {
-        return {
-          accountId: terminal.accountId,
-          username: terminalId,
-          terminalId,
-          role: 'terminal',
-        };
-      }
+      if (terminal && (await verifyAgentSecret(basic.secret, stored))) return;
       throw new ApiError('UNAUTHORIZED', 'wrong username or password');
     }
   }
-  return authenticator.authenticate(header, sourceOf(request.ip));
+  const principal = await authenticator.authenticate(header, sourceOf(request.ip));
+  if (principal.role !== 'operator') {
+    throw new ApiError(
+      'FORBIDDEN',
+      "releases are the operator's: an agent downloads them with its broker credential",
+    );
+  }
 }

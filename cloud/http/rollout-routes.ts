@@ -1,13 +1,19 @@
 /**
  * Rollouts over HTTP (docs/api.md, "Extensions: rollouts"), beside the releases they roll
- * out: start one, list them, read one, pause and resume it. Account credential only.
+ * out: start one, list them, read one, pause and resume it. The operator does all of it;
+ * a merchant account credential reads the rollouts that reach its account.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ROLLOUTS_PATH, RolloutId, RolloutStartRequest } from '../../protocol/index.js';
+import {
+  ROLLOUTS_PATH,
+  RolloutId,
+  RolloutListQuery,
+  RolloutStartRequest,
+} from '../../protocol/index.js';
 import type { Authenticator } from '../accounts/authenticator.js';
 import { sourceOf } from '../../common/sign-in-throttle.js';
 import { ApiError } from '../errors.js';
-import type { Rollouts } from '../rollouts/rollouts.js';
+import { managing, reading, type Rollouts } from '../rollouts/rollouts.js';
 
 export function registerRolloutRoutes(
   app: FastifyInstance,
@@ -24,16 +30,24 @@ export function registerRolloutRoutes(
   const base = `/pos${ROLLOUTS_PATH}`;
   app.post(base, async (request) => {
     const who = await principal(request);
+    // The role before the body: a credential that may not start one learns nothing of it.
+    managing(who);
     return { rollout: await rollouts.start(who, RolloutStartRequest.parse(request.body ?? {})) };
   });
-  app.get(base, async (request) => ({ rollouts: await rollouts.list(await principal(request)) }));
+  app.get(base, async (request) => {
+    const who = await principal(request);
+    reading(who);
+    const query = RolloutListQuery.parse(request.query ?? {});
+    return { rollouts: await rollouts.list(who, query.account_id) };
+  });
   app.get(`${base}/:id`, async (request) => ({
     rollout: await rollouts.get(await principal(request), idOf(request)),
   }));
-  app.post(`${base}/:id/pause`, async (request) => ({
-    rollout: await rollouts.pause(await principal(request), idOf(request)),
-  }));
-  app.post(`${base}/:id/resume`, async (request) => ({
-    rollout: await rollouts.resume(await principal(request), idOf(request)),
-  }));
+  for (const action of ['pause', 'resume'] as const) {
+    app.post(`${base}/:id/${action}`, async (request) => {
+      const who = await principal(request);
+      managing(who);
+      return { rollout: await rollouts[action](who, idOf(request)) };
+    });
+  }
 }

@@ -1,9 +1,9 @@
 /**
- * Agent releases on the relay (docs/fleet.md, "Releases"): an account publishes an
+ * Agent releases on the relay (docs/fleet.md, "Releases"): the operator publishes an
  * archive, which is checked whole (archive.ts, on a thread: archive-checker.ts) against
- * the relay's release key before it is kept: its row in the store, then the file in the
- * release folder, named by its SHA-256. Agents of the account's terminals download it;
- * nobody else sees it. Nothing of a refused or failed upload stays in the folder; the
+ * the relay's release key before it is kept: its row in the store (under the operator's
+ * account), then the file in the release folder, named by its SHA-256. Every terminal's
+ * agent may download it. Nothing of a refused or failed upload stays in the folder; the
  * uploads at once and the folder's size are bounded (docs/security.md, "Limits").
  */
 import { randomUUID } from 'node:crypto';
@@ -25,6 +25,8 @@ import { ReleaseArchiveChecker } from './archive-checker.js';
 
 export interface ReleasesOptions {
   store: Pick<Store, 'addRelease' | 'findRelease'>;
+  /** The operator's account: releases are relay-wide, kept as its (docs/tenants.md). */
+  operatorAccountId: string;
   /** Where archives are kept (TPS_RELEASE_DIR); shared by every relay of a deployment. */
   dir: string;
   /** PEM of the ed25519 key releases must be signed with (TPS_RELEASE_PUBLIC_KEY). */
@@ -58,11 +60,14 @@ export class Releases {
     this.checker = new ReleaseArchiveChecker(this.maxUploads, options.onCheckFault);
   }
 
-  /** Checks and keeps an uploaded archive; the account credential alone may publish. */
+  /** Checks and keeps an uploaded archive; the operator alone publishes. */
   async publish(principal: Principal, body: Readable): Promise<ReleaseView> {
-    if (principal.terminalId) {
+    if (principal.role !== 'operator') {
       body.resume();
-      throw new ApiError('FORBIDDEN', 'only the account credential may publish releases');
+      throw new ApiError(
+        'FORBIDDEN',
+        "releases are the operator's: only an operator credential publishes them",
+      );
     }
     const { publicKeyPem, dir } = this.options;
     if (!publicKeyPem) {
@@ -94,7 +99,7 @@ export class Releases {
       }
       const { manifest } = checked;
       const record: ReleaseRecord = {
-        accountId: principal.accountId,
+        accountId: this.options.operatorAccountId,
         version: manifest.version,
         arch: manifest.arch,
         manifest: checked.manifestBytes.toString('utf8'),
@@ -104,7 +109,7 @@ export class Releases {
         file: `${checked.archiveSha256}.tar.gz`,
         publishedAt: this.options.clock.now().toISOString(),
       };
-      // The row first: a refused re-publish leaves the folder as it was. Another account's
+      // The row first: a refused re-publish leaves the folder as it was. Another release's
       // identical archive has the same name and the same bytes: replacing it is harmless.
       if (!(await this.options.store.addRelease(record))) {
         await this.restoreMissing(record, upload);
@@ -121,13 +126,13 @@ export class Releases {
     }
   }
 
-  /** The archive of a release the principal's account published. */
+  /** The archive of a published release (who may have it, the route decides). */
   async archive(
-    principal: Principal,
     version: string,
     arch: ReleaseArch,
   ): Promise<{ file: string; size: number; sha256: string }> {
-    const record = await this.options.store.findRelease(principal.accountId, version, arch);
+    const { store, operatorAccountId } = this.options;
+    const record = await store.findRelease(operatorAccountId, version, arch);
     const file = record && path.join(this.options.dir, record.file);
     if (!record || !file || !fs.existsSync(file)) {
       throw new ApiError('RELEASE_NOT_FOUND', `no release ${version} for ${arch}`);

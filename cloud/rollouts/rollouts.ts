@@ -1,8 +1,10 @@
 /**
- * Rollouts of a release to a cohort in waves (docs/fleet.md, "Rollouts"). Any relay
- * starts, pauses and resumes them for an operator and records what agents report on
- * `update-status`; the leading relay alone moves them on through their health gates
- * (lead/unlead, started by cloud/cluster/background.ts). Whoever changes a rollout
+ * Rollouts of a release to a cohort in waves (docs/fleet.md, "Rollouts"). The operator
+ * rolls its releases out to a cohort of a merchant account it names; the account reads
+ * the rollouts that reach it (docs/tenants.md). Any relay starts, pauses and resumes them
+ * and records what agents report on `update-status`; the leading relay alone moves them
+ * on through their health gates (lead/unlead, started by cloud/cluster/background.ts).
+ * Whoever changes a rollout
  * publishes the retained update orders of the terminals it newly ordered; the decisions
  * themselves are waves.ts's.
  */
@@ -16,6 +18,7 @@ import {
 } from '../../protocol/index.js';
 import type { Clock, Timers } from '../../common/clock.js';
 import type { Principal } from '../accounts/principal.js';
+import { actingFor } from '../accounts/roles.js';
 import { ApiError } from '../errors.js';
 import { newRolloutId } from '../ids.js';
 import type { RolloutRecord } from '../store/records.js';
@@ -44,11 +47,18 @@ export class Rollouts {
 
   constructor(private readonly deps: RolloutDeps) {}
 
+  /** The operator's: a rollout of one of its releases to a cohort of the account it names. */
   async start(principal: Principal, request: RolloutStartRequest): Promise<RolloutView> {
-    const accountId = accountOf(principal);
+    managing(principal);
     const { store, clock } = this.deps;
+    const { accountId } = await actingFor(
+      principal,
+      request.account_id,
+      async (id) => (await store.getAccount(id))?.kind === 'merchant',
+    );
     const arch = request.arch ?? 'linux-x64';
-    if (!(await store.findRelease(accountId, request.version, arch))) {
+    // Releases are the operator's, kept under its own account (docs/fleet.md, "Releases").
+    if (!(await store.findRelease(principal.accountId, request.version, arch))) {
       throw new ApiError(
         'RELEASE_NOT_FOUND',
         `no release ${request.version} for ${arch}: publish it first (tps fleet release publish)`,
@@ -56,7 +66,10 @@ export class Rollouts {
     }
     const cohort = await store.cohortTerminals(accountId, request.cohort);
     if (cohort.length === 0) {
-      throw new ApiError('COHORT_NOT_FOUND', `no terminal of this account is in ${request.cohort}`);
+      throw new ApiError(
+        'COHORT_NOT_FOUND',
+        `no terminal of account ${accountId} is in ${request.cohort}`,
+      );
     }
     const now = clock.now();
     const at = now.toISOString();
@@ -83,15 +96,33 @@ export class Rollouts {
     );
     await store.createRollout(created);
     this.deps.logger.info(
-      { rollout: created.id, version: created.version, cohort: created.cohort },
+      {
+        rollout: created.id,
+        account: created.accountId,
+        version: created.version,
+        cohort: created.cohort,
+      },
       'rollout started',
     );
     this.publishNew(undefined, created);
     return rolloutView(created);
   }
 
-  async list(principal: Principal): Promise<RolloutView[]> {
-    const rollouts = await this.deps.store.listRollouts({ accountId: accountOf(principal) });
+  /**
+   * Newest first: the operator's of every account, or of the one it names; a merchant
+   * account's of its own (naming another is as naming one that does not exist).
+   */
+  async list(principal: Principal, accountId?: string): Promise<RolloutView[]> {
+    reading(principal);
+    const namesAnother =
+      principal.role !== 'operator' && accountId !== undefined && accountId !== principal.accountId;
+    if (namesAnother) {
+      throw new ApiError('NOT_FOUND', `no account ${accountId}`);
+    }
+    const reaching = principal.role === 'operator' ? accountId : principal.accountId;
+    const rollouts = await this.deps.store.listRollouts(
+      reaching === undefined ? {} : { accountId: reaching },
+    );
     return rollouts.map(rolloutView);
   }
 
@@ -99,13 +130,15 @@ export class Rollouts {
     return rolloutView(await this.find(principal, id));
   }
 
-  pause(principal: Principal, id: string): Promise<RolloutView> {
+  async pause(principal: Principal, id: string): Promise<RolloutView> {
+    managing(principal);
     return this.change(principal, id, 'running', (rollout) =>
       pause(rollout, this.deps.clock.now()),
     );
   }
 
-  resume(principal: Principal, id: string): Promise<RolloutView> {
+  async resume(principal: Principal, id: string): Promise<RolloutView> {
+    managing(principal);
     return this.change(principal, id, 'paused', async (rollout) =>
       resume(
         rollout,
@@ -211,9 +244,11 @@ export class Rollouts {
   }
 
   private async find(principal: Principal, id: string): Promise<RolloutRecord> {
+    reading(principal);
     const rollout = await this.deps.store.getRollout(id);
-    // Another account's rollout is one that does not exist.
-    if (!rollout || rollout.accountId !== accountOf(principal)) {
+    // To a merchant, another account's rollout is one that does not exist.
+    const reaches = principal.role === 'operator' || rollout?.accountId === principal.accountId;
+    if (!rollout || !reaches) {
       throw new ApiError('ROLLOUT_NOT_FOUND', `no rollout ${id}`);
     }
     return rollout;
@@ -269,16 +304,33 @@ export class Rollouts {
   }
 }
 
-function accountOf(principal: Principal): string {
-  if (principal.terminalId !== undefined) {
-    throw new ApiError('FORBIDDEN', 'only an account credential can manage rollouts');
+/**
+ * Refuses (403) all but the operator, who alone starts, pauses and resumes rollouts
+ * (docs/tenants.md, "Who may do what"). The routes ask before they read a body.
+ */
+export function managing(principal: Principal): void {
+  if (principal.role !== 'operator') {
+    throw new ApiError(
+      'FORBIDDEN',
+      "rollouts are the operator's: only an operator credential starts, pauses or resumes one",
+    );
   }
-  return principal.accountId;
+}
+
+/** Refuses (403) a terminal credential: the operator reads every rollout, a merchant its own. */
+export function reading(principal: Principal): void {
+  if (principal.role === 'terminal') {
+    throw new ApiError(
+      'FORBIDDEN',
+      "a terminal credential reads no rollout: they are the operator's, and an account credential reads those that reach its terminals",
+    );
+  }
 }
 
 export function rolloutView(r: RolloutRecord): RolloutView {
   return {
     id: r.id,
+    account_id: r.accountId,
     version: r.version,
     cohort: r.cohort,
     arch: r.arch as RolloutView['arch'],

@@ -274,6 +274,10 @@ export abstract class PortsStore implements Store {
     return this.ports.fleet.listReleases(accountId);
   }
 
+  adoptReleases(accountId: string) {
+    return this.ports.fleet.adoptReleases(accountId);
+  }
+
   putConfigLayer(layer: ConfigLayerRecord) {
     return this.ports.fleet.putConfigLayer(layer);
   }

@@ -25,6 +25,19 @@ import { pairingReads, type pairingWrites } from './sqlite-pairings.js';
 import { rolloutReads, type rolloutWrites } from './sqlite-rollouts.js';
 import type { QueuesWrites } from './sqlite-write-steps.js';
 
+/**
+ * FleetStore.adoptReleases: a release moves unless the account has its version and arch
+ * already, or another account published them earlier.
+ */
+const ADOPT_RELEASES_SQL = `
+  UPDATE releases SET account_id = @accountId
+  WHERE account_id <> @accountId AND NOT EXISTS (
+    SELECT 1 FROM releases AS other
+    WHERE other.version = releases.version AND other.arch = releases.arch
+      AND (other.account_id = @accountId
+        OR other.published_at < releases.published_at
+        OR (other.published_at = releases.published_at AND other.account_id < releases.account_id)))`;
+
 /** The writes, as operations the writer thread runs. */
 export function fleetWrites(db: Database.Database) {
   const putLayer = db.prepare(FLEET_SQL.putLayer);
@@ -54,6 +67,10 @@ export function fleetWrites(db: Database.Database) {
         )
         .run(...releaseValues(r));
       return changes === 1;
+    },
+    adoptReleases(accountId: string): number {
+      const { changes } = db.prepare(ADOPT_RELEASES_SQL).run({ accountId });
+      return changes;
     },
   };
 }
@@ -109,6 +126,8 @@ export function sqliteFleet(db: Database.Database, writer: QueuesWrites<FleetWri
         .get(accountId, version, arch);
       return row ? toRelease(row) : undefined;
     },
+
+    adoptReleases: (accountId) => writer.write({ op: 'adoptReleases', arg: accountId }),
 
     async listReleases(accountId) {
       return db

@@ -52,6 +52,14 @@ export interface FleetStore {
   findRelease(accountId: string, version: string, arch: string): Promise<ReleaseRecord | undefined>;
   /** The account's releases, newest published first. */
   listReleases(accountId: string): Promise<ReleaseRecord[]>;
+  /**
+   * Makes the releases other accounts published `accountId`'s, in one commit: how a store
+   * of releases published by merchant accounts becomes the operator's (docs/tenants.md).
+   * Of several accounts' releases of one version and arch, only the earliest published
+   * moves (versions are published once); the others stay where they were, reached by
+   * nobody. Answers how many moved; a second call moves none.
+   */
+  adoptReleases(accountId: string): Promise<number>;
   /** Replaces a layer of desired configuration (protocol/fleet-config.ts). */
   putConfigLayer(layer: ConfigLayerRecord): Promise<void>;
   getConfigLayer(

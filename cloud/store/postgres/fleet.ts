@@ -141,6 +141,10 @@ export function postgresFleet(
       return releases.listReleases(pool, accountId);
     },
 
+    adoptReleases(accountId: string): Promise<number> {
+      return releases.adoptReleases(pool, accountId);
+    },
+
     putConfigLayer(layer: ConfigLayerRecord): Promise<void> {
       return putConfigLayer(pool, layer);
     },

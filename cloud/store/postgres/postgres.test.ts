@@ -5,6 +5,8 @@
  */
 import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { systemClock } from '../../../common/clock.js';
+import { bootstrapAccount } from '../../accounts/bootstrap.js';
 import type { Store } from '../store.js';
 import { storeConformance } from '../testing/store-conformance.js';
 import { DATABASE_URL, admin, skippedWithoutDatabase, testSchemas } from '../testing/postgres.js';
@@ -107,19 +109,29 @@ if (!DATABASE_URL) {
       await store.close();
     });
 
-    it("a database of today's accounts (schema version 8) is brought up to date: its account is a merchant's", async () => {
+    it("a database of today's accounts (schema version 8) is brought up to date: its account is a merchant's, its releases the operator's", async () => {
       const schema = freshSchema();
       await schemaAtVersion(schema, 8, async (client) => {
         await client.query("INSERT INTO accounts VALUES ('acct-1', 'then')");
         await client.query(
           "INSERT INTO credentials VALUES ('acct-user', 'hash', 'acct-1', NULL, 'then')",
         );
+        await client.query(
+          "INSERT INTO releases VALUES ('acct-1', '1.0.0', 'linux-x64', '{}', 'c2ln', $1, 1, 'r.tar.gz', 'then')",
+          ['a'.repeat(64)],
+        );
+        await client.query("INSERT INTO settings VALUES ('default_account_id', 'acct-1')");
       });
       const store = await open(schema);
       expect(await store.listAccounts()).toEqual([
         { id: 'acct-1', kind: 'merchant', createdAt: 'then' },
       ]);
       expect(await store.findCredential('acct-user')).toMatchObject({ accountId: 'acct-1' });
+      // The first start after the upgrade makes the operator, who has the account's releases.
+      const { operatorAccountId } = await bootstrapAccount(store, {}, systemClock);
+      expect(await store.findRelease(operatorAccountId, '1.0.0', 'linux-x64')).toMatchObject({
+        archiveSha256: 'a'.repeat(64),
+      });
       await store.close();
     });
 

@@ -28,6 +28,24 @@ export async function findRelease(
   return rows[0] ? toRelease(rows[0]) : undefined;
 }
 
+/**
+ * A release moves unless the account has its version and arch already, or another account
+ * published them earlier (ports/fleet.ts).
+ */
+export async function adoptReleases(db: Queryable, accountId: string): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE releases AS moved SET account_id = $1
+     WHERE moved.account_id <> $1 AND NOT EXISTS (
+       SELECT 1 FROM releases AS other
+       WHERE other.version = moved.version AND other.arch = moved.arch
+         AND (other.account_id = $1
+           OR other.published_at < moved.published_at
+           OR (other.published_at = moved.published_at AND other.account_id < moved.account_id)))`,
+    [accountId],
+  );
+  return rowCount ?? 0;
+}
+
 export async function listReleases(db: Queryable, accountId: string): Promise<ReleaseRecord[]> {
   const { rows } = await db.query<ReleaseRow>(
     'SELECT * FROM releases WHERE account_id = $1 ORDER BY published_at DESC, version DESC',

@@ -232,6 +232,32 @@ export function fleetConformance(factory: StoreFactory): void {
         ]);
         await store.close();
       });
+
+      it('adopts the releases of other accounts, the earliest of a version and arch, once', async () => {
+        const store = await factory.open();
+        const later = '2026-11-22T12:00:00.000Z';
+        await store.addRelease(release('1.0.0', { accountId: 'acct-op' }));
+        await store.addRelease(release('1.0.0', { archiveSha256: 'b'.repeat(64) }));
+        await store.addRelease(release('2.0.0', { publishedAt: later }));
+        await store.addRelease(
+          release('2.0.0', { accountId: 'acct-2', archiveSha256: 'c'.repeat(64) }),
+        );
+        await store.addRelease(release('3.0.0', { accountId: 'acct-2' }));
+        expect(await store.adoptReleases('acct-op')).toBe(2);
+        const adopted = await store.listReleases('acct-op');
+        expect(adopted.map((r) => [r.version, r.archiveSha256[0]])).toEqual([
+          ['3.0.0', 'a'],
+          ['2.0.0', 'c'],
+          ['1.0.0', 'a'],
+        ]);
+        // What could not move stays as it was; nothing moves twice.
+        expect((await store.listReleases('acct-1')).map((r) => r.version)).toEqual([
+          '2.0.0',
+          '1.0.0',
+        ]);
+        expect(await store.adoptReleases('acct-op')).toBe(0);
+        await store.close();
+      });
     });
 
     describe('configuration and fleet reports', () => {
