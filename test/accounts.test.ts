@@ -21,7 +21,7 @@ import {
   tempDataDir,
   type TestRelay,
 } from './support/relay.js';
-import { createScratchDatabase, twoRelaysOnOneDatabase } from './support/scratch-database.js';
+import { twoRelaysOnOneDatabase, relayOnEachStore } from './support/scratch-database.js';
 
 type Credential = { username: string; password: string };
 
@@ -54,36 +54,7 @@ async function startReceiver() {
   };
 }
 
-const STORES: Array<{
-  name: string;
-  start(): Promise<{ relay: TestRelay; stop(): Promise<void> }>;
-}> = [
-  {
-    name: 'SQLite',
-    async start() {
-      const relay = await startTestRelay(RELAY_SETTINGS);
-      return { relay, stop: () => relay.close() };
-    },
-  },
-  ...(DATABASE_URL
-    ? [
-        {
-          name: 'PostgreSQL',
-          async start() {
-            const database = await createScratchDatabase(DATABASE_URL, 'tps_accounts');
-            const relay = await startTestRelay({ ...RELAY_SETTINGS, databaseUrl: database.url });
-            return {
-              relay,
-              async stop() {
-                await relay.close();
-                await database.drop();
-              },
-            };
-          },
-        },
-      ]
-    : []),
-];
+const STORES = relayOnEachStore(RELAY_SETTINGS, 'tps_accounts');
 
 describe.each(STORES)('accounts on $name', ({ start }) => {
   let relay: TestRelay;

@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SimulatorCreateResponse } from '../protocol/index.js';
+import { FLEET_SETTING_NAMES, type SimulatorCreateResponse } from '../protocol/index.js';
 import { forgetOnBroker } from './support/e2e-external-broker.js';
 import {
   eventually,
@@ -545,16 +545,7 @@ describe('two relays on one PostgreSQL and one Mosquitto', () => {
       [
         '/fleet/config/merchant-settings/set',
         {
-          settings: [
-            'heartbeat_s',
-            'log_level',
-            'printer_head_width',
-            'idle_screen_text',
-            'reader',
-            'maintenance_window',
-            'end_of_day',
-            'local_api',
-          ],
+          settings: [...FLEET_SETTING_NAMES],
         },
       ],
     ] as const) {

@@ -9,47 +9,21 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AccountCreateResponse, type TerminalConfigView } from '../protocol/index.js';
+import {
+  AccountCreateResponse,
+  FLEET_SETTING_NAMES,
+  type TerminalConfigView,
+} from '../protocol/index.js';
 import { eventually } from './support/e2e-parts.js';
-import { post, startTestRelay, type TestRelay } from './support/relay.js';
-import { createScratchDatabase } from './support/scratch-database.js';
+import { post, type TestRelay } from './support/relay.js';
+import { relayOnEachStore } from './support/scratch-database.js';
 
 type Credential = { username: string; password: string };
 
-const DATABASE_URL = process.env.DATABASE_URL;
 /** Simulated terminals as agents with emulated readers, on the embedded broker (aedes). */
 const RELAY_SETTINGS = { simulatorMode: 'agent' } as const;
 
-const STORES: Array<{
-  name: string;
-  start(): Promise<{ relay: TestRelay; stop(): Promise<void> }>;
-}> = [
-  {
-    name: 'SQLite',
-    async start() {
-      const relay = await startTestRelay(RELAY_SETTINGS);
-      return { relay, stop: () => relay.close() };
-    },
-  },
-  ...(DATABASE_URL
-    ? [
-        {
-          name: 'PostgreSQL',
-          async start() {
-            const database = await createScratchDatabase(DATABASE_URL, 'tps_relay_config');
-            const relay = await startTestRelay({ ...RELAY_SETTINGS, databaseUrl: database.url });
-            return {
-              relay,
-              async stop() {
-                await relay.close();
-                await database.drop();
-              },
-            };
-          },
-        },
-      ]
-    : []),
-];
+const STORES = relayOnEachStore(RELAY_SETTINGS, 'tps_relay_config');
 
 describe.each(STORES)('the relay-wide layer and merchant settings on $name', ({ start }) => {
   let relay: TestRelay;
@@ -169,16 +143,7 @@ describe.each(STORES)('the relay-wide layer and merchant settings on $name', ({ 
     expect(got.body.layer).not.toHaveProperty('heartbeat_s');
     const list = await call('/fleet/config/merchant-settings/get', {}, relay.operator);
     expect(list.body).toEqual({
-      settings: [
-        'heartbeat_s',
-        'log_level',
-        'printer_head_width',
-        'idle_screen_text',
-        'reader',
-        'maintenance_window',
-        'end_of_day',
-        'local_api',
-      ],
+      settings: [...FLEET_SETTING_NAMES],
       changed_at: null,
     });
   });
@@ -267,16 +232,7 @@ describe.each(STORES)('the relay-wide layer and merchant settings on $name', ({ 
       a.credential,
     );
     expect(allowed.status, JSON.stringify(allowed.body)).toBe(200);
-    await allowMerchants([
-      'heartbeat_s',
-      'log_level',
-      'printer_head_width',
-      'idle_screen_text',
-      'reader',
-      'maintenance_window',
-      'end_of_day',
-      'local_api',
-    ]);
+    await allowMerchants([...FLEET_SETTING_NAMES]);
   }, 60_000);
 
   it('refuses a list that is not one: an unknown setting, one named twice', async () => {

@@ -1,6 +1,7 @@
 /** PostgreSQL databases of a test's own, on the server of DATABASE_URL. */
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
+import type { CloudConfigInput } from '../../cloud/config.js';
 import { startTestRelay, type TestRelay } from './relay.js';
 
 /** Makes a database named after `prefix` (and the process), and says how to drop it. */
@@ -55,4 +56,45 @@ export function twoRelaysOnOneDatabase(
       return relays[1]!;
     },
   };
+}
+
+/** A test relay on one store, and how to stop it (and drop its database). */
+export interface RelayOnStore {
+  name: 'SQLite' | 'PostgreSQL';
+  start(): Promise<{ relay: TestRelay; stop(): Promise<void> }>;
+}
+
+/**
+ * A relay with `settings` on each store the tests reach: SQLite always, PostgreSQL when
+ * DATABASE_URL names a server (a scratch database named from `prefix`, dropped at stop).
+ * For `describe.each`: the same cases on both stores.
+ */
+export function relayOnEachStore(
+  settings: Partial<CloudConfigInput>,
+  prefix: string,
+): RelayOnStore[] {
+  const serverUrl = process.env.DATABASE_URL;
+  const sqlite: RelayOnStore = {
+    name: 'SQLite',
+    async start() {
+      const relay = await startTestRelay(settings);
+      return { relay, stop: () => relay.close() };
+    },
+  };
+  if (!serverUrl) return [sqlite];
+  const postgres: RelayOnStore = {
+    name: 'PostgreSQL',
+    async start() {
+      const database = await createScratchDatabase(serverUrl, prefix);
+      const relay = await startTestRelay({ ...settings, databaseUrl: database.url });
+      return {
+        relay,
+        async stop() {
+          await relay.close();
+          await database.drop();
+        },
+      };
+    },
+  };
+  return [sqlite, postgres];
 }
