@@ -16,6 +16,7 @@ import { hashSecret } from '../cloud/accounts/secrets.js';
 import { sqliteFileAtVersion } from '../cloud/store/sqlite-migrations.js';
 import {
   TEST_ACCOUNT,
+  newMerchant,
   post,
   startTestRelay,
   tempDataDir,
@@ -63,12 +64,7 @@ describe.each(STORES)('accounts on $name', ({ start }) => {
     post(relay.baseUrl, 'v1', operation, body, credential);
   /** A merchant account made by the operator, with a simulated terminal that has paid once. */
   const merchant = async (name: string) => {
-    const created = await call('/account/create', { name }, relay.operator);
-    expect(created.status).toBe(200);
-    const { account, credential } = AccountCreateResponse.parse(created.body);
-    const simulator = await call('/simulator/create', {}, credential);
-    expect(simulator.status).toBe(200);
-    const terminal = simulator.body as Credential & { terminal_id: string };
+    const { account, credential, terminal } = await newMerchant(relay, name);
     const paid = await call(
       '/transaction/purchase',
       {

@@ -9,13 +9,9 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  AccountCreateResponse,
-  FLEET_SETTING_NAMES,
-  type TerminalConfigView,
-} from '../protocol/index.js';
+import { FLEET_SETTING_NAMES, type TerminalConfigView } from '../protocol/index.js';
 import { eventually } from './support/e2e-parts.js';
-import { post, type TestRelay } from './support/relay.js';
+import { newMerchant, post, type TestRelay } from './support/relay.js';
 import { relayOnEachStore } from './support/scratch-database.js';
 
 type Credential = { username: string; password: string };
@@ -31,15 +27,7 @@ describe.each(STORES)('the relay-wide layer and merchant settings on $name', ({ 
   const call = (operation: string, body: unknown, credential: Credential) =>
     post(relay.baseUrl, 'v1', operation, body, credential);
   /** A merchant account made by the operator, with one simulated terminal. */
-  const merchant = async (name: string) => {
-    const created = await call('/account/create', { name }, relay.operator);
-    expect(created.status).toBe(200);
-    const { account, credential } = AccountCreateResponse.parse(created.body);
-    const simulator = await call('/simulator/create', {}, credential);
-    expect(simulator.status).toBe(200);
-    const terminal = simulator.body as Credential & { terminal_id: string };
-    return { account, credential, terminal };
-  };
+  const merchant = (name: string) => newMerchant(relay, name);
   type Merchant = Awaited<ReturnType<typeof merchant>>;
   /** The terminal's view as its merchant reads it. */
   const viewOf = async (m: Merchant): Promise<TerminalConfigView> => {

@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { expect } from 'vitest';
 import { loadCloudConfig, type CloudConfigInput } from '../../cloud/config.js';
 import { startRelay, type Relay, type RelayOptions } from '../../cloud/relay.js';
-import type { SimulatorCreateResponse } from '../../protocol/index.js';
+import { AccountCreateResponse, type SimulatorCreateResponse } from '../../protocol/index.js';
 
 export interface TestRelay extends Relay {
   dataDir: string;
@@ -163,4 +163,18 @@ export async function payOnceThroughRelay(
   });
   expect(confirmed.body.transaction.state).toBe('CONFIRMED');
   return paid.body.transaction;
+}
+
+/**
+ * A merchant account the operator makes on `relay`, with one simulated terminal: its
+ * account, account credential and the terminal's id and POS credential.
+ */
+export async function newMerchant(relay: TestRelay, name: string) {
+  const created = await post(relay.baseUrl, 'v1', '/account/create', { name }, relay.operator);
+  expect(created.status).toBe(200);
+  const { account, credential } = AccountCreateResponse.parse(created.body);
+  const simulator = await post(relay.baseUrl, 'v1', '/simulator/create', {}, credential);
+  expect(simulator.status).toBe(200);
+  const terminal = simulator.body as { terminal_id: string; username: string; password: string };
+  return { account, credential, terminal };
 }
