@@ -423,14 +423,7 @@ export async function startRelay(config: CloudConfig, options: RelayOptions = {}
       clock,
       changed: credentialChanged,
       posCredentialChanged: (terminalId) => fleet.localCredentials.send(terminalId),
-      configured: [
-        ...(config.accountUsername && config.accountPassword
-          ? [{ accountId: bootstrap.accountId, username: config.accountUsername }]
-          : []),
-        ...(config.operatorUsername && config.operatorPassword
-          ? [{ accountId: bootstrap.operatorAccountId, username: config.operatorUsername }]
-          : []),
-      ],
+      configured: bootstrap.configured,
     });
     const accountChanged = accountChanges({
       forget: (accountId) => authenticator.accounts.forget(accountId),

@@ -38,6 +38,8 @@ export interface Bootstrap {
    * generated at first start, or a username configured before.
    */
   replaced: string[];
+  /** The account credentials this relay's environment sets, and their accounts. */
+  configured: Array<{ accountId: string; username: string }>;
 }
 
 export async function bootstrapAccount(
@@ -73,6 +75,14 @@ export async function bootstrapAccount(
     operatorAccountId: operator.accountId,
     ...(operator.generated ? { operatorCredential: operator.generated } : {}),
     replaced: [...merchant.replaced, ...operator.replaced],
+    configured: [
+      ...(config.accountUsername && config.accountPassword
+        ? [{ accountId: merchant.accountId, username: config.accountUsername }]
+        : []),
+      ...(config.operatorUsername && config.operatorPassword
+        ? [{ accountId: operator.accountId, username: config.operatorUsername }]
+        : []),
+    ],
   };
 }
 
