@@ -1,6 +1,7 @@
 /**
  * The console's fleet pages in Chromium, against `tps cloud` and a fresh agent (`tps agent
- * pair --start`, emulated reader) as processes. The merchant claims the code the agent
+ * pair --start`, emulated reader) as processes. The operator creates a merchant account on
+ * its Accounts page; the merchant signs in with the credential shown and claims the code the agent
  * shows (a wrong one refused with the reason), sees the terminal online with its versions,
  * changes a setting of its terminal layer and sees it in sync (a bad one refused as the
  * API says), runs a doctor and reads it, closes the day. The operator picks the account
@@ -26,7 +27,7 @@ import {
   type RelayChild,
   type TpsChild,
 } from './support/e2e-parts.js';
-import { basicAuth, tempDataDir } from './support/relay.js';
+import { tempDataDir } from './support/relay.js';
 import { repoRoot } from './support/tps-command.js';
 
 const ACCOUNT = { username: 'fleet-account', password: 'fleet-account-password' };
@@ -42,8 +43,9 @@ describe.skipIf(!chromiumAvailable)(`the console's fleet pages in Chromium (${CH
   let browser: Browser;
   let origin = '';
   let code = '';
-  /** The terminal the merchant claimed, for the operator's test. */
+  /** The terminal the merchant claimed, and its account, for the operator's test. */
   let terminalId = '';
+  let accountId = '';
   const context = () => `--- agent ---\n${agent.output()}\n--- relay ---\n${relay.output()}`;
 
   beforeAll(async () => {
@@ -84,10 +86,27 @@ describe.skipIf(!chromiumAvailable)(`the console's fleet pages in Chromium (${CH
     return page.locator(selector).textContent();
   };
 
-  it('claims the code, sees the terminal online with its versions, sets its idle text in sync, runs a doctor', async () => {
+  it('the operator makes a merchant, who claims the code, sees the terminal online with its versions, sets its idle text in sync, runs a doctor', async () => {
+    // The operator creates the merchant's account; its credential is shown once.
+    const operator = await browser.newPage({ viewport: DESKTOP });
+    await operator.goto(`${origin}/`);
+    await signIn(operator, OPERATOR);
+    await operator.getByRole('heading', { level: 1, name: 'Accounts' }).waitFor();
+    await operator.getByLabel('Name').fill('Cafe Nord');
+    await operator.getByRole('button', { name: 'Create', exact: true }).click();
+    const secret = operator.locator('pre.secret');
+    await expect.poll(() => secret.textContent()).toMatch(/password\s+\S+/);
+    const shown = (await secret.textContent())!;
+    accountId = /account_id\s+(\S+)/.exec(shown)![1]!;
+    const merchant = {
+      username: /username\s+(\S+)/.exec(shown)![1]!,
+      password: /password\s+(\S+)/.exec(shown)![1]!,
+    };
+    await operator.close();
+
     const page = await browser.newPage({ viewport: DESKTOP });
     await page.goto(`${origin}/console/#/fleet/claim`);
-    await signIn(page, ACCOUNT);
+    await signIn(page, merchant);
     await page.getByRole('heading', { level: 1, name: 'Claim a terminal' }).waitFor();
     expect(await checkBothWidths(page, 'fleet-claim')).toEqual([]);
 
@@ -180,22 +199,13 @@ describe.skipIf(!chromiumAvailable)(`the console's fleet pages in Chromium (${CH
 
   it('shows the operator the same terminal for the account it picks, without payment data', async () => {
     expect(terminalId, 'the merchant’s test claimed the terminal').not.toBe('');
-    const listed = await fetch(`${origin}/pos/v1/account/list`, {
-      method: 'POST',
-      headers: { authorization: basicAuth(OPERATOR), 'content-type': 'application/json' },
-      body: '{}',
-    });
-    const { accounts } = (await listed.json()) as {
-      accounts: Array<{ account_id: string; kind: string }>;
-    };
-    const merchant = accounts.find((a) => a.kind === 'merchant')!.account_id;
 
     const page = await browser.newPage({ viewport: DESKTOP });
     await page.goto(`${origin}/`);
     await signIn(page, OPERATOR);
     await page.getByRole('heading', { level: 1, name: 'Accounts' }).waitFor();
     await page.getByRole('link', { name: 'Fleet', exact: true }).click();
-    await page.getByLabel('Account').selectOption(merchant);
+    await page.getByLabel('Account').selectOption(accountId);
     const row = page.locator(`#fleet tr[data-terminal="${terminalId}"]`);
     await expect.poll(() => row.textContent(), { timeout: 10_000 }).toContain('online');
     expect(await row.textContent()).toContain(AGENT_VERSION);
