@@ -25,11 +25,16 @@ export async function fleetFacts(
   request: FleetFactsRequest,
 ): Promise<TerminalFacts[]> {
   const { accountId, terminalId } = principal;
-  if (terminalId !== undefined && request.terminal_id !== terminalId) {
+  // A terminal credential names its own terminal; another answers as one that does not
+  // exist (docs/tenants.md, "Who may do what"). The account's whole fleet is not its.
+  if (terminalId !== undefined && request.terminal_id === undefined) {
     throw new ApiError(
       'FORBIDDEN',
-      'a terminal credential reads the facts of its own terminal only',
+      'a terminal credential reads the facts of its own terminal only: name it (terminal_id)',
     );
+  }
+  if (terminalId !== undefined && request.terminal_id !== terminalId) {
+    throw new ApiError('TERMINAL_NOT_FOUND', `no terminal ${request.terminal_id}`);
   }
   let terminals = await deps.registry.listTerminals(accountId, request.terminal_id);
   if (request.terminal_id !== undefined && terminals.length === 0) {
