@@ -5,7 +5,12 @@
  * request ever yields a 5xx.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ERROR_CATALOGUE, OPERATIONS, type OperationPath } from '../protocol/index.js';
+import {
+  ERROR_CATALOGUE,
+  FLEET_SETTING_NAMES,
+  OPERATIONS,
+  type OperationPath,
+} from '../protocol/index.js';
 import {
   OPERATION_PATHS,
   REVISIONS,
@@ -78,6 +83,9 @@ const REQUIRED_BODY: Record<string, Record<string, unknown>> = {
   '/account/get': { account_id: 'acct-nobody' },
   '/account/disable': { account_id: 'acct-nobody' },
   '/account/enable': { account_id: 'acct-nobody' },
+  '/account/credential/add': { account_id: 'acct-nobody' },
+  '/fleet/config/merchant-settings/get': {},
+  '/fleet/config/merchant-settings/set': { settings: [...FLEET_SETTING_NAMES] },
 };
 
 type Bad = ReadonlyArray<readonly [value: unknown, why: string]>;
@@ -390,6 +398,15 @@ const FIELD_LIMITS: Record<string, FieldCase[]> = {
   '/account/get': [...cases('account_id', [['nobody', 'without acct-']])],
   '/account/disable': [...cases('account_id', [['nobody', 'without acct-']])],
   '/account/enable': [...cases('account_id', [['nobody', 'without acct-']])],
+  '/account/credential/add': [...cases('account_id', [['nobody', 'without acct-']])],
+  '/fleet/config/merchant-settings/get': [],
+  '/fleet/config/merchant-settings/set': [
+    ...cases('settings', [
+      ['heartbeat_s', 'not a list'],
+      [['volume'], 'an unknown setting'],
+      [['log_level', 'log_level'], 'one given twice'],
+    ]),
+  ],
   '/fleet/diagnostics': [
     ...cases('kind', [['everything', 'an unknown kind']]),
     ...cases('lines', [
@@ -434,7 +451,9 @@ describe('request validation', () => {
   });
   /** The operator's operations are its own: anyone else is refused (403) before the body. */
   const credentialFor = (operation: string) =>
-    operation.startsWith('/account/') ? relay.operator : account;
+    operation.startsWith('/account/') || operation.startsWith('/fleet/config/merchant-settings/')
+      ? relay.operator
+      : account;
   afterAll(async () => {
     await relay.close();
   });
