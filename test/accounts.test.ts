@@ -387,9 +387,11 @@ describe("a store of today's one account", () => {
 describe.skipIf(!DATABASE_URL)('two relays on one PostgreSQL (DATABASE_URL)', () => {
   const relays = twoRelaysOnOneDatabase(DATABASE_URL!, 'tps_accounts_two', {
     simulatorMode: 'in-process',
+    // A confirmed payment's grace period ends while its account is disabled.
+    gracePeriodS: 1,
   });
 
-  it('an account disabled on one relay is refused by the other at once, not when its cache ages', async () => {
+  it('an account disabled on one relay is refused by the other at once, not when its cache ages; its payments in flight end as the state machine says', async () => {
     const { a, b } = relays;
     const created = AccountCreateResponse.parse(
       (await post(a.baseUrl, 'v1', '/account/create', { name: 'zeta' }, a.operator)).body,
@@ -398,6 +400,36 @@ describe.skipIf(!DATABASE_URL)('two relays on one PostgreSQL (DATABASE_URL)', ()
     expect((await post(b.baseUrl, 'v1', '/terminal/list', {}, created.credential)).status).toBe(
       200,
     );
+    // Payments in flight: one confirmed (its grace period running), one awaiting its confirm.
+    const terminal = (await post(a.baseUrl, 'v1', '/simulator/create', {}, created.credential))
+      .body as { terminal_id: string; username: string; password: string };
+    const pay = async (externalId: string) => {
+      const paid = await post(
+        a.baseUrl,
+        'v1',
+        '/transaction/purchase',
+        {
+          terminal_id: terminal.terminal_id,
+          external_id: externalId,
+          requested_amount: 1000,
+          currency: 'EUR',
+          wait_seconds: 10,
+        },
+        terminal,
+      );
+      expect(paid.body.transaction?.state).toBe('AWAITING_CONFIRM');
+    };
+    await pay('zeta-1');
+    await pay('zeta-2');
+    const confirm = (externalId: string) =>
+      post(
+        a.baseUrl,
+        'v1',
+        '/transaction/confirm',
+        { terminal_id: terminal.terminal_id, external_id: externalId, result_code: 'SUCCESS' },
+        terminal,
+      );
+    expect((await confirm('zeta-1')).body.transaction?.state).toBe('CONFIRMED');
     await post(
       a.baseUrl,
       'v1',
@@ -411,6 +443,29 @@ describe.skipIf(!DATABASE_URL)('two relays on one PostgreSQL (DATABASE_URL)', ()
       () => post(b.baseUrl, 'v1', '/terminal/list', {}, created.credential).then((r) => r.status),
       (code) => code === 401,
       { ms: 3_000, every: 20, what: 'relay B refusing the disabled account' },
+    );
+    // They end as the state machine says: the confirmed one commits when its grace period
+    // ends; the other waits for its confirm, which the POS sends once the account is back.
+    const stateOf = async (externalId: string) =>
+      (await a.store.getTransaction(terminal.terminal_id, externalId))?.txn.state;
+    await eventually(
+      () => stateOf('zeta-1'),
+      (state) => state === 'COMMITTED',
+      { ms: 10_000, what: 'the confirmed payment committed at the end of its grace period' },
+    );
+    expect(await stateOf('zeta-2')).toBe('AWAITING_CONFIRM');
+    expect((await confirm('zeta-2')).status).toBe(401);
+    await post(
+      b.baseUrl,
+      'v1',
+      '/account/enable',
+      { account_id: created.account.account_id },
+      b.operator,
+    );
+    await eventually(
+      () => confirm('zeta-2').then((r) => r.body.transaction?.state),
+      (state) => state === 'CONFIRMED',
+      { ms: 3_000, every: 50, what: 'the confirm taken once the account is enabled' },
     );
   });
 });
