@@ -212,7 +212,7 @@ export const OPERATIONS = {
   },
   '/account/credential/add': {
     summary:
-      "Add an account credential to an account (the operator names it; a merchant adds one to its own), its password shown once (an extension of this service).",
+      'Add an account credential to an account (the operator names it; a merchant adds one to its own), its password shown once (an extension of this service).',
     request: AccountCredentialAddRequest,
     response: () => AccountCredentialAddResponse,
     errors: [400, 403, 404, ...AUTH, 500],

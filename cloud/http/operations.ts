@@ -293,10 +293,10 @@ export function operationHandlers(deps: OperationDeps): Record<OperationPath, Ha
         throw new ApiError('FORBIDDEN', 'only an account credential can register terminals');
       }
       const { accountId } = await acting(ctx, body);
-      const { issued, agentSecret } = await deps.registry.createAgentTerminal(
-        accountId,
-        { printer: body.printer ?? false, battery: body.battery ?? false },
-      );
+      const { issued, agentSecret } = await deps.registry.createAgentTerminal(accountId, {
+        printer: body.printer ?? false,
+        battery: body.battery ?? false,
+      });
       return {
         ...issued,
         agent: {
