@@ -142,7 +142,7 @@ export const call = <T>(operation: string, body: unknown, signal?: AbortSignal) 
  * Releases and rollouts (docs/api.md, "Extensions"): resources of their own beside the
  * operations, read with GET; a release is published as the archive itself.
  */
-export const fleetReleases = {
+export const releasesAndRollouts = {
   list: () => send('GET', RELEASES) as Promise<{ releases: ReleaseView[] }>,
   publish: (archive: Blob) =>
     send('POST', RELEASES, { type: 'application/gzip', data: archive }) as Promise<{

@@ -4,7 +4,7 @@
  * archive whole (signature, manifest, every file); what it refuses is shown with what to do.
  */
 import type { ReleaseView } from '../protocol/index.js';
-import { ApiFailure, fleetReleases } from './api.js';
+import { ApiFailure, releasesAndRollouts } from './api.js';
 import { announce, errorText, field, fill, h } from './dom.js';
 import { localTime } from './format.js';
 import type { Cleanup } from './terminal-pages.js';
@@ -66,7 +66,7 @@ function releaseTable(releases: ReleaseView[]): HTMLElement {
 
 export async function releasesPage(main: HTMLElement): Promise<Cleanup> {
   const list = h('div', {});
-  const read = async () => fill(list, releaseTable((await fleetReleases.list()).releases));
+  const read = async () => fill(list, releaseTable((await releasesAndRollouts.list()).releases));
 
   const archive = h('input', {
     id: 'release-archive',
@@ -101,7 +101,7 @@ export async function releasesPage(main: HTMLElement): Promise<Cleanup> {
     submit.disabled = true;
     done.textContent = `Sending ${file.name}…`;
     try {
-      const { release } = await fleetReleases.publish(file);
+      const { release } = await releasesAndRollouts.publish(file);
       done.textContent = `Published ${release.version} for ${release.arch}: ${release.files} files, ${release.archive_size} bytes.`;
       form.reset();
       await read().catch(() => undefined);

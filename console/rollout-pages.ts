@@ -5,7 +5,7 @@
  * pauses or resumes one; a merchant reads those that reach its account, with no control.
  */
 import type { AccountView, RolloutView } from '../protocol/index.js';
-import { api, fleetReleases } from './api.js';
+import { api, releasesAndRollouts } from './api.js';
 import { announce, errorText, field, fill, h, type Child } from './dom.js';
 import { terminalLink } from './fleet-view.js';
 import { localTime } from './format.js';
@@ -85,7 +85,7 @@ export async function rolloutsPage(
   accountId: string | undefined,
 ): Promise<Cleanup> {
   const [{ rollouts }, accounts] = await Promise.all([
-    fleetReleases.rollouts(accountId),
+    releasesAndRollouts.rollouts(accountId),
     operator ? merchantAccounts() : undefined,
   ]);
   let filter: HTMLElement | null = null;
@@ -218,13 +218,13 @@ export async function rolloutPage(
   id: string,
   accountId: string | undefined,
 ): Promise<Cleanup> {
-  let rollout = (await fleetReleases.rollout(id)).rollout;
+  let rollout = (await releasesAndRollouts.rollout(id)).rollout;
   const problem = h('div', { id: 'rollout-problem' });
   const view = h('div', {});
   const act = async (action: 'pause' | 'resume') => {
     fill(problem);
     try {
-      rollout = (await fleetReleases.act(rollout.id, action)).rollout;
+      rollout = (await releasesAndRollouts.act(rollout.id, action)).rollout;
       draw();
       announce(`Rollout ${rollout.state}`);
     } catch (error) {
@@ -267,7 +267,7 @@ export async function rolloutPage(
   const refresh = h('button', { type: 'button' }, 'Refresh');
   const reread = async () => {
     try {
-      rollout = (await fleetReleases.rollout(id)).rollout;
+      rollout = (await releasesAndRollouts.rollout(id)).rollout;
       draw();
     } catch (error) {
       fill(problem, h('p', { role: 'alert' }, `Not read: ${errorText(error)}`));

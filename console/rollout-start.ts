@@ -4,7 +4,7 @@
  * relay checks the request; what it refuses is shown as it says it, with what to do.
  */
 import type { RolloutStartRequest } from '../protocol/index.js';
-import { ApiFailure, api, fleetReleases } from './api.js';
+import { ApiFailure, api, releasesAndRollouts } from './api.js';
 import { errorText, field, fill, h } from './dom.js';
 import { accountLabel, merchantAccounts } from './rollout-pages.js';
 import { rolloutsHref } from './rollout-view.js';
@@ -30,7 +30,10 @@ export async function rolloutStartPage(
   main: HTMLElement,
   accountId: string | undefined,
 ): Promise<Cleanup> {
-  const [accounts, { releases }] = await Promise.all([merchantAccounts(), fleetReleases.list()]);
+  const [accounts, { releases }] = await Promise.all([
+    merchantAccounts(),
+    releasesAndRollouts.list(),
+  ]);
   const account = h(
     'select',
     { id: 'rollout-account', required: true },
@@ -104,7 +107,7 @@ export async function rolloutStartPage(
       if (input.value !== '') request[name] = Number(input.value);
     }
     try {
-      const { rollout } = await fleetReleases.start(request);
+      const { rollout } = await releasesAndRollouts.start(request);
       location.hash = rolloutsHref(account.value, rollout.id);
     } catch (error) {
       fill(problem, h('p', { role: 'alert' }, refusal(error)));
