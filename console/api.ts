@@ -13,6 +13,9 @@ import type {
   TerminalClaimResponse,
   TerminalFacts,
   PurchaseRequest,
+  ReleaseView,
+  RolloutStartRequest,
+  RolloutView,
   Transaction,
   TerminalSettlement,
   TerminalStatus,
@@ -22,6 +25,9 @@ import type {
 } from '../protocol/index.js';
 
 export const CSRF_HEADER = 'x-tps-csrf';
+// As protocol/'s RELEASE_PUBLISH_PATH and ROLLOUTS_PATH: nothing of it ships in the bundle.
+const RELEASES = '/pos/v1/fleet/releases';
+const ROLLOUTS = '/pos/v1/fleet/rollouts';
 
 export interface SessionView {
   username: string;
@@ -65,20 +71,29 @@ let onSignedOut: () => void = () => undefined;
 export const currentSession = () => session;
 export const whenSignedOut = (handler: () => void) => (onSignedOut = handler);
 
+/** A request's body as sent: JSON, or a file as it is (a release archive). */
+interface Payload {
+  type: string;
+  data: string | Blob;
+}
+
+const json = (body: unknown): Payload | undefined =>
+  body === undefined ? undefined : { type: 'application/json', data: JSON.stringify(body) };
+
 async function send(
   method: 'GET' | 'POST',
   url: string,
-  body?: unknown,
+  payload?: Payload,
   signal?: AbortSignal,
 ): Promise<unknown> {
   const headers: Record<string, string> = { accept: 'application/json' };
-  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (payload) headers['content-type'] = payload.type;
   if (session) headers[CSRF_HEADER] = session.csrf_token;
   const response = await fetch(url, {
     method,
     headers,
     credentials: 'same-origin',
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    ...(payload ? { body: payload.data } : {}),
     ...(signal ? { signal } : {}),
   });
   const answer = (await response.json().catch(() => ({}))) as {
@@ -110,18 +125,43 @@ export async function restoreSession(): Promise<SessionView | undefined> {
 
 export async function signIn(username: string, password: string): Promise<SessionView> {
   session = undefined;
-  session = (await send('POST', '/console/session', { username, password })) as SessionView;
+  session = (await send('POST', '/console/session', json({ username, password }))) as SessionView;
   return session;
 }
 
 export async function signOut(): Promise<void> {
-  await send('POST', '/console/session/end', {}).catch(() => undefined);
+  await send('POST', '/console/session/end', json({})).catch(() => undefined);
   session = undefined;
 }
 
 /** One API operation of revision v1. */
 export const call = <T>(operation: string, body: unknown, signal?: AbortSignal) =>
-  send('POST', `/pos/v1${operation}`, body, signal) as Promise<T>;
+  send('POST', `/pos/v1${operation}`, json(body), signal) as Promise<T>;
+
+/**
+ * Releases and rollouts (docs/api.md, "Extensions"): resources of their own beside the
+ * operations, read with GET; a release is published as the archive itself.
+ */
+export const releasesAndRollouts = {
+  list: () => send('GET', RELEASES) as Promise<{ releases: ReleaseView[] }>,
+  publish: (archive: Blob) =>
+    send('POST', RELEASES, { type: 'application/gzip', data: archive }) as Promise<{
+      release: ReleaseView;
+    }>,
+  rollouts: (account_id?: string) =>
+    send(
+      'GET',
+      `${ROLLOUTS}${account_id ? `?account_id=${encodeURIComponent(account_id)}` : ''}`,
+    ) as Promise<{ rollouts: RolloutView[] }>,
+  rollout: (id: string) =>
+    send('GET', `${ROLLOUTS}/${encodeURIComponent(id)}`) as Promise<{ rollout: RolloutView }>,
+  start: (request: RolloutStartRequest) =>
+    send('POST', ROLLOUTS, json(request)) as Promise<{ rollout: RolloutView }>,
+  act: (id: string, action: 'pause' | 'resume') =>
+    send('POST', `${ROLLOUTS}/${encodeURIComponent(id)}/${action}`, json({})) as Promise<{
+      rollout: RolloutView;
+    }>,
+};
 
 export const api = {
   terminals: () => call<{ terminals: TerminalView[] }>('/terminal/list', {}),

@@ -167,7 +167,6 @@ export async function fleetPage(main: HTMLElement, scope: FleetScope): Promise<C
       h('a', { href: fleetHref(scope, 'claim') }, 'Claim a terminal'),
       h('a', { href: fleetHref(scope, 'config') }, 'Configuration'),
     ),
-    // Releases and rollouts of the agent get their own pages beside these.
     h(
       'p',
       {},

@@ -10,6 +10,9 @@ import { claimPage } from './fleet-claim.js';
 import { configPage } from './fleet-config-page.js';
 import { fleetPage } from './fleet-page.js';
 import { fleetTerminalPage } from './fleet-terminal-page.js';
+import { releasesPage } from './release-page.js';
+import { rolloutPage, rolloutsPage } from './rollout-pages.js';
+import { rolloutStartPage } from './rollout-start.js';
 import type { FleetScope } from './fleet-view.js';
 import { eventsPage, webhooksPage } from './other-pages.js';
 import { terminalPage, terminalsPage, type Cleanup } from './terminal-pages.js';
@@ -23,10 +26,10 @@ const nav = document.getElementById('nav')!;
 const who = document.getElementById('who')!;
 let cleanup: Cleanup = () => undefined;
 
-// Releases and rollouts of the agent will be pages of their own beside Fleet, in both lists.
 const PAGES: Array<[string, string]> = [
   ['terminals', 'Terminals'],
   ['fleet', 'Fleet'],
+  ['rollouts', 'Rollouts'],
   ['transactions', 'Transactions'],
   ['events', 'Events'],
   ['webhooks', 'Webhooks'],
@@ -36,7 +39,11 @@ const PAGES: Array<[string, string]> = [
 const OPERATOR_PAGES: Array<[string, string]> = [
   ['accounts', 'Accounts'],
   ['fleet', 'Fleet'],
+  ['releases', 'Releases'],
+  ['rollouts', 'Rollouts'],
 ];
+/** A terminal's credential reads no fleet but its own facts, and no rollout. */
+const NOT_FOR_TERMINALS = new Set(['fleet', 'rollouts']);
 /** The account the operator last picked on a fleet page: the Fleet link goes back to it. */
 let operatorAccount: string | undefined;
 
@@ -56,6 +63,22 @@ async function fleetRoute(
   if (page === 'config') return configPage(main, scope, query);
   if (page === 'terminal' && id) return fleetTerminalPage(main, scope, id);
   return fleetPage(main, scope);
+}
+
+/** #/releases, #/rollouts, #/rollouts/start, #/rollouts/ID (?account=… for the operator). */
+async function releaseRoute(
+  main: HTMLElement,
+  name: string,
+  operator: boolean,
+  params: string[],
+  query: URLSearchParams,
+): Promise<Cleanup> {
+  const accountId = (operator && query.get('account')) || undefined;
+  const [id] = params;
+  if (name === 'releases') return releasesPage(main);
+  if (operator && id === 'start') return rolloutStartPage(main, accountId);
+  if (id) return rolloutPage(main, operator, id, accountId);
+  return rolloutsPage(main, operator, accountId);
 }
 
 function drawNav(route: string, pages: Array<[string, string]>) {
@@ -86,13 +109,16 @@ async function route(): Promise<void> {
   const name = asked || (operator ? 'accounts' : 'terminals');
   const params = rest.map(decodeURIComponent);
   nav.hidden = false;
-  // A terminal's credential reads no fleet but its own facts: no Fleet pages.
-  const merchantPages = session.terminal_id ? PAGES.filter(([id]) => id !== 'fleet') : PAGES;
+  const merchantPages = session.terminal_id
+    ? PAGES.filter(([id]) => !NOT_FOR_TERMINALS.has(id))
+    : PAGES;
   drawNav(name, operator ? OPERATOR_PAGES : merchantPages);
   fill(main, h('p', {}, 'Loading…'));
   try {
     if (name === 'fleet' && !session.terminal_id)
       cleanup = await fleetRoute(main, operator, params, new URLSearchParams(search));
+    else if ((name === 'releases' && operator) || (name === 'rollouts' && !session.terminal_id))
+      cleanup = await releaseRoute(main, name, operator, params, new URLSearchParams(search));
     else if (operator) cleanup = await accountsPage(main);
     else if (name === 'terminal' && params[0]) cleanup = await terminalPage(main, params[0]);
     else if (name === 'transactions') cleanup = await transactionsPage(main);

@@ -344,9 +344,14 @@ describe.skipIf(!available)(`the console in Chromium (${CHROMIUM})`, () => {
     await page.goto(`${origin}/`);
     await signIn(page, OPERATOR);
     await page.getByRole('heading', { level: 1, name: 'Accounts' }).waitFor();
-    // No page of a merchant's payments: the navigation holds Accounts and the fleet alone,
-    // and no live feed of events runs (the operator reads none).
-    expect(await page.locator('#nav a').allTextContents()).toEqual(['Accounts', 'Fleet']);
+    // No page of a merchant's payments: the navigation holds Accounts, the fleet, releases
+    // and rollouts alone, and no live feed of events runs (the operator reads none).
+    expect(await page.locator('#nav a').allTextContents()).toEqual([
+      'Accounts',
+      'Fleet',
+      'Releases',
+      'Rollouts',
+    ]);
     expect(await page.locator('#connection').isHidden()).toBe(true);
     await page.getByLabel('Name').fill('Cafe Nord');
     await page.getByRole('button', { name: 'Create' }).click();

@@ -90,6 +90,23 @@ const download = (relay: TestRelay, version: string, credential: Credential) =>
     headers: { authorization: basicAuth(credential) },
   });
 
+/** The published releases, as the console reads them. */
+const list = async (relay: TestRelay, headers: Record<string, string>) =>
+  answered(await fetch(`${relay.baseUrl}${RELEASE_PUBLISH_PATH}`, { headers }));
+
+/** A console session of `credential`: its cookie, and the headers a console request carries. */
+async function consoleSession(relay: TestRelay, credential: Credential) {
+  const response = await fetch(`${relay.baseUrl.replace(/\/pos$/, '')}/console/session`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(credential),
+  });
+  expect(response.status).toBe(200);
+  const { csrf_token } = (await response.json()) as { csrf_token: string };
+  const cookie = (response.headers.get('set-cookie') ?? '').split(';')[0]!;
+  return { cookie, headers: { cookie, 'x-tps-csrf': csrf_token } };
+}
+
 /** A GET of the rollouts' resource, as `tps fleet rollout status` sends it. */
 const read = async (relay: TestRelay, suffix: string, credential: Credential) =>
   answered(
@@ -197,6 +214,63 @@ describe.each(STORES)('releases and rollouts are the operator’s, on $name', ({
     expect((await download(relay, '4.0.0', relay.operator)).status).toBe(200);
     expect((await download(relay, '4.0.0', a.credential)).status).toBe(403);
     expect((await download(relay, '4.0.0', a.pos)).status).toBe(403);
+  });
+
+  it('the operator lists the releases, newest first; a merchant or a terminal may not', async () => {
+    // Published by the first case, or now when this case runs alone.
+    expect([200, 409]).toContain((await publish(relay, archive, relay.operator)).status);
+    const newer = await buildRelease(dir, { version: '4.1.0', privateKeyPem: keys.privateKeyPem });
+    expect((await publish(relay, newer, relay.operator)).status).toBe(200);
+    const listed = await list(relay, { authorization: basicAuth(relay.operator) });
+    expect(listed.status).toBe(200);
+    expect(listed.body.releases).toEqual([
+      {
+        version: '4.1.0',
+        arch: ARCH,
+        archive_sha256: createHash('sha256').update(fs.readFileSync(newer)).digest('hex'),
+        archive_size: fs.statSync(newer).size,
+        files: 2,
+        published_at: expect.any(String),
+      },
+      expect.objectContaining({ version: '4.0.0', arch: ARCH }),
+    ]);
+    for (const credential of [a.credential, relay.account, a.pos]) {
+      const refused = await list(relay, { authorization: basicAuth(credential) });
+      expect([refused.status, refused.body.error?.code]).toEqual([403, 'FORBIDDEN']);
+    }
+  });
+
+  it('the console’s session publishes, lists and reads rollouts as the credential it signed in with', async () => {
+    const operator = await consoleSession(relay, relay.operator);
+    const archive = await buildRelease(dir, {
+      version: '4.2.0',
+      privateKeyPem: keys.privateKeyPem,
+    });
+    const upload = (headers: Record<string, string>) =>
+      fetch(`${relay.baseUrl}${RELEASE_PUBLISH_PATH}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/gzip', ...headers },
+        body: fs.readFileSync(archive),
+      }).then(answered);
+    // The cookie alone could come from another site's form: refused without the token.
+    const forged = await upload({ cookie: operator.cookie });
+    expect([forged.status, forged.body.error?.code]).toEqual([403, 'FORBIDDEN']);
+    const published = await upload(operator.headers);
+    expect(published).toMatchObject({ status: 200, body: { release: { version: '4.2.0' } } });
+    const listed = await list(relay, operator.headers);
+    expect(listed.body.releases[0]).toMatchObject({ version: '4.2.0' });
+    const rollouts = await answered(
+      await fetch(`${relay.baseUrl}${ROLLOUTS_PATH}`, { headers: operator.headers }),
+    );
+    expect(rollouts.status).toBe(200);
+    // A merchant's session is the merchant: no releases.
+    const merchantSession = await consoleSession(relay, a.credential);
+    const refused = await list(relay, merchantSession.headers);
+    expect([refused.status, refused.body.error?.code]).toEqual([403, 'FORBIDDEN']);
+    const own = await answered(
+      await fetch(`${relay.baseUrl}${ROLLOUTS_PATH}`, { headers: merchantSession.headers }),
+    );
+    expect(own.status).toBe(200);
   });
 
   it('the operator rolls out to the account it names: its cohort alone; each merchant reads its own', async () => {

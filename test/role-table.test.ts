@@ -228,6 +228,14 @@ const download = async (world: World, credential: Credential) =>
     }),
   );
 
+/** The operator's list of releases (a GET of the resource releases are published to). */
+const listReleases = async (world: World, credential: Credential) =>
+  answered(
+    await fetch(`${world.relay.baseUrl}${RELEASE_PUBLISH_PATH}`, {
+      headers: { authorization: basicAuth(credential) },
+    }),
+  );
+
 /** A GET of the rollouts' resource (`suffix`: `/ID` or `?account_id=…`). */
 const readRollouts = async (world: World, suffix: string, credential: Credential) =>
   answered(
@@ -704,9 +712,10 @@ const PROBES: Record<string, Probe> = {
     },
   },
 
-  'releases: publish, download': {
+  'releases: publish, list, download': {
     requests: (world) => [
       { what: 'publish', send: (credential) => publish(world, credential) },
+      { what: 'list', send: (credential) => listReleases(world, credential) },
       { what: 'download', send: (credential) => download(world, credential) },
     ],
     cells: {
@@ -715,6 +724,9 @@ const PROBES: Record<string, Probe> = {
         // as existing.
         const again = await publish(world, world.as.operator);
         expect(outcome(again)).toEqual([409, 'RELEASE_EXISTS']);
+        const listed = await listReleases(world, world.as.operator);
+        expectOk('list', listed);
+        expect(listed.body.releases.map((r: { version: string }) => r.version)).toContain(VERSION);
         const response = await fetch(`${world.relay.baseUrl}${releaseArchivePath(VERSION, ARCH)}`, {
           headers: { authorization: basicAuth(world.as.operator) },
         });
@@ -1018,8 +1030,8 @@ async function expectAccountCredentials(world: World, role: Role, naming: object
 
 // ---------------------------------------------------------------- the console's pages
 
-/** What each page of the console calls, as the role's page sends it. */
-const PAGES: Record<string, (world: World, role: Role) => Array<[string, object]>> = {
+/** What each page of the console calls, as the role's page sends it (no body: a GET). */
+const PAGES: Record<string, (world: World, role: Role) => Array<[string, object?]>> = {
   payments: () => [
     ['/terminal/list', {}],
     ['/transaction/search', {}],
@@ -1030,6 +1042,8 @@ const PAGES: Record<string, (world: World, role: Role) => Array<[string, object]
     ['/fleet/facts', role === 'operator' ? { account_id: world.a.accountId } : {}],
   ],
   accounts: () => [['/account/list', {}]],
+  releases: () => [['/fleet/releases']],
+  rollouts: () => [['/fleet/rollouts']],
 };
 
 /** `fleet, accounts` → the pages; `payments (its terminal)` → payments. */
@@ -1048,13 +1062,18 @@ async function signIn(world: World, credential: Credential) {
   const { csrf_token: csrf, role } = (await response.json()) as { csrf_token: string; role: Role };
   return {
     role,
-    call: async (operation: string, body: object) =>
+    call: async (operation: string, body?: object) =>
       answered(
-        await fetch(`${world.relay.baseUrl}/v1${operation}`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', cookie, 'x-tps-csrf': csrf },
-          body: JSON.stringify(body),
-        }),
+        await fetch(
+          `${world.relay.baseUrl}/v1${operation}`,
+          body === undefined
+            ? { headers: { cookie, 'x-tps-csrf': csrf } }
+            : {
+                method: 'POST',
+                headers: { 'content-type': 'application/json', cookie, 'x-tps-csrf': csrf },
+                body: JSON.stringify(body),
+              },
+        ),
       ),
   };
 }

@@ -1,14 +1,16 @@
 /**
  * Agent releases over HTTP (docs/api.md, "Extensions: releases"): publishing takes the
  * archive itself as the body (application/gzip), not JSON; downloading answers it. The
- * operator publishes; any terminal's agent downloads with its broker credential
- * (username: its terminal id), and the operator's credential may too.
+ * operator publishes and lists them (with Basic auth or the console's session); any
+ * terminal's agent downloads with its broker credential (username: its terminal id), and
+ * the operator's credential may too.
  */
 import fs from 'node:fs';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
 import { RELEASE_PUBLISH_PATH, ReleaseArch, ReleaseVersion } from '../../protocol/index.js';
 import type { Authenticator } from '../accounts/authenticator.js';
+import type { Principal } from '../accounts/principal.js';
 import { verifyAgentSecret } from '../accounts/mosquitto-hash.js';
 import { parseBasicAuthorization } from '../../common/basic-auth.js';
 import { sourceOf } from '../../common/sign-in-throttle.js';
@@ -19,21 +21,23 @@ import type { Store } from '../store/store.js';
 export interface ReleaseRouteOptions {
   releases: Releases;
   authenticator: Authenticator;
+  /** The principal of a publish or list: the console's session or Basic auth (server.ts). */
+  principalOf: (request: FastifyRequest) => Promise<Principal>;
   store: Pick<Store, 'findAgentCredential' | 'getTerminal'>;
 }
 
 export function registerReleaseRoutes(app: FastifyInstance, options: ReleaseRouteOptions): void {
-  const { releases, authenticator } = options;
+  const { releases, principalOf } = options;
   // Encapsulated: the gzip body parser serves these routes alone, the operations stay JSON.
   void app.register(async (scope) => {
     scope.addContentTypeParser('application/gzip', (_request, payload, done) =>
       done(null, payload),
     );
+    scope.get(`/pos${RELEASE_PUBLISH_PATH}`, async (request) => ({
+      releases: await releases.list(await principalOf(request)),
+    }));
     scope.post(`/pos${RELEASE_PUBLISH_PATH}`, async (request) => {
-      const principal = await authenticator.authenticate(
-        request.headers.authorization,
-        sourceOf(request.ip),
-      );
+      const principal = await principalOf(request);
       if (request.headers['content-type'] !== 'application/gzip') {
         throw new ApiError(
           'UNSUPPORTED_MEDIA_TYPE',

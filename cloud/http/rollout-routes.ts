@@ -1,7 +1,8 @@
 /**
  * Rollouts over HTTP (docs/api.md, "Extensions: rollouts"), beside the releases they roll
  * out: start one, list them, read one, pause and resume it. The operator does all of it;
- * a merchant account credential reads the rollouts that reach its account.
+ * a merchant account credential reads the rollouts that reach its account. The console's
+ * session reaches them as it reaches the JSON operations.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import {
@@ -10,18 +11,16 @@ import {
   RolloutListQuery,
   RolloutStartRequest,
 } from '../../protocol/index.js';
-import type { Authenticator } from '../accounts/authenticator.js';
-import { sourceOf } from '../../common/sign-in-throttle.js';
+import type { Principal } from '../accounts/principal.js';
 import { ApiError } from '../errors.js';
 import { managing, reading, type Rollouts } from '../rollouts/rollouts.js';
 
 export function registerRolloutRoutes(
   app: FastifyInstance,
   rollouts: Rollouts,
-  authenticator: Authenticator,
+  /** The request's principal: the console's session or Basic auth (server.ts). */
+  principal: (request: FastifyRequest) => Promise<Principal>,
 ): void {
-  const principal = (request: FastifyRequest) =>
-    authenticator.authenticate(request.headers.authorization, sourceOf(request.ip));
   const idOf = (request: FastifyRequest) => {
     const id = RolloutId.safeParse((request.params as { id: string }).id);
     if (!id.success) throw new ApiError('ROLLOUT_NOT_FOUND', 'no such rollout');

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import {
   OPERATIONS,
@@ -49,8 +49,8 @@ export interface HttpServerOptions extends OperationDeps {
   limits?: HttpLimits;
   /** The web console at /console/, whose session cookie also authenticates the API. */
   console?: ConsoleOptions;
-  /** Agent releases: publishing and downloading (docs/fleet.md, "Releases"). */
-  releases?: Omit<ReleaseRouteOptions, 'authenticator'>;
+  /** Agent releases: publishing, listing and downloading (docs/fleet.md, "Releases"). */
+  releases?: Omit<ReleaseRouteOptions, 'authenticator' | 'principalOf'>;
   /** Rollouts of releases to cohorts (docs/fleet.md, "Rollouts"). */
   rollouts?: Rollouts;
 }
@@ -142,14 +142,23 @@ export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
     return sendError(reply, 'ROUTE_NOT_FOUND', `no operation ${request.method} ${path}`);
   });
 
+  const sessions = options.console?.sessions;
+  /** Who sends a request: the console's session (with its CSRF header), else Basic auth. */
+  const principalOf = async (request: FastifyRequest): Promise<Principal> =>
+    (sessions && (await sessionPrincipal(sessions, request))) ??
+    (await options.authenticator.authenticate(request.headers.authorization, sourceOf(request.ip)));
+
   if (options.ops) registerOpsRoutes(app, options.ops);
   registerPairingRoutes(app, options.pairings, options.defaultWaitSeconds);
   if (options.releases) {
-    registerReleaseRoutes(app, { ...options.releases, authenticator: options.authenticator });
+    registerReleaseRoutes(app, {
+      ...options.releases,
+      authenticator: options.authenticator,
+      principalOf,
+    });
   }
-  if (options.rollouts) registerRolloutRoutes(app, options.rollouts, options.authenticator);
+  if (options.rollouts) registerRolloutRoutes(app, options.rollouts, principalOf);
   if (options.console) registerConsole(app, options.console);
-  const sessions = options.console?.sessions;
 
   const handlers = operationHandlers(options);
   for (const revision of REVISIONS) {
@@ -176,12 +185,7 @@ export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
       app.post(url, {
         onRequest: async (request) => {
           try {
-            request.principal =
-              (sessions && (await sessionPrincipal(sessions, request))) ??
-              (await options.authenticator.authenticate(
-                request.headers.authorization,
-                sourceOf(request.ip),
-              ));
+            request.principal = await principalOf(request);
           } catch (error) {
             const code = (error as { code?: unknown }).code;
             // Refusals by a limit are counted in the metrics; one line each would let a

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Clock } from '../../common/clock.js';
-import type { ReleaseArch, ReleaseView } from '../../protocol/index.js';
+import { ReleaseManifest, type ReleaseArch, type ReleaseView } from '../../protocol/index.js';
 import type { Principal } from '../accounts/principal.js';
 import { ApiError } from '../errors.js';
 import type { ReleaseRecord } from '../store/records.js';
@@ -24,7 +24,7 @@ import {
 import { ReleaseArchiveChecker } from './archive-checker.js';
 
 export interface ReleasesOptions {
-  store: Pick<Store, 'addRelease' | 'findRelease'>;
+  store: Pick<Store, 'addRelease' | 'findRelease' | 'listReleases'>;
   /** The operator's account: releases are relay-wide, kept as its (docs/tenants.md). */
   operatorAccountId: string;
   /** Where archives are kept (TPS_RELEASE_DIR); shared by every relay of a deployment. */
@@ -124,6 +124,20 @@ export class Releases {
       this.uploads -= 1;
       await fs.promises.rm(upload, { force: true });
     }
+  }
+
+  /** Every published release, newest first; the operator's alone, as publishing is. */
+  async list(principal: Principal): Promise<ReleaseView[]> {
+    if (principal.role !== 'operator') {
+      throw new ApiError(
+        'FORBIDDEN',
+        "releases are the operator's: only an operator credential lists them",
+      );
+    }
+    const records = await this.options.store.listReleases(this.options.operatorAccountId);
+    return records.map((record) =>
+      view(record, ReleaseManifest.parse(JSON.parse(record.manifest)).files.length),
+    );
   }
 
   /** The archive of a published release (who may have it, the route decides). */
