@@ -253,7 +253,8 @@ describe.each(BROKERS)('agent link on $name', ({ open }) => {
       await relay.until(() => relay.ack(print.command_id) !== undefined);
       times.push(performance.now() - began);
     }
-    times.sort((x, y) => x - y);
-    expect(times[Math.floor(times.length / 2)]).toBeLessThan(25);
+    // With Nagle on, every round trip waits for the delayed ACK (40 ms or more); a busy
+    // machine slows some trips, never all: the fastest tells, the median may not.
+    expect(Math.min(...times)).toBeLessThan(25);
   });
 });
