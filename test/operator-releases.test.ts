@@ -32,7 +32,7 @@ import {
   type ApiResponse,
   type TestRelay,
 } from './support/relay.js';
-import { createScratchDatabase } from './support/scratch-database.js';
+import { eachStore } from './support/scratch-database.js';
 
 type Credential = { username: string; password: string };
 
@@ -41,23 +41,7 @@ const keys = generateReleaseKeyPair();
 const COHORT = 'cohort-north';
 
 /** Where each store keeps its data: a data directory, and a scratch database on PostgreSQL. */
-const STORES: Array<{
-  name: string;
-  place(): Promise<{ databaseUrl?: string; drop(): Promise<void> }>;
-}> = [
-  { name: 'SQLite', place: async () => ({ drop: async () => undefined }) },
-  ...(DATABASE_URL
-    ? [
-        {
-          name: 'PostgreSQL',
-          async place() {
-            const database = await createScratchDatabase(DATABASE_URL, 'tps_operator_releases');
-            return { databaseUrl: database.url, drop: () => database.drop() };
-          },
-        },
-      ]
-    : []),
-];
+const STORES = eachStore('tps_operator_releases');
 
 /** A relay that accepts releases signed with `keys`, on a store `place` made. */
 function relayOn(dir: string, dataDir: string, databaseUrl: string | undefined) {

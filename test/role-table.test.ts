@@ -51,7 +51,7 @@ import {
   type ApiResponse,
   type TestRelay,
 } from './support/relay.js';
-import { createScratchDatabase } from './support/scratch-database.js';
+import { eachStore } from './support/scratch-database.js';
 
 type Credential = { username: string; password: string };
 type Role = 'operator' | 'account' | 'terminal';
@@ -1107,23 +1107,7 @@ async function checkConsole(world: World, role: Role, cell: string) {
 
 // ---------------------------------------------------------------- the stores
 
-const STORES: Array<{
-  name: string;
-  place(): Promise<{ databaseUrl?: string; drop(): Promise<void> }>;
-}> = [
-  { name: 'SQLite', place: async () => ({ drop: async () => undefined }) },
-  ...(DATABASE_URL
-    ? [
-        {
-          name: 'PostgreSQL',
-          async place() {
-            const database = await createScratchDatabase(DATABASE_URL, 'tps_role_table');
-            return { databaseUrl: database.url, drop: () => database.drop() };
-          },
-        },
-      ]
-    : []),
-];
+const STORES = eachStore('tps_role_table');
 
 const TABLE = readTable();
 

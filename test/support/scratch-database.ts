@@ -58,43 +58,56 @@ export function twoRelaysOnOneDatabase(
   };
 }
 
-/** A test relay on one store, and how to stop it (and drop its database). */
-export interface RelayOnStore {
+/** Where a test's relay keeps its data: a SQLite file of its own, or a scratch PostgreSQL database. */
+export interface StorePlace {
   name: 'SQLite' | 'PostgreSQL';
-  start(): Promise<{ relay: TestRelay; stop(): Promise<void> }>;
+  /** The database to give the relay (none: SQLite in its data directory), and how to drop it. */
+  place(): Promise<{ databaseUrl?: string; drop(): Promise<void> }>;
 }
 
 /**
- * A relay with `settings` on each store the tests reach: SQLite always, PostgreSQL when
- * DATABASE_URL names a server (a scratch database named from `prefix`, dropped at stop).
- * For `describe.each`: the same cases on both stores.
+ * Each store the tests reach: SQLite always, PostgreSQL when DATABASE_URL names a server
+ * (a scratch database named from `prefix`). For `describe.each`: the same cases on both.
  */
+export function eachStore(prefix: string): StorePlace[] {
+  const serverUrl = process.env.DATABASE_URL;
+  const sqlite: StorePlace = { name: 'SQLite', place: async () => ({ drop: async () => {} }) };
+  if (!serverUrl) return [sqlite];
+  return [
+    sqlite,
+    {
+      name: 'PostgreSQL',
+      async place() {
+        const database = await createScratchDatabase(serverUrl, prefix);
+        return { databaseUrl: database.url, drop: () => database.drop() };
+      },
+    },
+  ];
+}
+
+/** A test relay on one store, and how to stop it (and drop its database). */
+export interface RelayOnStore {
+  name: StorePlace['name'];
+  start(): Promise<{ relay: TestRelay; stop(): Promise<void> }>;
+}
+
+/** A relay with `settings` on each store the tests reach (eachStore), dropped at stop. */
 export function relayOnEachStore(
   settings: Partial<CloudConfigInput>,
   prefix: string,
 ): RelayOnStore[] {
-  const serverUrl = process.env.DATABASE_URL;
-  const sqlite: RelayOnStore = {
-    name: 'SQLite',
+  return eachStore(prefix).map(({ name, place }) => ({
+    name,
     async start() {
-      const relay = await startTestRelay(settings);
-      return { relay, stop: () => relay.close() };
-    },
-  };
-  if (!serverUrl) return [sqlite];
-  const postgres: RelayOnStore = {
-    name: 'PostgreSQL',
-    async start() {
-      const database = await createScratchDatabase(serverUrl, prefix);
-      const relay = await startTestRelay({ ...settings, databaseUrl: database.url });
+      const { databaseUrl, drop } = await place();
+      const relay = await startTestRelay({ ...settings, ...(databaseUrl ? { databaseUrl } : {}) });
       return {
         relay,
         async stop() {
           await relay.close();
-          await database.drop();
+          await drop();
         },
       };
     },
-  };
-  return [sqlite, postgres];
+  }));
 }
