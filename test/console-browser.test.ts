@@ -328,6 +328,29 @@ describe.skipIf(!available)(`the console in Chromium (${CHROMIUM})`, () => {
     expect(text.indexOf(`${externalId} AWAITING_CONFIRM`)).toBeLessThan(
       text.indexOf(`${externalId} PROCESSING`),
     );
+    // Strictly by log position, newest first: the tail's transaction events of the
+    // terminal are the relay's own list of them, in its order, reversed.
+    const listed = await fetch(`${origin}/pos/v1/event/list`, {
+      method: 'POST',
+      headers: { authorization: basicAuth(ACCOUNT), 'content-type': 'application/json' },
+      body: JSON.stringify({
+        filter: { subject: { eq: simulator.terminal_id } },
+        limit: 1000,
+      }),
+    });
+    const inLog = (
+      (await listed.json()) as {
+        events: Array<{ data: { external_id?: string; state?: string } }>;
+      }
+    ).events
+      .filter((event) => event.data.external_id !== undefined && event.data.state !== undefined)
+      .map((event) => `${event.data.external_id} ${event.data.state}`);
+    await page.getByLabel('Terminal', { exact: true }).fill(simulator.terminal_id);
+    const inTail = (await tail.locator('li').allTextContents())
+      .map((line) => /\bTransaction\b.* — (\S+ [A-Z_]+)/.exec(line)?.[1])
+      .filter((pair): pair is string => pair !== undefined);
+    expect(inTail.length).toBeGreaterThan(1);
+    expect(inTail).toEqual(inLog.slice(-inTail.length).reverse());
     await page.getByRole('link', { name: 'Terminals' }).click();
     await openEvents();
     expect(await tail.textContent()).toContain(`${externalId} AWAITING_CONFIRM`);
