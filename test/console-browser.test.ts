@@ -481,4 +481,55 @@ describe.skipIf(!available)(`the console in Chromium (${CHROMIUM})`, () => {
     expect(await page.evaluate('window.mark')).toBe(1);
     await page.close();
   }, 60_000);
+
+  it('shows the screen text the terminal shows now, not the one of the state before', async () => {
+    // A terminal of its own: the default one may still run the slow payment of the test before.
+    const created = await fetch(`${origin}/pos/v1/simulator/create`, {
+      method: 'POST',
+      headers: { authorization: basicAuth(ACCOUNT), 'content-type': 'application/json' },
+      body: '{}',
+    });
+    const terminal = (await created.json()) as {
+      terminal_id: string;
+      username: string;
+      password: string;
+    };
+    const call = async (operation: string, body: object) =>
+      (await fetch(`${origin}/pos/v1${operation}`, {
+        method: 'POST',
+        headers: { authorization: basicAuth(terminal), 'content-type': 'application/json' },
+        body: JSON.stringify({ terminal_id: terminal.terminal_id, ...body }),
+      }).then((r) => r.json())) as {
+        transaction?: { state: string };
+        status?: { screen_message?: string; transaction_state: string };
+      };
+    const page = await browser.newPage();
+    await page.goto(`${origin}/`);
+    await signIn(page, ACCOUNT);
+    const row = page.locator(`tr[data-terminal="${terminal.terminal_id}"]`);
+    await expect.poll(() => row.textContent(), { timeout: 10_000 }).toContain('READY');
+    const paid = await call('/transaction/purchase', {
+      external_id: `screen-${Date.now()}`,
+      requested_amount: 1000,
+      currency: 'EUR',
+      wait_seconds: 10,
+    });
+    expect(paid.transaction?.state).toBe('AWAITING_CONFIRM');
+    // The agent sends the new state at once and the reader's screen text, which the reader
+    // may show just after its answer, in a status of its own: both the relay's status and
+    // the row, fed by the status events, settle on what the terminal shows now.
+    await expect
+      .poll(
+        async () => {
+          const status = (await call('/terminal/status', {})).status;
+          return `${status?.transaction_state}: ${status?.screen_message}`;
+        },
+        { timeout: 5_000 },
+      )
+      .toBe('READY: Approved');
+    await expect
+      .poll(() => row.locator('td').allTextContents(), { timeout: 5_000 })
+      .toContain('Approved');
+    await page.close();
+  }, 60_000);
 });
