@@ -225,6 +225,23 @@ describe.each(BROKERS)('agent link on $name', ({ open }) => {
     await relay.until(() => relay.final('tx-after-junk') !== undefined);
   });
 
+  it("tells the state after a payment with the reader's screen of then, not the one before", async () => {
+    const a = await agent();
+    a.send(startCommand('tx-screen'));
+    await relay.until(() => relay.final('tx-screen') !== undefined, 5000, 'result');
+    await relay.until(
+      () => relay.statuses(a.terminalId).at(-1)?.readings.screen_message === 'Approved',
+      5000,
+      'the screen after the payment',
+    );
+    // The first report back to READY already says what the reader shows after the payment.
+    const statuses = relay.statuses(a.terminalId).map((r) => r.readings);
+    const busy = statuses.findIndex((r) => r.transaction_state === 'PROCESSING');
+    const ready = statuses.findIndex((r, i) => i > busy && r.transaction_state === 'READY');
+    expect(busy).toBeGreaterThanOrEqual(0);
+    expect(statuses[ready]?.screen_message).toBe('Approved');
+  });
+
   it('reports battery and charger changes as status', async () => {
     const a = await agent({ battery: true });
     a.emulated.firmware.setBattery(42);

@@ -298,9 +298,14 @@ export class CardReaderFirmware extends EventEmitter<CardReaderFirmwareEvents> {
     }
   }
 
+  /**
+   * The new screen, then what the host hears of the transaction: a real terminal shows
+   * "Approved" as it answers, so a host that reports its state on the answer reports it
+   * with the screen of then, not the one before.
+   */
   private announce(record: ReaderRecord, screen: string): void {
-    this.replay(record);
     this.status.showScreen(screen);
+    this.replay(record);
   }
 
   /** A new screen while running: progress to the host, and the status's screen message. */
