@@ -7,7 +7,7 @@
  * wake-up phase; with BENCH_COUNT_REPORTS=1 it counts the reports it takes in.
  */
 import diagnosticsChannel from 'node:diagnostics_channel';
-import { loadCloudConfig } from '../cloud/config.js';
+import { loadCloudConfig } from '../cloud/config-settings.js';
 import { startRelay } from '../cloud/relay.js';
 import { REPORT_TAKEN_CHANNEL, type ReportTaken } from '../cloud/transactions/diagnostics.js';
 import { failStart, send, serveParent } from './child-side.js';

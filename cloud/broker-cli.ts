@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { UsageError, parseCommandLine } from '../common/cli.js';
 import { emqxUserRecord, hashForBroker, isBrokerHash } from './accounts/mosquitto-hash.js';
-import { loadCloudConfig } from './config.js';
+import { loadCloudConfig } from './config-settings.js';
 import {
   DEFAULT_RELAY_USERNAME,
   checkRelayUsername,

@@ -10,7 +10,7 @@ import {
   CredentialRotateResponse,
   SimulatorCreateResponse,
 } from '../protocol/index.js';
-import { CLOUD_SETTINGS, loadCloudConfig } from './config.js';
+import { CLOUD_SETTINGS, loadCloudConfig } from './config-settings.js';
 import {
   accessOptions,
   actingHelp,

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { CLOUD_SETTINGS } from './config.js';
+import { CLOUD_SETTINGS } from './config-settings.js';
 
 describe('docs/configuration.md', () => {
   it('documents every setting with its flag, and nothing else', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadCloudConfig } from './config.js';
+import { ConfigError, loadCloudConfig } from './config-settings.js';
 
 function problems(env: Record<string, string>, flags: Record<string, string> = {}): string[] {
   try {

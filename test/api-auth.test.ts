@@ -7,7 +7,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadCloudConfig } from '../cloud/config.js';
+import { loadCloudConfig } from '../cloud/config-settings.js';
 import { loggerOptions } from '../cloud/logging.js';
 import { startRelay } from '../cloud/relay.js';
 import type { SimulatorCreateResponse } from '../protocol/index.js';

@@ -12,7 +12,7 @@ import path from 'node:path';
 import mqtt from 'mqtt';
 import { Agent, getGlobalDispatcher, setGlobalDispatcher, type Dispatcher } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError } from '../cloud/config.js';
+import { ConfigError } from '../cloud/config-settings.js';
 import {
   eventually,
   posFor,

@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { CLOUD_SETTINGS } from '../cloud/config.js';
+import { CLOUD_SETTINGS } from '../cloud/config-settings.js';
 
 const read = (file: string) => fs.readFileSync(new URL(`../${file}`, import.meta.url), 'utf8');
 

@@ -7,7 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { expect } from 'vitest';
-import { loadCloudConfig, type CloudConfigInput } from '../../cloud/config.js';
+import { type CloudConfigInput } from '../../cloud/config.js';
+import { loadCloudConfig } from '../../cloud/config-settings.js';
 import { startRelay, type Relay, type RelayOptions } from '../../cloud/relay.js';
 import { AccountCreateResponse, type SimulatorCreateResponse } from '../../protocol/index.js';
 
