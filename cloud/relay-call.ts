@@ -70,7 +70,12 @@ export function actingAccount(
   const given = values['account-id'];
   if (given === undefined) return { named: {}, env: ACCOUNT_ENV };
   const id = AccountId.safeParse(given);
-  if (!id.success) throw new UsageError('--account-id must be an account id (acct-…)', usage);
+  if (!id.success) {
+    throw new UsageError(
+      `--account-id must be a merchant account id (acct-…), not '${given}'`,
+      usage,
+    );
+  }
   return { named: { account_id: id.data }, env: OPERATOR_ENV };
 }
 

@@ -4,10 +4,10 @@
  * "Rollouts").
  */
 import { z } from 'zod';
-import { AccountId, ROLLOUTS_PATH, RolloutView } from '../../protocol/index.js';
+import { ROLLOUTS_PATH, RolloutView } from '../../protocol/index.js';
 import { UsageError, parseCommandLine } from '../../common/cli.js';
 import { printable, printableJson } from '../../common/terminal-text.js';
-import { OPERATOR_ENV, accessOptions, callRelay } from '../relay-call.js';
+import { OPERATOR_ENV, accessOptions, actingAccount, callRelay } from '../relay-call.js';
 
 const ACCESS = `  --json                  print the answer as JSON
   -h, --help              this text
@@ -120,7 +120,13 @@ export async function runRollout(argv: string[]): Promise<void> {
   );
   if (values.help) return void process.stdout.write(usage);
   const option = (key: string) => (values as Record<string, string | boolean | undefined>)[key];
-  const account = accountOption(option('account-id'), usage);
+  // The account is named as every operator's command names it; the credential is always
+  // the operator's (a rollout is its alone, with or without an account).
+  const named = option('account-id');
+  const account = actingAccount(
+    { 'account-id': typeof named === 'string' ? named : undefined },
+    usage,
+  ).named.account_id;
   const call = (path: string, body: object | undefined) =>
     callRelay(values, path, body, usage, OPERATOR_ENV);
   if (name === 'start') {
@@ -173,19 +179,6 @@ export async function runRollout(argv: string[]): Promise<void> {
   const answer =
     name === 'status' ? await call(target, undefined) : await call(`${target}/${name}`, {});
   show(RolloutAnswer.parse(answer).rollout, values.json === true);
-}
-
-/** `--account-id`, checked as the relay checks it, before anything is sent. */
-function accountOption(text: string | boolean | undefined, usage: string): string | undefined {
-  if (text === undefined) return undefined;
-  const id = AccountId.safeParse(text);
-  if (!id.success) {
-    throw new UsageError(
-      `--account-id must be a merchant account id (acct-…), not '${text}'`,
-      usage,
-    );
-  }
-  return id.data;
 }
 
 const RolloutAnswer = z.object({ rollout: RolloutView });
